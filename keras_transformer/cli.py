@@ -1,0 +1,113 @@
+"""What every command-line entry point shares: quiet TensorFlow start-up and one-line errors.
+
+    from keras_transformer import cli
+    ...
+    if __name__ == "__main__":
+        cli.run(main)
+
+Bad input (an unknown flag, a `ValueError` or `FileNotFoundError` raised for a
+user's mistake) ends with `error: <one line>` on stderr and exit code 2, never
+a traceback; set KT_DEBUG=1 to see the traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+from absl import app, flags
+
+USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, flags.Error, app.UsageError)
+
+
+class _NativeStderrSilencer:
+    """Points file descriptor 2 at /dev/null between start() and stop() (both idempotent)."""
+
+    def __init__(self):
+        self._saved = None
+
+    def start(self):
+        if self._saved is None:
+            sys.stderr.flush()
+            self._saved = os.dup(2)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            os.close(devnull)
+
+    def stop(self):
+        if self._saved is not None:
+            sys.stderr.flush()
+            os.dup2(self._saved, 2)
+            os.close(self._saved)
+            self._saved = None
+
+
+@contextlib.contextmanager
+def silence_native_stderr():
+    """Sends file descriptor 2 to /dev/null: TensorFlow's C++ start-up lines ignore TF_CPP_MIN_LOG_LEVEL
+    (tensorflow#100442). Python exceptions raised inside still reach the restored stderr."""
+    silencer = _NativeStderrSilencer()
+    silencer.start()
+    try:
+        yield
+    finally:
+        silencer.stop()
+
+
+def start_tensorflow(cpu_replicas: int = 0):
+    """Imports TensorFlow quietly and initialises its devices; returns the module.
+
+    Args:
+        cpu_replicas: if > 1, split the CPU into that many logical devices (for
+            MirroredStrategy over CPUs); must happen before devices are used.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    with silence_native_stderr():
+        import tensorflow as tf
+
+        if cpu_replicas > 1:
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_replicas
+            )
+        tf.config.list_logical_devices()
+    return tf
+
+
+def fail(message: str, code: int = 2):
+    """Prints `error: message` (one line) to stderr and exits."""
+    print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
+    sys.exit(code)
+
+
+def run(main):
+    """`absl.app.run(main)` with one-line errors and exit code 2 for bad input.
+
+    Native stderr stays silenced until `main` starts: absl's start-up flushes
+    TensorFlow's buffered C++ log lines.
+    """
+    silencer = _NativeStderrSilencer()
+
+    def parse_flags(argv):
+        try:
+            return flags.FLAGS(argv)
+        except flags.Error as error:
+            silencer.stop()
+            fail(f"{error}. Pass --helpfull to see every flag.")
+
+    def guarded(argv):
+        silencer.stop()
+        try:
+            return main(argv)
+        except USER_ERRORS as error:
+            if os.environ.get("KT_DEBUG"):
+                raise
+            fail(error)
+
+    silencer.start()
+    try:
+        app.run(guarded, flags_parser=parse_flags)
+    finally:
+        silencer.stop()

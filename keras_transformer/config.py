@@ -1,0 +1,221 @@
+"""Model hyper-parameters, with the paper's names and its presets.
+
+`TransformerConfig` is a frozen dataclass: every hyper-parameter of Table 3 of
+"Attention Is All You Need" (Vaswani et al., 2017) has a field of the same name,
+so each row of the table is a preset plus overrides:
+
+    >>> TransformerConfig.base(num_heads=16, d_k=32, d_v=32)    # Table 3, row (A)
+    >>> TransformerConfig.base(positional_encoding="learned")   # Table 3, row (E)
+    >>> TransformerConfig.preset("C/d_model=256")             # base(d_model=256, d_k=32, d_v=32)
+
+Variants are made with `dataclasses.replace` (or the presets' keyword overrides);
+nothing below the entry points reads command-line flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
+LAYER_NORMS = ("post", "pre")
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerConfig:
+    """Hyper-parameters of the encoder-decoder Transformer (section 3, Table 3).
+
+    Attributes:
+        num_layers: N, the number of identical layers in the encoder and in the
+            decoder (section 3.1). Base: 6.
+        d_model: width of every sub-layer output and of the embeddings. Base: 512.
+        d_ff: inner width of the position-wise feed-forward networks
+            (section 3.3). Base: 2048.
+        num_heads: h, the number of parallel attention heads (section 3.2.2).
+            Base: 8.
+        d_k: width of each head's queries and keys. `None` means
+            `d_model // num_heads` (64 in the base model).
+        d_v: width of each head's values. `None` means `d_model // num_heads`.
+        dropout_rate: P_drop, applied to each sub-layer output before the
+            residual sum and to the sums of embeddings and positional encodings
+            (section 5.4). Base: 0.1, big: 0.3.
+        attention_dropout_rate: dropout on the attention weights. The paper does
+            not use it (0.0); tensor2tensor does.
+        relu_dropout_rate: dropout after the feed-forward ReLU; 0.0 in the paper.
+        label_smoothing: epsilon_ls of the training loss (section 5.4). Base: 0.1.
+        vocab_size: size of the (shared) vocabulary. The paper's WMT en-de
+            vocabulary has about 37,000 byte-pair tokens (section 5.1).
+        target_vocab_size: size of a separate target vocabulary, or `None` for
+            one vocabulary. Only allowed with `share_embeddings=False`.
+        max_length: longest sequence the model is built for (learned position
+            tables are this long; sinusoids are computed for any length).
+        share_embeddings: one weight matrix for the source embedding, the
+            target embedding and the pre-softmax projection (section 3.4). With
+            `False` the source embedding is separate and the target embedding
+            stays tied to the pre-softmax projection.
+        positional_encoding: "sinusoidal" (section 3.5) or "learned" (Table 3,
+            row (E)).
+        layer_norm: "post", the paper's LayerNorm(x + Dropout(Sublayer(x))), or
+            "pre", x + Dropout(Sublayer(LayerNorm(x))) with a final LayerNorm.
+        layer_norm_epsilon: epsilon of every LayerNormalization.
+        pad_id: the id of the padding token; positions holding it are masked.
+    """
+
+    num_layers: int = 6
+    d_model: int = 512
+    d_ff: int = 2048
+    num_heads: int = 8
+    d_k: Optional[int] = None
+    d_v: Optional[int] = None
+    dropout_rate: float = 0.1
+    attention_dropout_rate: float = 0.0
+    relu_dropout_rate: float = 0.0
+    label_smoothing: float = 0.1
+    vocab_size: int = 37000
+    target_vocab_size: Optional[int] = None
+    max_length: int = 512
+    share_embeddings: bool = True
+    positional_encoding: str = "sinusoidal"
+    layer_norm: str = "post"
+    layer_norm_epsilon: float = 1e-6
+    pad_id: int = 0
+
+    def __post_init__(self):
+        for name in ("num_layers", "d_model", "d_ff", "num_heads", "vocab_size", "max_length"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.d_k is None and self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads}) "
+                "unless d_k and d_v are given"
+            )
+        for name in ("d_k", "d_v", "target_vocab_size"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+        for name in ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "label_smoothing"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        if self.positional_encoding not in POSITIONAL_ENCODINGS:
+            raise ValueError(
+                f"positional_encoding must be one of {POSITIONAL_ENCODINGS}, "
+                f"got {self.positional_encoding!r}"
+            )
+        if self.layer_norm not in LAYER_NORMS:
+            raise ValueError(f"layer_norm must be one of {LAYER_NORMS}, got {self.layer_norm!r}")
+        if self.share_embeddings and self.target_vocab_size not in (None, self.vocab_size):
+            raise ValueError(
+                f"share_embeddings=True needs one vocabulary, but vocab_size={self.vocab_size} "
+                f"and target_vocab_size={self.target_vocab_size}"
+            )
+
+    # Derived sizes -------------------------------------------------------------
+
+    @property
+    def key_dim(self) -> int:
+        """d_k as used: the explicit value or d_model / h."""
+        return self.d_k if self.d_k is not None else self.d_model // self.num_heads
+
+    @property
+    def value_dim(self) -> int:
+        """d_v as used: the explicit value or d_model / h."""
+        return self.d_v if self.d_v is not None else self.d_model // self.num_heads
+
+    @property
+    def output_vocab_size(self) -> int:
+        """Size of the target vocabulary (the softmax)."""
+        return self.target_vocab_size or self.vocab_size
+
+    # Serialization ---------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "TransformerConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown TransformerConfig fields: {', '.join(unknown)}")
+        return cls(**values)
+
+    def replace(self, **overrides) -> "TransformerConfig":
+        return dataclasses.replace(self, **overrides)
+
+    # Presets -------------------------------------------------------------------
+
+    @classmethod
+    def base(cls, **overrides) -> "TransformerConfig":
+        """The base model of Table 3: N=6, d_model=512, d_ff=2048, h=8, P_drop=0.1."""
+        return cls(**overrides)
+
+    @classmethod
+    def big(cls, **overrides) -> "TransformerConfig":
+        """Transformer (big) of Table 3: d_model=1024, d_ff=4096, h=16, P_drop=0.3."""
+        values = dict(d_model=1024, d_ff=4096, num_heads=16, dropout_rate=0.3)
+        values.update(overrides)
+        return cls(**values)
+
+    @classmethod
+    def tiny(cls, **overrides) -> "TransformerConfig":
+        """A model small enough for unit tests: 2 layers, d_model=16, 2 heads."""
+        values = dict(
+            num_layers=2, d_model=16, d_ff=32, num_heads=2, vocab_size=50, max_length=64,
+            dropout_rate=0.0, label_smoothing=0.1,
+        )
+        values.update(overrides)
+        return cls(**values)
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> "TransformerConfig":
+        """A preset by name: "tiny", "base", "big" or a row of Table 3 (see TABLE3).
+
+        >>> TransformerConfig.preset("B/d_k=16").key_dim
+        16
+        """
+        if name in ("tiny", "base", "big"):
+            return getattr(cls, name)(**overrides)
+        if name not in TABLE3:
+            raise ValueError(
+                f"unknown preset {name!r}; choose tiny, base, big or one of: {', '.join(TABLE3)}"
+            )
+        values = dict(TABLE3[name].overrides)
+        values.update(overrides)
+        return cls.big(**values) if name == "big" else cls.base(**values)
+
+
+@dataclasses.dataclass(frozen=True)
+class Table3Row:
+    """One row of Table 3: its changes to the base model and the paper's count."""
+
+    overrides: dict
+    paper_params_millions: Optional[float]
+
+
+# Table 3 of the paper, row by row, as changes to the base model. The paper lists
+# no parameter count for rows (A), (D) and (E): their counts equal the base's (or
+# differ by a position table), so they are given as the base's 65M here.
+TABLE3: dict[str, Table3Row] = {
+    "base": Table3Row({}, 65),
+    "A/h=1": Table3Row(dict(num_heads=1, d_k=512, d_v=512), 65),
+    "A/h=4": Table3Row(dict(num_heads=4, d_k=128, d_v=128), 65),
+    "A/h=16": Table3Row(dict(num_heads=16, d_k=32, d_v=32), 65),
+    "A/h=32": Table3Row(dict(num_heads=32, d_k=16, d_v=16), 65),
+    "B/d_k=16": Table3Row(dict(d_k=16), 58),
+    "B/d_k=32": Table3Row(dict(d_k=32), 60),
+    "C/N=2": Table3Row(dict(num_layers=2), 36),
+    "C/N=4": Table3Row(dict(num_layers=4), 50),
+    "C/N=8": Table3Row(dict(num_layers=8), 80),
+    "C/d_model=256": Table3Row(dict(d_model=256, d_k=32, d_v=32), 28),
+    "C/d_model=1024": Table3Row(dict(d_model=1024, d_k=128, d_v=128), 168),
+    "C/d_ff=1024": Table3Row(dict(d_ff=1024), 53),
+    "C/d_ff=4096": Table3Row(dict(d_ff=4096), 90),
+    "D/P_drop=0.0": Table3Row(dict(dropout_rate=0.0), None),
+    "D/P_drop=0.2": Table3Row(dict(dropout_rate=0.2), None),
+    "D/eps_ls=0.0": Table3Row(dict(label_smoothing=0.0), None),
+    "D/eps_ls=0.2": Table3Row(dict(label_smoothing=0.2), None),
+    "E/learned": Table3Row(dict(positional_encoding="learned"), None),
+    "big": Table3Row({}, 213),
+}

@@ -1,0 +1,182 @@
+"""One layer of the decoder stack (section 3.1, Figure 1 right).
+
+"In addition to the two sub-layers in each encoder layer, the decoder inserts a
+third sub-layer, which performs multi-head attention over the output of the
+encoder stack. [...] We also modify the self-attention sub-layer in the decoder
+stack to prevent positions from attending to subsequent positions."
+
+For decoding one token at a time the layer takes an explicit cache:
+`{"self": {"key", "value"}, "cross": {"key", "value"}}`, where the self-attention
+entries `(B, T_max, h, d)` are filled at `cache_index` by each call and the
+encoder-decoder entries are the encoder output's keys and values, projected
+once (`init_cache`).
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from keras_transformer.layers.feed_forward import PositionwiseFeedForward
+from keras_transformer.layers.masks import causal_mask
+from keras_transformer.layers.multi_head_attention import MultiHeadAttention
+from keras_transformer.layers.sublayer import SublayerConnection
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class DecoderLayer(keras.layers.Layer):
+    """Masked self-attention, encoder-decoder attention and feed-forward sub-layers.
+
+    Args:
+        num_heads, key_dim, value_dim, d_ff, dropout_rate, attention_dropout_rate,
+        relu_dropout_rate, layer_norm, layer_norm_epsilon: as in `EncoderLayer`.
+
+    Call arguments:
+        x: `(B, T, d_model)`, the (shifted) target embeddings or the previous layer.
+        encoder_outputs: `(B, S, d_model)`; unused when `cache` is given.
+        source_mask: bool `(B, S)`, True at real source tokens, or None.
+        cache: None for the full causal pass, or a dict as in the module docstring.
+        cache_index: with a cache, the position of `x[:, 0]`; `x` may hold one
+            token (incremental decoding) or several (e.g. a prefix at index 0).
+        return_attention_scores: also return `{"self": (B, h, T, T_k), "cross": (B, h, T, S)}`.
+        training: enables dropout.
+
+    Returns:
+        `(B, T, d_model)`; then the attention weights if asked for; then the
+        updated cache if one was given.
+
+    Example:
+        >>> layer = DecoderLayer(num_heads=8, key_dim=64, value_dim=64, d_ff=2048)
+        >>> cache = layer.init_cache(encoder_outputs, batch_size=2, max_length=20)
+        >>> y, cache = layer(x_t, source_mask=mask, cache=cache, cache_index=t)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        value_dim,
+        d_ff,
+        dropout_rate=0.1,
+        attention_dropout_rate=0.0,
+        relu_dropout_rate=0.0,
+        layer_norm="post",
+        layer_norm_epsilon=1e-6,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.value_dim = value_dim
+        self.d_ff = d_ff
+        self.dropout_rate = dropout_rate
+        self.attention_dropout_rate = attention_dropout_rate
+        self.relu_dropout_rate = relu_dropout_rate
+        self.layer_norm = layer_norm
+        self.layer_norm_epsilon = layer_norm_epsilon
+        residual = dict(dropout_rate=dropout_rate, layer_norm=layer_norm, epsilon=layer_norm_epsilon)
+        attention = dict(num_heads=num_heads, key_dim=key_dim, value_dim=value_dim, dropout=attention_dropout_rate)
+        self.self_attention = MultiHeadAttention(**attention, dtype=self.dtype_policy, name="self_attention")
+        self.self_attention_residual = SublayerConnection(
+            **residual, dtype=self.dtype_policy, name="self_attention_residual"
+        )
+        self.cross_attention = MultiHeadAttention(**attention, dtype=self.dtype_policy, name="cross_attention")
+        self.cross_attention_residual = SublayerConnection(
+            **residual, dtype=self.dtype_policy, name="cross_attention_residual"
+        )
+        self.feed_forward = PositionwiseFeedForward(
+            d_ff, relu_dropout=relu_dropout_rate, dtype=self.dtype_policy, name="feed_forward"
+        )
+        self.feed_forward_residual = SublayerConnection(
+            **residual, dtype=self.dtype_policy, name="feed_forward_residual"
+        )
+
+    def build(self, x_shape, encoder_outputs_shape=None):
+        encoder_outputs_shape = encoder_outputs_shape or x_shape
+        self.self_attention.build(x_shape, x_shape)
+        self.self_attention_residual.build(x_shape)
+        self.cross_attention.build(x_shape, encoder_outputs_shape)
+        self.cross_attention_residual.build(x_shape)
+        self.feed_forward.build(x_shape)
+        self.feed_forward_residual.build(x_shape)
+        self.built = True
+
+    def init_cache(self, encoder_outputs, max_length):
+        """An empty self-attention cache for `max_length` positions and the projected encoder output."""
+        batch_size = tf.shape(encoder_outputs)[0]
+        dtype = self.compute_dtype
+        return {
+            "self": {
+                "key": tf.zeros([batch_size, max_length, self.num_heads, self.key_dim], dtype),
+                "value": tf.zeros([batch_size, max_length, self.num_heads, self.value_dim], dtype),
+            },
+            "cross": self.cross_attention.project_key_value(encoder_outputs),
+        }
+
+    def call(
+        self,
+        x,
+        encoder_outputs=None,
+        source_mask=None,
+        cache=None,
+        cache_index=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        length = tf.shape(x)[1]
+        if cache is None:
+            self_mask = causal_mask(length)  # (T, T)
+            self_cache = cross_cache = None
+        else:
+            if cache_index is None:
+                raise ValueError("DecoderLayer: a cache needs a cache_index (the position of x[:, 0])")
+            max_length = tf.shape(cache["self"]["key"])[1]
+            self_mask = causal_mask(length, max_length, cache_index)  # (T, T_max)
+            self_cache, cross_cache = cache["self"], cache["cross"]
+        cross_mask = None if source_mask is None else source_mask[:, tf.newaxis, :]  # (B, 1, S)
+        scores, new_cache = {}, {"cross": cross_cache}
+
+        def self_attention(y):
+            outputs = self.self_attention(
+                y, y, attention_mask=self_mask[tf.newaxis], cache=self_cache, cache_index=cache_index,
+                return_attention_scores=True, training=training,
+            )
+            if self_cache is not None:
+                new_cache["self"] = outputs[2]
+            scores["self"] = outputs[1]
+            return outputs[0]
+
+        def cross_attention(y):
+            y, scores["cross"] = self.cross_attention(
+                y, encoder_outputs, attention_mask=cross_mask, cache=cross_cache,
+                return_attention_scores=True, training=training,
+            )
+            return y
+
+        x = self.self_attention_residual(x, sublayer=self_attention, training=training)
+        x = self.cross_attention_residual(x, sublayer=cross_attention, training=training)
+        x = self.feed_forward_residual(
+            x, sublayer=lambda y: self.feed_forward(y, training=training), training=training
+        )
+
+        results = (x,)
+        if return_attention_scores:
+            results += (scores,)
+        if cache is not None:
+            results += (new_cache,)
+        return results[0] if len(results) == 1 else results
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            key_dim=self.key_dim,
+            value_dim=self.value_dim,
+            d_ff=self.d_ff,
+            dropout_rate=self.dropout_rate,
+            attention_dropout_rate=self.attention_dropout_rate,
+            relu_dropout_rate=self.relu_dropout_rate,
+            layer_norm=self.layer_norm,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
+        return config

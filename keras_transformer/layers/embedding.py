@@ -1,0 +1,86 @@
+"""Token embeddings shared with the pre-softmax projection (section 3.4).
+
+"We use learned embeddings to convert the input tokens and output tokens to
+vectors of dimension d_model. [...] In our model, we share the same weight
+matrix between the two embedding layers and the pre-softmax linear
+transformation [...]. In the embedding layers, we multiply those weights by
+sqrt(d_model)."
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class SharedEmbedding(keras.layers.Layer):
+    """An embedding matrix E (vocab, d_model) used as `E[ids] * sqrt(d_model)` and as `x E^T`.
+
+    Args:
+        vocab_size: int, the number of tokens.
+        d_model: int, the embedding width.
+        scale: bool, multiply looked-up embeddings by sqrt(d_model) (section 3.4).
+        embeddings_initializer: initializer of E; the default, a normal with
+            standard deviation d_model^-0.5, makes the scaled embeddings unit-variance.
+
+    Call arguments:
+        ids: int `(B, T)`.
+
+    Returns:
+        `(B, T, d_model)` in the compute dtype. `logits(x)` maps `(B, T, d_model)`
+        to `(B, T, vocab_size)` with the same matrix (the pre-softmax
+        linear transformation), computed in the compute dtype and returned as
+        float32 so the softmax and the loss are exact under mixed precision.
+
+    Example:
+        >>> embedding = SharedEmbedding(vocab_size=37000, d_model=512)
+        >>> x = embedding(ids)            # (B, T, 512)
+        >>> logits = embedding.logits(x)  # (B, T, 37000)
+    """
+
+    def __init__(self, vocab_size, d_model, scale=True, embeddings_initializer=None, **kwargs):
+        super().__init__(**kwargs)
+        if vocab_size < 1 or d_model < 1:
+            raise ValueError(f"vocab_size ({vocab_size}) and d_model ({d_model}) must be positive")
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.scale = scale
+        self.embeddings_initializer = embeddings_initializer or keras.initializers.RandomNormal(
+            stddev=d_model**-0.5
+        )
+
+    def build(self, input_shape=None):
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.vocab_size, self.d_model),
+            initializer=self.embeddings_initializer,
+        )
+        self.built = True
+
+    def call(self, ids):
+        vectors = tf.gather(tf.cast(self.embeddings, self.compute_dtype), ids)  # (B, T, d_model)
+        if self.scale:
+            vectors = vectors * tf.cast(self.d_model**0.5, self.compute_dtype)
+        return vectors
+
+    def logits(self, x):
+        """The pre-softmax linear transformation: float32 `x E^T`, `(B, T, vocab_size)`."""
+        kernel = tf.cast(self.embeddings, self.compute_dtype)
+        logits = tf.matmul(tf.cast(x, self.compute_dtype), kernel, transpose_b=True)
+        return tf.cast(logits, tf.float32)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape) + (self.d_model,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            vocab_size=self.vocab_size,
+            d_model=self.d_model,
+            scale=self.scale,
+            embeddings_initializer=keras.initializers.serialize(
+                keras.initializers.get(self.embeddings_initializer)
+            ),
+        )
+        return config

@@ -1,0 +1,223 @@
+"""Multi-head attention, written from section 3.2 of the paper.
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V                      (1)
+    MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O
+        where head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
+
+The projections W^Q, W^K, W^V of all h heads are one `EinsumDense` each, with
+the kernel layout of `keras.layers.MultiHeadAttention` ([d_model, h, d_k]), and
+W^O is [h, d_v, d_model], so weights can be exchanged with that layer.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+# A large negative logit for masked positions. The softmax is computed in
+# float32 (section "masking" below), where this value is finite and exp() of it
+# underflows to exactly 0; in bfloat16/float16 it would overflow to -inf.
+_MASK_LOGIT = -1e9
+
+
+def masked_softmax(scores: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
+    """Softmax over the last axis in float32, with exactly zero weight where `mask` is False.
+
+    Computing in float32 keeps bfloat16/float16 models from overflowing on the
+    mask constant and from rounding small weights; a row that masks every key
+    (e.g. the query of an all-padding sentence) gets all-zero weights, not NaN.
+
+    Args:
+        scores: attention logits, `(B, h, T_q, T_k)`, any float dtype.
+        mask: boolean, broadcastable to `scores`; True where attention is allowed.
+
+    Returns:
+        float32 weights of the same shape as `scores`.
+    """
+    scores = tf.cast(scores, tf.float32)
+    if mask is None:
+        return tf.nn.softmax(scores, axis=-1)
+    mask = tf.cast(mask, tf.bool)
+    weights = tf.nn.softmax(tf.where(mask, scores, _MASK_LOGIT), axis=-1)
+    return tf.where(mask, weights, 0.0)
+
+
+def update_cache(cache: tf.Tensor, new: tf.Tensor, index) -> tf.Tensor:
+    """Writes `new` (B, L, h, d) into `cache` (B, T_max, h, d) at positions [index, index + L).
+
+    Uses only `pad` and `where`, which every TensorFlow runtime (including stock
+    TF Serving) has, unlike the XLA op behind `dynamic_update_slice`.
+    """
+    max_length = tf.shape(cache)[1]
+    length = tf.shape(new)[1]
+    index = tf.cast(index, tf.int32)
+    padded = tf.pad(new, [[0, 0], [index, max_length - index - length], [0, 0], [0, 0]])
+    positions = tf.range(max_length)
+    in_window = (positions >= index) & (positions < index + length)  # (T_max,)
+    return tf.where(in_window[tf.newaxis, :, tf.newaxis, tf.newaxis], padded, cache)
+
+
+def _clone(initializer):
+    """A fresh initializer of the same kind, so sublayers do not share one seed."""
+    return initializer.__class__.from_config(initializer.get_config())
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class MultiHeadAttention(keras.layers.Layer):
+    """Multi-head scaled dot-product attention (section 3.2.2).
+
+    Used three ways in the model (section 3.2.3): encoder self-attention,
+    masked decoder self-attention, and encoder-decoder attention, whose keys
+    and values come from the encoder output.
+
+    Args:
+        num_heads: int, h.
+        key_dim: int, d_k, the width of each head's queries and keys.
+        value_dim: int or None, d_v; defaults to `key_dim`.
+        output_dim: int or None, width of the output; defaults to the width of
+            the query input (d_model).
+        dropout: float, dropout on the attention weights (0.0 in the paper).
+        use_bias: bool, whether the projections have biases.
+        kernel_initializer, bias_initializer: initializers of the projections.
+
+    Call arguments:
+        query: `(B, T_q, d_model)`.
+        value: `(B, T_k, d_model)`, the sequence attended to.
+        key: `(B, T_k, d_model)` or None (then `value`).
+        attention_mask: boolean, broadcastable to `(B, T_q, T_k)`; True where a
+            query may attend to a key. With a cache, `T_k` is the cache length.
+        cache: None, or a dict `{"key": (B, T_max, h, d_k), "value": (B, T_max, h, d_v)}`
+            of projected keys and values.
+        cache_index: with a cache: None for a static cache (encoder-decoder
+            attention: keys and values are read from the cache, `value` is
+            ignored), or the int position at which the projections of this
+            call's `value` are written (self-attention, one or more steps).
+        return_attention_scores: also return the attention weights.
+        training: enables dropout.
+
+    Returns:
+        `(B, T_q, output_dim)`; then the weights `(B, h, T_q, T_k)` if
+        `return_attention_scores`; then the updated cache if a cache was given.
+
+    Example:
+        >>> attention = MultiHeadAttention(num_heads=8, key_dim=64)
+        >>> x = keras.random.normal((2, 5, 512))
+        >>> attention(x, x).shape
+        TensorShape([2, 5, 512])
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        value_dim=None,
+        output_dim=None,
+        dropout=0.0,
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if num_heads < 1 or key_dim < 1:
+            raise ValueError(f"num_heads ({num_heads}) and key_dim ({key_dim}) must be positive")
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.value_dim = value_dim if value_dim is not None else key_dim
+        self.output_dim = output_dim
+        self.dropout = dropout
+        self.use_bias = use_bias
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = False
+
+    def _projection(self, equation, output_shape, bias_axes, name):
+        return keras.layers.EinsumDense(
+            equation,
+            output_shape=output_shape,
+            bias_axes=bias_axes if self.use_bias else None,
+            kernel_initializer=_clone(self.kernel_initializer),
+            bias_initializer=_clone(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def build(self, query_shape, value_shape=None, key_shape=None):
+        value_shape = query_shape if value_shape is None else value_shape
+        key_shape = value_shape if key_shape is None else key_shape
+        output_dim = self.output_dim or query_shape[-1]
+        h, d_k, d_v = self.num_heads, self.key_dim, self.value_dim
+        # W^Q, W^K, W^V for all heads at once: (d_model, h, d_k).
+        self.query_dense = self._projection("btd,dhk->bthk", (None, h, d_k), "hk", "query")
+        self.query_dense.build(query_shape)
+        self.key_dense = self._projection("btd,dhk->bthk", (None, h, d_k), "hk", "key")
+        self.key_dense.build(key_shape)
+        self.value_dense = self._projection("btd,dhk->bthk", (None, h, d_v), "hk", "value")
+        self.value_dense.build(value_shape)
+        # W^O: (h, d_v, d_model), the concatenation of heads folded into the einsum.
+        self.output_dense = self._projection("bthk,hkd->btd", (None, output_dim), "d", "attention_output")
+        self.output_dense.build((query_shape[0], query_shape[1], h, d_v))
+        self.dropout_layer = keras.layers.Dropout(self.dropout, name="attention_dropout")
+        self.built = True
+
+    def project_key_value(self, value, key=None):
+        """Projects an attended sequence once into a static cache {"key", "value"}.
+
+        Encoder-decoder attention uses this to compute the keys and values of
+        the encoder output once per sentence instead of once per decoding step.
+        """
+        key = value if key is None else key
+        return {"key": self.key_dense(key), "value": self.value_dense(value)}
+
+    def call(
+        self,
+        query,
+        value,
+        key=None,
+        attention_mask=None,
+        cache=None,
+        cache_index=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        key = value if key is None else key
+        # Eq. (1) divides Q K^T by sqrt(d_k); scaling the queries first is the same
+        # and keeps the logits small in low precision.
+        query = self.query_dense(query) * tf.cast(self.key_dim**-0.5, self.compute_dtype)  # (B, T_q, h, d_k)
+        if cache is None:
+            keys, values = self.key_dense(key), self.value_dense(value)  # (B, T_k, h, d_k|d_v)
+        elif cache_index is None:
+            keys, values = cache["key"], cache["value"]  # static cache (B, S, h, d)
+        else:
+            keys = update_cache(cache["key"], self.key_dense(key), cache_index)  # (B, T_max, h, d_k)
+            values = update_cache(cache["value"], self.value_dense(value), cache_index)
+            cache = {"key": keys, "value": values}
+
+        scores = tf.einsum("bqhd,bkhd->bhqk", query, keys)  # (B, h, T_q, T_k)
+        if attention_mask is not None:
+            attention_mask = tf.expand_dims(tf.cast(attention_mask, tf.bool), axis=-3)  # (B, 1, T_q, T_k)
+        weights = masked_softmax(scores, attention_mask)  # float32 (B, h, T_q, T_k)
+        dropped = self.dropout_layer(weights, training=training)
+        heads = tf.einsum("bhqk,bkhd->bqhd", tf.cast(dropped, values.dtype), values)  # (B, T_q, h, d_v)
+        outputs = self.output_dense(heads)  # (B, T_q, d_model)
+
+        results = (outputs,)
+        if return_attention_scores:
+            results += (weights,)
+        if cache is not None and cache_index is not None:
+            results += (cache,)
+        return results[0] if len(results) == 1 else results
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            key_dim=self.key_dim,
+            value_dim=self.value_dim,
+            output_dim=self.output_dim,
+            dropout=self.dropout,
+            use_bias=self.use_bias,
+            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+            bias_initializer=keras.initializers.serialize(self.bias_initializer),
+        )
+        return config

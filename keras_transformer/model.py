@@ -1,0 +1,214 @@
+"""The encoder-decoder Transformer of section 3 (Figure 1).
+
+`Transformer(config)((source_ids, target_ids))` returns next-token logits for
+teacher forcing; `encode`, `decode`, `init_cache` and `decode_step` are the
+pieces beam search needs:
+
+    encoder_outputs, source_mask = model.encode(source_ids)
+    cache = model.init_cache(encoder_outputs, source_mask, max_length)
+    logits, cache = model.decode_step(ids, step, cache)     # fn(ids, step, cache)
+
+`decode_step` follows the contract of `keras_transformer.beam_search`
+(`fn(ids, step, cache) -> (logits, cache)`), so the same search runs eagerly,
+under `tf.function` and inside a SavedModel.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from keras_transformer.config import TransformerConfig
+from keras_transformer.layers.decoder_layer import DecoderLayer
+from keras_transformer.layers.embedding import SharedEmbedding
+from keras_transformer.layers.encoder_layer import EncoderLayer
+from keras_transformer.layers.masks import padding_mask
+from keras_transformer.layers.position_encoding import LearnedPositionEmbedding, SinusoidalPositionEncoding
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class Transformer(keras.Model):
+    """The Transformer: N encoder layers, N decoder layers, shared embeddings (section 3).
+
+    Args:
+        config: a `TransformerConfig` (or its dict): sizes, dropout, positions,
+            layer-norm placement, embedding sharing.
+
+    Call arguments:
+        inputs: a tuple `(source_ids, target_ids)`, int `(B, S)` and `(B, T)`,
+            padded with `config.pad_id`. `target_ids` is the decoder input: the
+            target shifted right behind a start token.
+        training: enables dropout.
+
+    Returns:
+        float32 logits `(B, T, target vocabulary)`: position t predicts the
+        token after `target_ids[:, t]`.
+
+    Example:
+        >>> model = Transformer(TransformerConfig.base(vocab_size=37000))
+        >>> logits = model((source_ids, decoder_input_ids), training=True)
+    """
+
+    def __init__(self, config: TransformerConfig | dict, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(config, dict):
+            config = TransformerConfig.from_dict(config)
+        self.config = config
+        c = config
+        policy = self.dtype_policy
+        # Section 3.4: one matrix for both embeddings and the pre-softmax projection.
+        self.target_embedding = SharedEmbedding(
+            c.output_vocab_size, c.d_model, dtype=policy, name="target_embedding"
+            if not c.share_embeddings else "shared_embedding",
+        )
+        self.source_embedding = (
+            self.target_embedding
+            if c.share_embeddings
+            else SharedEmbedding(c.vocab_size, c.d_model, dtype=policy, name="source_embedding")
+        )
+        # Section 3.5 / Table 3 (E).
+        if c.positional_encoding == "learned":
+            self.source_positions = LearnedPositionEmbedding(c.max_length, dtype=policy, name="source_positions")
+            self.target_positions = LearnedPositionEmbedding(c.max_length, dtype=policy, name="target_positions")
+        else:
+            self.source_positions = SinusoidalPositionEncoding(dtype=policy, name="source_positions")
+            self.target_positions = self.source_positions
+        # Section 5.4: dropout on the sums of embeddings and positional encodings.
+        self.source_dropout = keras.layers.Dropout(c.dropout_rate, name="source_dropout")
+        self.target_dropout = keras.layers.Dropout(c.dropout_rate, name="target_dropout")
+        layer_args = dict(
+            num_heads=c.num_heads,
+            key_dim=c.key_dim,
+            value_dim=c.value_dim,
+            d_ff=c.d_ff,
+            dropout_rate=c.dropout_rate,
+            attention_dropout_rate=c.attention_dropout_rate,
+            relu_dropout_rate=c.relu_dropout_rate,
+            layer_norm=c.layer_norm,
+            layer_norm_epsilon=c.layer_norm_epsilon,
+            dtype=policy,
+        )
+        self.encoder_layers = [EncoderLayer(**layer_args, name=f"encoder_layer_{i}") for i in range(c.num_layers)]
+        self.decoder_layers = [DecoderLayer(**layer_args, name=f"decoder_layer_{i}") for i in range(c.num_layers)]
+        # Pre-LN stacks end with a LayerNorm; post-LN stacks already end with one.
+        self.encoder_norm = self.decoder_norm = None
+        if c.layer_norm == "pre":
+            self.encoder_norm = keras.layers.LayerNormalization(
+                epsilon=c.layer_norm_epsilon, dtype=policy, name="encoder_norm"
+            )
+            self.decoder_norm = keras.layers.LayerNormalization(
+                epsilon=c.layer_norm_epsilon, dtype=policy, name="decoder_norm"
+            )
+
+    def build(self, input_shape=None):
+        """Creates every weight by running the model once on a one-token batch."""
+        ids = tf.fill([1, 1], tf.constant(self.config.pad_id + 1, tf.int32))
+        self.call((ids, ids))
+        self.built = True
+
+    # The encoder ----------------------------------------------------------------
+
+    def encode(self, source_ids, training=False, return_attention_scores=False):
+        """The encoder stack: `(B, S)` ids -> `(B, S, d_model)` outputs and the bool `(B, S)` source mask.
+
+        With `return_attention_scores`, also a list of N self-attention weights `(B, h, S, S)`.
+        """
+        source_mask = padding_mask(source_ids, self.config.pad_id)  # (B, S)
+        x = self.source_embedding(source_ids)  # (B, S, d_model), scaled by sqrt(d_model)
+        x = x + self.source_positions(x)
+        x = self.source_dropout(x, training=training)
+        scores = []
+        for layer in self.encoder_layers:
+            if return_attention_scores:
+                x, weights = layer(x, padding_mask=source_mask, return_attention_scores=True, training=training)
+                scores.append(weights)
+            else:
+                x = layer(x, padding_mask=source_mask, training=training)
+        if self.encoder_norm is not None:
+            x = self.encoder_norm(x)
+        return (x, source_mask, scores) if return_attention_scores else (x, source_mask)
+
+    # The decoder ----------------------------------------------------------------
+
+    def _embed_target(self, target_ids, start_index, training):
+        x = self.target_embedding(target_ids)  # (B, T, d_model)
+        x = x + self.target_positions(x, start_index=start_index)
+        return self.target_dropout(x, training=training)
+
+    def decode(self, target_ids, encoder_outputs, source_mask, training=False, return_attention_scores=False):
+        """The full causal decoder pass: `(B, T)` decoder inputs -> float32 logits `(B, T, V)`.
+
+        With `return_attention_scores`, also a list of N dicts
+        `{"self": (B, h, T, T), "cross": (B, h, T, S)}`.
+        """
+        x = self._embed_target(target_ids, 0, training)
+        scores = []
+        for layer in self.decoder_layers:
+            outputs = layer(
+                x, encoder_outputs, source_mask=source_mask,
+                return_attention_scores=return_attention_scores, training=training,
+            )
+            if return_attention_scores:
+                x, weights = outputs
+                scores.append(weights)
+            else:
+                x = outputs
+        if self.decoder_norm is not None:
+            x = self.decoder_norm(x)
+        logits = self.target_embedding.logits(x)  # (B, T, V), float32
+        return (logits, scores) if return_attention_scores else logits
+
+    def init_cache(self, encoder_outputs, source_mask, max_length):
+        """The decoding cache for up to `max_length` target positions.
+
+        Returns a nested dict: `"source_mask"` (B, S) and, for each decoder layer
+        i, `"layer_i"` with empty self-attention keys/values `(B, max_length, h, d)`
+        and the encoder output projected once into encoder-decoder keys/values.
+        Every entry has the batch as its leading dimension, so beam search can
+        expand and reorder it.
+        """
+        cache = {"source_mask": source_mask}
+        for i, layer in enumerate(self.decoder_layers):
+            cache[f"layer_{i}"] = layer.init_cache(encoder_outputs, max_length)
+        return cache
+
+    def decode_step(self, ids, step, cache, training=False):
+        """One decoding step: the tokens at position `step` -> logits for position step + 1.
+
+        Args:
+            ids: int `(B,)`, the current token of each hypothesis.
+            step: int scalar, its position (0 for the start token).
+            cache: from `init_cache` or a previous step.
+
+        Returns:
+            float32 logits `(B, V)` and the updated cache.
+        """
+        x = self._embed_target(tf.expand_dims(ids, 1), step, training)  # (B, 1, d_model)
+        x, cache = self.decode_with_cache(x, step, cache, training=training)
+        return self.target_embedding.logits(x)[:, 0, :], cache  # (B, V)
+
+    def decode_with_cache(self, x, index, cache, training=False):
+        """Runs the decoder stack on embedded inputs `(B, L, d_model)` at positions index ... index + L - 1."""
+        new_cache = {"source_mask": cache["source_mask"]}
+        for i, layer in enumerate(self.decoder_layers):
+            x, new_cache[f"layer_{i}"] = layer(
+                x, source_mask=cache["source_mask"], cache=cache[f"layer_{i}"], cache_index=index,
+                training=training,
+            )
+        if self.decoder_norm is not None:
+            x = self.decoder_norm(x)
+        return x, new_cache
+
+    # Keras ----------------------------------------------------------------------
+
+    def call(self, inputs, training=None):
+        source_ids, target_ids = inputs
+        encoder_outputs, source_mask = self.encode(source_ids, training=training)
+        return self.decode(target_ids, encoder_outputs, source_mask, training=training)
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

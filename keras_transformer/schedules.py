@@ -1,0 +1,63 @@
+"""The optimizer of section 5.3: Adam with warm-up and inverse square-root decay.
+
+"We used the Adam optimizer with beta_1 = 0.9, beta_2 = 0.98 and epsilon = 1e-9.
+We varied the learning rate over the course of training, according to the formula:
+
+    lrate = d_model^-0.5 * min(step_num^-0.5, step_num * warmup_steps^-1.5)     (3)
+
+This corresponds to increasing the learning rate linearly for the first
+warmup_steps training steps, and decreasing it thereafter proportionally to the
+inverse square root of the step number. We used warmup_steps = 4000."
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+
+def learning_rate(step_num, d_model, warmup_steps=4000, scale=1.0):
+    """Equation (3) for update number `step_num` >= 1 (a number or a tensor)."""
+    step_num = tf.maximum(tf.cast(step_num, tf.float32), 1.0)
+    return scale * d_model**-0.5 * tf.minimum(step_num**-0.5, step_num * warmup_steps**-1.5)
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Equation (3) as a Keras learning-rate schedule.
+
+    Args:
+        d_model: int, the model width (512 base, 1024 big).
+        warmup_steps: int, 4000 in the paper.
+        scale: float, a multiplier on the whole curve (1.0 in the paper; larger
+            values help small batches, e.g. 2.0 in tensor2tensor).
+
+    Call argument:
+        iterations: the optimizer's count of updates already applied (Keras'
+            convention, starting at 0). The update being made is the paper's
+            step_num = iterations + 1, so the peak learning rate
+            d_model^-0.5 * warmup_steps^-0.5 is used at iterations = warmup_steps - 1.
+    """
+
+    def __init__(self, d_model, warmup_steps=4000, scale=1.0):
+        if warmup_steps < 1:
+            raise ValueError(f"warmup_steps must be positive, got {warmup_steps}")
+        self.d_model = d_model
+        self.warmup_steps = warmup_steps
+        self.scale = scale
+
+    def __call__(self, iterations):
+        return learning_rate(tf.cast(iterations, tf.float32) + 1.0, self.d_model, self.warmup_steps, self.scale)
+
+    def get_config(self):
+        return {"d_model": self.d_model, "warmup_steps": self.warmup_steps, "scale": self.scale}
+
+
+def create_optimizer(d_model, warmup_steps=4000, scale=1.0, beta_1=0.9, beta_2=0.98, epsilon=1e-9, **kwargs):
+    """Adam(beta_1=0.9, beta_2=0.98, epsilon=1e-9) on `TransformerSchedule` (section 5.3).
+
+    Extra keyword arguments (e.g. `global_clipnorm`, `loss_scale_factor`) go to
+    `keras.optimizers.Adam`.
+    """
+    schedule = TransformerSchedule(d_model, warmup_steps, scale)
+    return keras.optimizers.Adam(schedule, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon, **kwargs)

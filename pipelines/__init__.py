@@ -1,0 +1,21 @@
+"""Input pipelines for the Transformer: text pairs -> subword ids -> token batches.
+
+Vaswani et al. (2017), section 5.1: sentence pairs are encoded with a shared
+byte-pair vocabulary (37,000 tokens for WMT 2014 en-de) and "batched together by
+approximate sequence length", each batch holding about 25,000 source and 25,000
+target tokens. The modules, upstream to downstream:
+
+  errors       `DataError`, the one-line error for bad input files.
+  text_files   plain parallel text files (optionally gzipped).
+  multi30k     a tensorflow-datasets builder for Multi30k (en, de, fr).
+  wmt14        tensorflow-datasets' `wmt14_translate`, either direction.
+  sources      `load_pairs(dataset, split, ...)`: one registry for all of them,
+               including the embedded rule-based corpus (`grammar_corpus`).
+  tokenizers   SentencePiece (BPE, unigram) and WordPiece tokenizers as tf.Modules
+               made of tensorflow-text ops, with training, save and load.
+  batching     token-budget length bucketing, `make_dataset`, `make_input_fn`.
+
+This file imports nothing heavy on purpose: `python -m pipelines` validates its
+inputs before TensorFlow is imported. Import the submodules directly, e.g.
+`from pipelines import batching, sources, tokenizers`.
+"""

@@ -1,0 +1,32 @@
+"""keras_transformer: the Transformer of "Attention Is All You Need" in Keras 3."""
+
+import setuptools
+
+setuptools.setup(
+    name="keras_transformer",
+    version="0.1.0",
+    description=(
+        "The Transformer of 'Attention Is All You Need' (Vaswani et al., 2017) "
+        "in Keras 3: train, export for TF Serving, translate."
+    ),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=setuptools.find_packages(include=["keras_transformer*", "pipelines*", "export*"]),
+    install_requires=[
+        # TF and tensorflow-text must share a minor version; so must the model server.
+        "tensorflow==2.21.*",
+        "tensorflow-text==2.21.*",
+        "keras>=3.15",
+        "tensorflow-datasets>=4.9",
+        "sentencepiece>=0.2",
+        "sacrebleu>=2.4",
+        "absl-py>=2.0",
+        "numpy",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "nbclient>=0.10", "nbformat>=5.10", "ipykernel", "matplotlib"],
+        "notebooks": ["jupyter", "matplotlib"],
+        "bench": ["torch==2.13.0"],
+    },
+)

@@ -1,0 +1,371 @@
+"""Tests for keras_transformer/beam_search.py on hand-made probability tables.
+
+Vocabulary of 6: 0 = pad, 1 = a, 2 = BOS, 3 = EOS, 4 = b, 5 = c. Pad and BOS have probability 0
+(logits -inf), so a returned token is never 0 and a sequence's length is its count of non-zeros.
+Expected results come from brute-force enumeration in NumPy of every sequence up to the length
+limit, scored with the same rule (ended by EOS or truncated at the limit, log P / lp).
+"""
+
+import ast
+import itertools
+import pathlib
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer import beam_search as bs
+
+PAD, A, BOS, EOS, B, C = 0, 1, 2, 3, 4, 5
+V = 6
+
+
+def _table(rows):
+    """{prev: {next: prob}} -> (V, V) probabilities; unlisted rows uniform over a, EOS, b, c."""
+    table = np.zeros([V, V])
+    table[:, [A, EOS, B, C]] = 0.25
+    for prev, row in rows.items():
+        table[prev] = 0.0
+        for token, p in row.items():
+            table[prev, token] = p
+    np.testing.assert_allclose(table.sum(1), 1.0)
+    return table
+
+
+# Greedy takes `a` (0.5) and then wanders; the best sentence is "b EOS" (0.4 * 0.9).
+MAIN = _table({
+    BOS: {A: 0.5, B: 0.4, C: 0.1},
+    A: {A: 0.35, B: 0.3, C: 0.25, EOS: 0.1},
+    B: {EOS: 0.9, A: 0.05, C: 0.05},
+    C: {EOS: 0.6, A: 0.4},
+})
+# Greedy ends early with EOS: "b EOS".
+SHORT = _table({BOS: {B: 0.6, A: 0.4}, B: {EOS: 0.9, A: 0.05, C: 0.05}, A: {A: 0.5, EOS: 0.5}})
+# EOS is very likely everywhere: decoding should stop long before the limit.
+EOS_LIKELY = _table({t: {EOS: 0.97, A: 0.01, B: 0.01, C: 0.01} for t in (BOS, A, B, C)})
+# EOS never: every hypothesis is truncated at its limit.
+NO_EOS = _table({t: {A: 0.5, B: 0.3, C: 0.2} for t in (BOS, A, B, C)})
+# The first step's EOS (0.45) beats anything greedy can reach.
+EARLY_EOS = _table({BOS: {A: 0.55, EOS: 0.45}, A: {A: 0.6, B: 0.4}, B: {B: 0.6, A: 0.4}})
+
+
+def _log(p):
+    with np.errstate(divide="ignore"):
+        return np.log(p)
+
+
+def markov_fn(tables):
+    """A model whose next-token distribution is tables[cache['table'], ids]."""
+    log_tables = tf.constant(_log(np.stack(tables)), tf.float32)  # (N, V, V)
+
+    def fn(ids, step, cache):
+        del step
+        logits = tf.gather_nd(log_tables, tf.stack([cache["table"], ids], axis=1))  # (B*beam, V)
+        return logits, cache
+
+    return fn
+
+
+def markov_inputs(table_ids):
+    """initial_ids and initial cache for a batch where example i uses table table_ids[i]."""
+    table_ids = tf.constant(table_ids, tf.int32)
+    return tf.fill(tf.shape(table_ids), BOS), {"table": table_ids}
+
+
+def brute_force(next_log_probs, max_len, alpha, n):
+    """The n best (score, sequence) over every sequence, by enumeration.
+
+    next_log_probs(prefix) -> (V,) log-probs of the token after prefix (prefix starts with BOS).
+    """
+    results = []
+
+    def expand(prefix, log_prob):
+        dist = next_log_probs(prefix)
+        for token in range(V):
+            if not np.isfinite(dist[token]):
+                continue
+            seq = prefix[1:] + (token,)
+            total = log_prob + dist[token]
+            if token == EOS or len(seq) == max_len:
+                results.append((total / ((5.0 + len(seq)) / 6.0) ** alpha, seq))
+            else:
+                expand(prefix + (token,), total)
+
+    expand((BOS,), 0.0)
+    results.sort(key=lambda r: -r[0])
+    return results[:n]
+
+
+def markov_log_probs(table):
+    return lambda prefix: _log(table[prefix[-1]])
+
+
+def unpad(sequences):
+    """[..., T] int array -> nested lists of tuples without the trailing 0s."""
+    sequences = np.asarray(sequences)
+    if sequences.ndim == 1:
+        return tuple(int(t) for t in sequences if t != PAD)
+    return [unpad(s) for s in sequences]
+
+
+def test_length_penalty_formula():
+    for length, alpha in [(1, 0.6), (4, 0.6), (54, 0.6), (7, 1.0), (3, 0.2)]:
+        expected = ((5.0 + length) / 6.0) ** alpha
+        np.testing.assert_allclose(bs.length_penalty(length, alpha).numpy(), expected, rtol=1e-6)
+    lengths = tf.constant([1, 2, 10])
+    np.testing.assert_allclose(bs.length_penalty(lengths, 0.0).numpy(), [1.0, 1.0, 1.0])
+    # With alpha = 0 the score is the raw log-probability.
+    seqs, scores = bs.beam_search(
+        markov_fn([MAIN]), *markov_inputs([0]), V, alpha=0.0, max_decode_length=4
+    )
+    assert unpad(seqs[0, 0]) == (B, EOS)
+    np.testing.assert_allclose(scores[0, 0], np.log(0.4 * 0.9), rtol=1e-6)
+
+
+def test_known_best_beams_match_brute_force_with_per_example_limits():
+    # Same table, limits 2 and 4: the limit changes the ranking (truncated "a a" enters at 2).
+    seqs, scores = bs.beam_search(
+        markov_fn([MAIN]), *markov_inputs([0, 0]), V, beam_size=4, alpha=0.6,
+        max_decode_length=tf.constant([2, 4]),
+    )
+    assert seqs.dtype == tf.int32 and scores.dtype == tf.float32
+    assert seqs.shape == (2, 4, 4) and scores.shape == (2, 4)
+    assert unpad(seqs[0]) == [(B, EOS), (A, A), (A, B), (A, C)]
+    assert unpad(seqs[1]) == [(B, EOS), (A, B, EOS), (A, C, EOS), (A, A, B, EOS)]
+    for example, limit in [(0, 2), (1, 4)]:
+        expected = brute_force(markov_log_probs(MAIN), limit, 0.6, 4)
+        assert unpad(seqs[example]) == [s for _, s in expected]
+        np.testing.assert_allclose(scores[example], [s for s, _ in expected], rtol=1e-5)
+    # The best is not what greedy finds.
+    greedy_seqs, _ = bs.greedy_search(markov_fn([MAIN]), *markov_inputs([0]), max_decode_length=4)
+    assert unpad(greedy_seqs[0]) == (A, A, A, A)
+
+
+def test_beam_one_equals_greedy():
+    tables = [MAIN, SHORT]
+    for alpha in (0.0, 0.6):
+        seqs, scores = bs.beam_search(
+            markov_fn(tables), *markov_inputs([0, 1]), V, beam_size=1, alpha=alpha,
+            max_decode_length=4,
+        )
+        greedy_seqs, log_probs = bs.greedy_search(
+            markov_fn(tables), *markov_inputs([0, 1]), max_decode_length=4
+        )
+        np.testing.assert_array_equal(seqs[:, 0], greedy_seqs)
+        assert unpad(greedy_seqs) == [(A, A, A, A), (B, EOS)]
+        lengths = np.count_nonzero(greedy_seqs.numpy(), axis=1)
+        np.testing.assert_allclose(log_probs, [np.log(0.5 * 0.35**3), np.log(0.6 * 0.9)], rtol=1e-6)
+        expected = log_probs.numpy() / bs.length_penalty(lengths, alpha).numpy()
+        np.testing.assert_allclose(scores[:, 0], expected, rtol=1e-6)
+
+
+def test_beam_one_keeps_an_ended_hypothesis_greedy_drops():
+    # beam_size=1 is not greedy in general: it keeps the best ended candidate among the top 2
+    # of every step (tensor2tensor semantics). Here that is "EOS" at step 0.
+    fn, (ids, cache) = markov_fn([EARLY_EOS]), markov_inputs([0])
+    seqs, _ = bs.beam_search(fn, ids, cache, V, beam_size=1, max_decode_length=4)
+    greedy_seqs, _ = bs.greedy_search(fn, ids, cache, max_decode_length=4)
+    assert unpad(seqs[0, 0]) == (EOS,)
+    assert unpad(greedy_seqs[0]) == (A, A, A, A)
+
+
+# A model that conditions on the whole prefix, read only from its cache (not from `ids`).
+HISTORY_LEN = 5  # the decode limit
+KEYS = 11
+HISTORY_TABLE = np.random.default_rng(0).normal(scale=2.0, size=[KEYS, V])
+HISTORY_TABLE[:, EOS] -= 1.0  # long enough hypotheses for the beams to swap parents
+HISTORY_TABLE[:, [PAD, BOS]] = -np.inf
+
+
+OFFSETS = [0, 3]  # per example, so that the two examples differ
+
+
+def history_log_probs(prefix, offset):
+    key = (offset + sum((j + 1) * t for j, t in enumerate(prefix))) % KEYS
+    row = HISTORY_TABLE[key]
+    return row - np.log(np.sum(np.exp(row[np.isfinite(row)])))
+
+
+def history_fn(record):
+    table = tf.constant(HISTORY_TABLE, tf.float32)
+    weights = tf.range(1, HISTORY_LEN + 2)  # (L + 1,)
+
+    def fn(ids, step, cache):
+        write = tf.one_hot(step, HISTORY_LEN + 1, dtype=tf.int32)  # (L + 1,)
+        history = cache["history"] * (1 - write) + ids[:, None] * write  # (B*beam, L + 1)
+        if record is not None:  # eager only: what the cache holds after writing position step
+            record.append(history.numpy())
+        key = (cache["offset"] + tf.reduce_sum(history * weights, axis=1)) % KEYS  # (B*beam,)
+        return tf.gather(table, key), {"history": history, "offset": cache["offset"]}
+
+    return fn
+
+
+def run_history_model(record=None):
+    cache = {"history": tf.zeros([2, HISTORY_LEN + 1], tf.int32), "offset": tf.constant(OFFSETS)}
+    return bs.beam_search(
+        history_fn(record), tf.fill([2], BOS), cache, V, max_decode_length=HISTORY_LEN
+    )
+
+
+def scores_of(sequences, offset, alpha=0.6):
+    out = []
+    for seq in sequences:
+        prefix, total = (BOS,), 0.0
+        for token in seq:
+            total += history_log_probs(prefix, offset)[token]
+            prefix += (token,)
+        out.append(total / ((5.0 + len(seq)) / 6.0) ** alpha)
+    return out
+
+
+def test_cache_is_reordered_with_the_beams():
+    record = []
+    seqs, scores = run_history_model(record)
+    for example, offset in enumerate(OFFSETS):
+        hyps = unpad(seqs[example])
+        expected = brute_force(lambda p: history_log_probs(p, offset), HISTORY_LEN, 0.6, 4)
+        # Every returned score is that of its own sequence under the prefix-conditioned model:
+        # a wrong cache gather would have fed some hypothesis another one's history.
+        np.testing.assert_allclose(scores[example], scores_of(hyps, offset), rtol=1e-5)
+        # ... and here beam 4 finds the 4 best, a mix of EOS-ended and truncated.
+        assert hyps == [seq for _, seq in expected]
+        np.testing.assert_allclose(scores[example], [s for s, _ in expected], rtol=1e-5)
+        # The hypothesis of length L was scored from a cache row (of its own example) whose
+        # history is exactly BOS followed by its first L - 1 tokens.
+        for hyp in hyps:
+            rows = record[len(hyp) - 1][example * 4 : (example + 1) * 4, : len(hyp)]
+            assert any(tuple(row) == (BOS,) + hyp[:-1] for row in rows), hyp
+
+
+def test_cache_check_detects_a_wrong_gather(monkeypatch):
+    # Guard for the test above: without reordering the cache, the scores no longer match.
+    monkeypatch.setattr(bs, "_gather_beams", lambda tensor, *args: tensor)
+    seqs, scores = run_history_model()
+    for example, offset in enumerate(OFFSETS):
+        actual = scores_of(unpad(seqs[example]), offset)
+        assert not np.allclose(scores[example], actual, rtol=1e-5)
+
+
+def test_per_example_limits_truncate():
+    seqs, scores = bs.beam_search(
+        markov_fn([NO_EOS]), *markov_inputs([0, 0, 0]), V, max_decode_length=[1, 3, 6]
+    )
+    assert seqs.shape == (3, 4, 6)
+    lengths = np.count_nonzero(seqs.numpy(), axis=2)
+    # Limit 1 leaves only 3 possible hypotheses (a, b, c): the 4th slot stays empty.
+    np.testing.assert_array_equal(lengths, [[1, 1, 1, 0], [3] * 4, [6] * 4])
+    assert scores[0, 3] == bs.NEG_INF
+    assert unpad(seqs[1, 0]) == (A, A, A)
+    np.testing.assert_allclose(scores[1, 0], np.log(0.125) / ((5 + 3) / 6) ** 0.6, rtol=1e-6)
+    greedy_seqs, _ = bs.greedy_search(markov_fn([NO_EOS]), *markov_inputs([0, 0]), [2, 5])
+    assert unpad(greedy_seqs) == [(A, A), (A,) * 5]
+
+
+def test_early_stop():
+    calls = []
+    fn = markov_fn([EOS_LIKELY])
+
+    def counting_fn(ids, step, cache):
+        calls.append(int(step))  # eager: one call per loop iteration
+        return fn(ids, step, cache)
+
+    seqs, scores = bs.beam_search(counting_fn, *markov_inputs([0, 0]), V, max_decode_length=50)
+    # 4 hypotheses have ended after step 1 (worst: "a EOS", log(0.01 * 0.97) / lp(2) = -4.23).
+    # The best alive one has log-prob k * log(0.01) after k steps, and at best can score that
+    # over lp(50) = 3.78: -3.65 after 3 steps, -4.87 after 4, so the loop stops after 4 of 50.
+    assert calls == [0, 1, 2, 3]
+    assert seqs.shape[2] <= 2 and unpad(seqs[0, 0]) == (EOS,)
+    np.testing.assert_allclose(scores[0, 0], np.log(0.97), atol=1e-6)
+    # With one answer wanted, the first finished "EOS" cannot be beaten: one step is enough.
+    calls.clear()
+    seqs1, scores1 = bs.beam_search(
+        counting_fn, *markov_inputs([0, 0]), V, max_decode_length=50, n_best=1
+    )
+    assert calls == [0]
+    np.testing.assert_array_equal(seqs1[:, 0, :1], seqs[:, 0, :1])
+    np.testing.assert_allclose(scores1[:, 0], scores[:, 0])
+    calls.clear()
+    bs.greedy_search(counting_fn, *markov_inputs([0, 0]), 50)
+    assert calls == [0]
+
+
+class TableDecoder(tf.Module):
+    """What the export does, in miniature: ids in, beam search over a model with variables."""
+
+    def __init__(self, tables):
+        super().__init__()
+        self.log_tables = tf.Variable(_log(np.stack(tables)).astype(np.float32), trainable=False)
+
+    @tf.function(
+        input_signature=[tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int32)]
+    )
+    def __call__(self, table_ids, max_len):
+        def fn(ids, step, cache):
+            return tf.gather_nd(self.log_tables, tf.stack([cache["table"], ids], axis=1)), cache
+
+        seqs, scores = bs.beam_search(
+            fn, tf.fill(tf.shape(table_ids), BOS), {"table": table_ids}, V,
+            max_decode_length=max_len,
+        )
+        return {"sequences": seqs, "scores": scores}
+
+
+def test_eager_tf_function_and_saved_model_agree(tmp_path):
+    tables = [MAIN, SHORT, EOS_LIKELY]
+    args = (tf.constant([0, 1, 2, 0]), tf.constant([4, 4, 6, 2]))
+    eager = bs.beam_search(
+        markov_fn(tables), *markov_inputs(args[0]), V, max_decode_length=args[1]
+    )
+    module = TableDecoder(tables)
+    traced = module(*args)
+    tf.saved_model.save(module, str(tmp_path / "decoder"))
+    loaded = tf.saved_model.load(str(tmp_path / "decoder"))
+    serving = loaded.signatures["serving_default"](table_ids=args[0], max_len=args[1])
+    for outputs in (traced, loaded(*args), serving):
+        np.testing.assert_array_equal(outputs["sequences"], eager[0])
+        np.testing.assert_allclose(outputs["scores"], eager[1], rtol=1e-6)
+    empty = loaded(tf.zeros([0], tf.int32), tf.zeros([0], tf.int32))
+    assert empty["sequences"].shape == (0, 4, 0) and empty["scores"].shape == (0, 4)
+
+    greedy = tf.function(bs.greedy_search, reduce_retracing=True)
+    for table_ids in ([0, 1], [1, 0, 1]):
+        eager_greedy = bs.greedy_search(markov_fn(tables), *markov_inputs(table_ids), 4)
+        traced_greedy = greedy(markov_fn(tables), *markov_inputs(table_ids), tf.constant(4))
+        for x, y in zip(eager_greedy, traced_greedy):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_empty_batch():
+    ids, cache = markov_inputs(np.zeros([0], np.int32))
+    seqs, scores = bs.beam_search(markov_fn([MAIN]), ids, cache, V, max_decode_length=4, n_best=2)
+    assert seqs.shape == (0, 2, 0) and scores.shape == (0, 2)
+    greedy_seqs, log_probs = bs.greedy_search(markov_fn([MAIN]), ids, cache, 4)
+    assert greedy_seqs.shape == (0, 0) and log_probs.shape == (0,)
+
+
+@pytest.mark.parametrize("dtype", [tf.bfloat16, tf.float16])
+def test_low_precision_and_masked_logits(dtype):
+    fn = markov_fn([MAIN])
+
+    def low_precision_fn(ids, step, cache):
+        logits, cache = fn(ids, step, cache)  # pad and BOS logits are -inf
+        return tf.cast(logits, dtype), cache
+
+    seqs, scores = bs.beam_search(low_precision_fn, *markov_inputs([0]), V, max_decode_length=4)
+    ref_seqs, ref_scores = bs.beam_search(fn, *markov_inputs([0]), V, max_decode_length=4)
+    assert scores.dtype == tf.float32 and np.all(np.isfinite(scores))
+    np.testing.assert_array_equal(seqs, ref_seqs)
+    np.testing.assert_allclose(scores, ref_scores, atol=0.05)
+
+
+def test_imports_only_tensorflow():
+    source = pathlib.Path(bs.__file__).read_text()
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module.split(".")[0])
+    assert imported <= {"tensorflow", "typing", "dataclasses"}, imported
+    assert "py_function" not in source and "numpy_function" not in source

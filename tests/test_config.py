@@ -1,0 +1,53 @@
+"""TransformerConfig: presets, Table 3 rows, validation."""
+
+import dataclasses
+
+import pytest
+
+from keras_transformer import TABLE3, TransformerConfig
+
+
+def test_base_and_big_presets_are_the_papers():
+    base = TransformerConfig.base()
+    assert (base.num_layers, base.d_model, base.d_ff, base.num_heads, base.key_dim, base.value_dim) == (
+        6, 512, 2048, 8, 64, 64,
+    )
+    assert (base.dropout_rate, base.label_smoothing) == (0.1, 0.1)
+    big = TransformerConfig.big()
+    assert (big.d_model, big.d_ff, big.num_heads, big.dropout_rate, big.key_dim) == (1024, 4096, 16, 0.3, 64)
+
+
+def test_every_table3_row_is_expressible():
+    for name in TABLE3:
+        config = TransformerConfig.preset(name)
+        for field, value in TABLE3[name].overrides.items():
+            assert getattr(config, field) == value
+
+
+def test_frozen_and_round_trips_through_a_dict():
+    config = TransformerConfig.tiny(positional_encoding="learned", layer_norm="pre")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.d_model = 3
+    assert TransformerConfig.from_dict(config.to_dict()) == config
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(d_model=30, num_heads=4), "d_model (30) must be divisible by num_heads (4)"),
+        (dict(positional_encoding="rotary"), "positional_encoding"),
+        (dict(layer_norm="middle"), "layer_norm"),
+        (dict(dropout_rate=1.5), "dropout_rate"),
+        (dict(target_vocab_size=99), "share_embeddings=True needs one vocabulary"),
+    ],
+)
+def test_invalid_values_name_the_problem(overrides, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        TransformerConfig.base(**overrides)
+
+
+def test_unknown_preset_and_fields():
+    with pytest.raises(ValueError, match="unknown preset 'huge'"):
+        TransformerConfig.preset("huge")
+    with pytest.raises(ValueError, match="unknown TransformerConfig fields: colour"):
+        TransformerConfig.from_dict({"colour": 1})

@@ -1,0 +1,42 @@
+"""Label-smoothed cross-entropy (section 5.4) against a hand computation."""
+
+import math
+
+import numpy as np
+import pytest
+
+from keras_transformer import LabelSmoothedCrossEntropy, label_smoothed_cross_entropy
+
+
+def test_hand_computed_value():
+    # One sentence, vocabulary of 3, two real tokens and one pad (id 0).
+    logits = np.array([[[0.0, 1.0, 2.0], [1.0, 1.0, 1.0], [5.0, -5.0, 0.0]]], "float32")
+    labels = np.array([[2, 1, 0]])
+    eps = 0.1
+    # Token 1: log Z = log(1 + e + e^2); -log p(2) = log Z - 2; mean of -log p = log Z - 1.
+    log_z = math.log(1 + math.e + math.e**2)
+    token1 = (1 - eps) * (log_z - 2) + eps * (log_z - 1)
+    # Token 2: uniform prediction, every -log p = log 3.
+    token2 = math.log(3)
+    loss_sum, num_tokens = label_smoothed_cross_entropy(labels, logits, epsilon=eps, pad_id=0)
+    assert float(num_tokens) == 2.0
+    assert float(loss_sum) == pytest.approx(token1 + token2, rel=1e-6)
+    assert float(LabelSmoothedCrossEntropy(eps)(labels, logits)) == pytest.approx((token1 + token2) / 2, rel=1e-6)
+
+
+def test_no_smoothing_is_cross_entropy():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, 3, 7)).astype("float32")
+    labels = rng.integers(1, 7, size=(2, 3))
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    expected = -np.take_along_axis(log_probs, labels[..., None], -1).sum()
+    loss_sum, _ = label_smoothed_cross_entropy(labels, logits, epsilon=0.0)
+    assert float(loss_sum) == pytest.approx(expected, rel=1e-5)
+
+
+def test_bfloat16_logits_give_float32_loss():
+    import tensorflow as tf
+
+    logits = tf.cast(tf.random.normal((2, 3, 7)), tf.bfloat16)
+    loss_sum, _ = label_smoothed_cross_entropy(np.ones((2, 3), "int32"), logits)
+    assert loss_sum.dtype == tf.float32 and np.isfinite(loss_sum.numpy())
