@@ -88,8 +88,11 @@ class Transformer(keras.Model):
             layer_norm_epsilon=c.layer_norm_epsilon,
             dtype=policy,
         )
-        self.encoder_layers = [EncoderLayer(**layer_args, name=f"encoder_layer_{i}") for i in range(c.num_layers)]
-        self.decoder_layers = [DecoderLayer(**layer_args, name=f"decoder_layer_{i}") for i in range(c.num_layers)]
+        # Plain attributes, not lists: tf.train.Checkpoint does not follow Keras' tracked
+        # lists (keras-team/keras#18398), and checkpoints must hold every layer.
+        for i in range(c.num_layers):
+            setattr(self, f"encoder_layer_{i}", EncoderLayer(**layer_args, name=f"encoder_layer_{i}"))
+            setattr(self, f"decoder_layer_{i}", DecoderLayer(**layer_args, name=f"decoder_layer_{i}"))
         # Pre-LN stacks end with a LayerNorm; post-LN stacks already end with one.
         self.encoder_norm = self.decoder_norm = None
         if c.layer_norm == "pre":
@@ -99,6 +102,16 @@ class Transformer(keras.Model):
             self.decoder_norm = keras.layers.LayerNormalization(
                 epsilon=c.layer_norm_epsilon, dtype=policy, name="decoder_norm"
             )
+
+    @property
+    def encoder_layers(self) -> list[EncoderLayer]:
+        """The N encoder layers, bottom first."""
+        return [getattr(self, f"encoder_layer_{i}") for i in range(self.config.num_layers)]
+
+    @property
+    def decoder_layers(self) -> list[DecoderLayer]:
+        """The N decoder layers, bottom first."""
+        return [getattr(self, f"decoder_layer_{i}") for i in range(self.config.num_layers)]
 
     def build(self, input_shape=None):
         """Creates every weight by running the model once on a one-token batch."""
