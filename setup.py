@@ -22,6 +22,7 @@ setuptools.setup(
         "sentencepiece>=0.2",
         "sacrebleu>=2.4",
         "absl-py>=2.0",
+        "importlib_resources",  # tensorflow-datasets 4.9 builders need it (via etils.epath)
         "numpy",
     ],
     extras_require={

@@ -1,0 +1,56 @@
+"""`python -m pipelines`: bad input is one line on stderr naming the file and exit status 2."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _run(*args):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, "-m", "pipelines", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("case", ["missing folder", "line counts differ", "empty file",
+                                  "missing multi30k folder"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
+    good = _write(tmp_path / "good.de", ["Eins.", "Zwei."])
+    if case == "missing multi30k folder":
+        named = str(tmp_path / "no_multi30k")
+        args = ["stats", "--dataset=multi30k_en_de", f"--manual_dir={named}"]
+    else:
+        named = {
+            "missing folder": str(tmp_path / "missing"),
+            "line counts differ": _write(tmp_path / "three.en", ["1", "2", "3"]),
+            "empty file": _write(tmp_path / "empty.en", []),
+        }[case]
+        source = str(tmp_path / "missing" / "x.en") if case == "missing folder" else named
+        args = ["stats", "--dataset=files", f"--source_file={source}", f"--target_file={good}"]
+    result = _run(*args)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ") and named in lines[0]
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_stats_on_small_files(tmp_path):
+    source = _write(tmp_path / "train.en", [f"The dog number {i} runs, quickly!" for i in range(60)])
+    target = _write(tmp_path / "train.de", [f"Der Hund Nummer {i} läuft schnell über die Straße." for i in range(60)])
+    result = _run("stats", "--dataset=files", f"--source_file={source}", f"--target_file={target}",
+                  "--vocab_size=320", "--batch_tokens=1024", "--max_length=100",
+                  f"--tokenizer_dir={tmp_path / 'tok'}")
+    assert result.returncode == 0, result.stderr
+    assert "pairs: 60 read, 0 longer than 100 tokens dropped, 60 batched" in result.stdout
+    assert "padding share:" in result.stdout
+    assert (tmp_path / "tok" / "tokenizer.json").is_file()
