@@ -20,6 +20,7 @@ import sys
 
 from absl import app
 from absl import flags
+from absl import logging
 
 from pipelines import sources
 from pipelines.errors import DataError
@@ -102,6 +103,7 @@ def run(command: str) -> None:
 def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(f"expected one command, {' or '.join(COMMANDS)}; got {argv[1:]}")
+    logging.set_verbosity(logging.WARNING)  # tensorflow-datasets' INFO lines
     try:
         run(argv[1])
     except (DataError, ValueError) as e:
