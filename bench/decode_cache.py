@@ -1,0 +1,133 @@
+"""Decoding with the key/value cache against re-running the decoder over the whole prefix.
+
+    python bench/decode_cache.py                         # Multi30k-size model, 50 output tokens
+    python bench/decode_cache.py --beam_size=4 --batch_size=8
+
+The model is `TransformerConfig.base(num_layers=3, d_model=256, d_ff=1024, num_heads=4,
+vocab_size=8000)` with random weights (speed does not depend on them). A batch of
+--batch_size random sources of --source_length tokens (EOS included) is decoded for exactly
+--output_length tokens (EOS is never taken as the end, so both sides do the same steps):
+
+* cached: `model.decode_step` over the buffers of `model.init_cache` (one new position per step);
+* uncached: `decoding.step_fn(..., use_cache=False)`, which runs `model.decode` on the growing
+  prefix at every step (what decoding costs without the cache).
+
+Both run greedy search (or beam search with --beam_size > 1) under one `tf.function` each, after
+a warm-up call that traces it; the best of --repeats timed calls is reported, alternating the
+two sides. The outputs of both are checked to be identical.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+from absl import app, flags
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("num_layers", 3, "N.")
+flags.DEFINE_integer("d_model", 256, "d_model.")
+flags.DEFINE_integer("d_ff", 1024, "d_ff.")
+flags.DEFINE_integer("num_heads", 4, "h.")
+flags.DEFINE_integer("vocab_size", 8000, "Shared vocabulary.")
+flags.DEFINE_integer("batch_size", 32, "Sentences decoded together.")
+flags.DEFINE_integer("source_length", 20, "Source tokens per sentence, EOS included.")
+flags.DEFINE_integer("output_length", 50, "Output tokens decoded per sentence.")
+flags.DEFINE_integer("beam_size", 1, "1: greedy search; > 1: beam search with that beam.")
+flags.DEFINE_integer("repeats", 3, "Timed calls per side (alternating); the best is reported.")
+flags.DEFINE_boolean(
+    "last_logits_only", False,
+    "Uncached side: project only the last position to the vocabulary (a leaner baseline than "
+    "model.decode, which computes the logits of the whole prefix).",
+)
+
+
+def main(argv):
+    del argv
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    from keras_transformer import Transformer, TransformerConfig, beam_search, decoding  # pylint: disable=g-import-not-at-top
+
+    config = TransformerConfig.base(
+        num_layers=FLAGS.num_layers, d_model=FLAGS.d_model, d_ff=FLAGS.d_ff,
+        num_heads=FLAGS.num_heads, vocab_size=FLAGS.vocab_size,
+    )
+    model = Transformer(config)
+    model.build()
+    rng = np.random.RandomState(0)
+    source = rng.randint(4, FLAGS.vocab_size, size=(FLAGS.batch_size, FLAGS.source_length)).astype(np.int32)
+    source[:, -1] = decoding.EOS_ID
+    source = tf.constant(source)
+    steps = FLAGS.output_length
+
+    def lean_uncached_fn(encoder_outputs, source_mask):
+        """Full decoder over the prefix, logits of the last position only."""
+        beam = FLAGS.beam_size
+        encoder_outputs, source_mask = tf.repeat(encoder_outputs, beam, 0), tf.repeat(source_mask, beam, 0)
+        cache = {"prefix": tf.zeros([tf.shape(source_mask)[0] // beam, steps], tf.int32)}
+
+        def last_only(ids, step, cache):
+            at_step = tf.one_hot(step, steps, dtype=tf.int32)[None, :]
+            prefix = cache["prefix"] * (1 - at_step) + ids[:, None] * at_step  # (B, steps)
+            x = model._embed_target(prefix[:, : step + 1], 0, False)  # pylint: disable=protected-access
+            for layer in model.decoder_layers:
+                x = layer(x, encoder_outputs, source_mask=source_mask)
+            if model.decoder_norm is not None:
+                x = model.decoder_norm(x)
+            logits = model.target_embedding.logits(x[:, -1:])[:, 0]  # (B, V)
+            return logits, {"prefix": prefix}
+
+        return last_only, cache
+
+    def make(use_cache):
+        @tf.function
+        def decode(source_ids):
+            encoder_outputs, source_mask = model.encode(source_ids)
+            if not use_cache and FLAGS.last_logits_only:
+                fn, cache = lean_uncached_fn(encoder_outputs, source_mask)
+            else:
+                fn, cache = decoding.step_fn(
+                    model, encoder_outputs, source_mask, steps, use_cache=use_cache, beam_size=FLAGS.beam_size
+                )
+            start = tf.fill(tf.shape(source_ids)[:1], decoding.BOS_ID)
+            if FLAGS.beam_size == 1:
+                return beam_search.greedy_search(fn, start, cache, steps, eos_id=-1)
+            return beam_search.beam_search(
+                fn, start, cache, config.output_vocab_size, beam_size=FLAGS.beam_size,
+                max_decode_length=steps, eos_id=-1, n_best=1,
+            )
+        return decode
+
+    sides = {"cached": make(True), "uncached": make(False)}
+    outputs, times = {}, {name: [] for name in sides}
+    for name, fn in sides.items():
+        outputs[name] = fn(source)  # trace + warm-up
+    for _ in range(FLAGS.repeats):
+        for name, fn in sides.items():
+            start = time.perf_counter()
+            result = fn(source)
+            result[0].numpy()
+            times[name].append(time.perf_counter() - start)
+    same = np.array_equal(outputs["cached"][0], outputs["uncached"][0])
+    assert outputs["cached"][0].shape[-1] == steps, outputs["cached"][0].shape
+
+    search = "greedy" if FLAGS.beam_size == 1 else f"beam {FLAGS.beam_size}"
+    print(f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; TF {tf.__version__}")
+    print(f"model: N={config.num_layers} d_model={config.d_model} d_ff={config.d_ff} h={config.num_heads} "
+          f"vocab={config.vocab_size} ({model.count_params() / 1e6:.1f}M parameters), float32")
+    print(f"decoding: {search}, batch {FLAGS.batch_size}, source {FLAGS.source_length} tokens, "
+          f"{steps} output tokens, tf.function, best of {FLAGS.repeats}; uncached side: "
+          f"{'last-position logits only' if FLAGS.last_logits_only else 'model.decode (logits of every position)'}")
+    for name in sides:
+        best = min(times[name])
+        print(f"  {name:9s} {best * 1000:8.1f} ms per batch  {FLAGS.batch_size * steps / best:9.0f} tokens/s")
+    print(f"speed-up of the cache: {min(times['uncached']) / min(times['cached']):.1f}x; "
+          f"identical outputs: {same}")
+
+
+if __name__ == "__main__":
+    app.run(main)

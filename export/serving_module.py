@@ -1,0 +1,267 @@
+"""Strings in, translations out: the `tf.Module` written as the SavedModel TF Serving loads.
+
+    module = Translator(model, source_tokenizer, target_tokenizer, DecodingConfig(beam_size=4))
+    module.serving_default(tf.constant(["A man sees the dog."]))
+    # {"translations": [b"Der Mann sieht den Hund."], "scores": [-0.41]}
+    export_saved_model(module, "OUT")            # OUT/<version>/, the TF Serving layout
+
+Signatures (both take `sentences`: tf.string `[N]`, raw UTF-8 sentences, N >= 0):
+
+* `serving_default` -> `translations` tf.string `[N]`, `scores` float32 `[N]`
+  (log P(Y) / lp(|Y|) of the returned hypothesis, section 6.1).
+* `translate_with_attention` -> the same plus, for visualisation, `source_tokens` tf.string
+  `[N, S]`, `target_tokens` tf.string `[N, T]` (one subword per cell, "</s>" for EOS, "" for
+  padding), `source_lengths` / `target_lengths` int32 `[N]` (tokens, EOS included) and
+  `attention` float32 `[N, num_layers, num_heads, T, S]`, the encoder-decoder attention of each
+  output token (rows and columns past the lengths are padding).
+
+What happens to each sentence, all in the graph with core TF and tensorflow-text ops:
+
+1. Invalid UTF-8 byte sequences become U+FFFD (`unicode_transcode`, errors="replace").
+2. Leading and trailing ASCII whitespace is stripped (as the training data was).
+3. The source tokenizer splits it into subwords; only the first `config.max_length - 1` are
+   kept (a longer sentence is truncated, not rejected), then EOS is appended.
+4. Beam search (`keras_transformer.decoding.translate_ids`) with the export's beam size and
+   alpha; at most `source tokens (EOS included) + max_extra_length` output tokens.
+5. The target tokenizer joins the best hypothesis; invalid UTF-8 in the result (possible with
+   byte-fallback pieces) becomes U+FFFD, so every output is valid UTF-8 (and valid JSON).
+
+An empty or whitespace-only sentence decodes nothing: translation "" and score 0.0. An empty
+batch returns empty outputs.
+
+TF Serving's model loader is the TF1 Session loader, which cannot load a Keras 3 model tracked
+by a tf.Module (keras#20095, `../shared/PITFALLS.md`): the model is hidden from tracking and
+its raw `tf.Variable`s are tracked instead. The tokenizer model file is written as an asset
+(`assets/tokenizer.model` or `vocab.txt`); the tokenizer ops also carry the model in the
+graph, so the folder is self-contained.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from typing import Callable, Optional
+
+import tensorflow as tf
+
+from export import ops
+from keras_transformer import decoding
+from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.model import Transformer
+from pipelines import tokenizers as tokenizers_lib
+
+SIGNATURE_INPUT = "sentences"
+ATTENTION_SIGNATURE = "translate_with_attention"
+EOS_LABEL = "</s>"
+SETTINGS_FILE = "export.json"  # in OUT/<version>/assets.extra/, beside the SavedModel
+
+_SENTENCES = tf.TensorSpec([None], tf.string, name=SIGNATURE_INPUT)
+
+
+def _valid_utf8(strings: tf.Tensor) -> tf.Tensor:
+    return tf.strings.unicode_transcode(
+        strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
+
+
+class Translator(tf.Module):
+    """A trained Transformer with its tokenizers and decoding settings, ready to save.
+
+    Args:
+        model: a built `Transformer` (weights restored).
+        source_tokenizer: a `pipelines.tokenizers.Tokenizer`.
+        target_tokenizer: the target side's, or None for a shared vocabulary.
+        decoding_config: a `keras_transformer.decoding.DecodingConfig` (n_best is ignored:
+            the signatures return the best hypothesis).
+
+    Attributes:
+        serving_default, translate_with_attention: `tf.function`s, see the module docstring.
+    """
+
+    def __init__(
+        self,
+        model: Transformer,
+        source_tokenizer: tokenizers_lib.Tokenizer,
+        target_tokenizer: Optional[tokenizers_lib.Tokenizer] = None,
+        decoding_config: decoding.DecodingConfig = decoding.DecodingConfig(),
+        name: Optional[str] = None,
+    ):
+        super().__init__(name=name)
+        target_tokenizer = target_tokenizer or source_tokenizer
+        config = model.config
+        if source_tokenizer.vocab_size > config.vocab_size:
+            raise ValueError(
+                f"the source tokenizer has {source_tokenizer.vocab_size} ids but the model's "
+                f"vocabulary only {config.vocab_size}"
+            )
+        if target_tokenizer.vocab_size > config.output_vocab_size:
+            raise ValueError(
+                f"the target tokenizer has {target_tokenizer.vocab_size} ids but the model's "
+                f"output vocabulary only {config.output_vocab_size}"
+            )
+        # Hidden from tf tracking (keras#20095); its variables are tracked as plain tf.Variables.
+        self.__dict__["model"] = model
+        self.model_variables = [v.value for v in model.variables]
+        self.source_tokenizer = source_tokenizer
+        self.target_tokenizer = target_tokenizer
+        self.decoding_config = decoding_config
+        paths = {t.asset_path for t in (source_tokenizer, target_tokenizer) if t.asset_path}
+        self.tokenizer_assets = [tf.saved_model.Asset(path) for path in sorted(paths)]
+
+    # Graph pieces ---------------------------------------------------------------
+
+    def source_ids(self, sentences: tf.Tensor) -> tf.Tensor:
+        """tf.string `[N]` -> int32 `[N, S]`: subwords then EOS, PAD-padded; an empty row for
+        an empty or whitespace-only sentence."""
+        text = tf.strings.strip(_valid_utf8(sentences))
+        pieces = self.source_tokenizer.tokenize(text)[:, : self.model.config.max_length - 1]  # ragged
+        lengths = tf.cast(pieces.row_lengths(), tf.int32)  # (N,)
+        ids = tf.pad(pieces.to_tensor(default_value=self.model.config.pad_id), [[0, 0], [0, 1]])  # (N, S)
+        eos = tf.one_hot(lengths, tf.shape(ids)[1], dtype=tf.int32) * tokenizers_lib.EOS_ID  # (N, S)
+        return ids + eos * tf.cast(lengths > 0, tf.int32)[:, None]
+
+    def _search(self, sentences):
+        source_ids = self.source_ids(sentences)  # (N, S)
+        c = self.decoding_config
+        sequences, scores = decoding.translate_ids(
+            self.model, source_ids, beam_size=c.beam_size, alpha=c.alpha,
+            max_extra_length=c.max_extra_length, n_best=1,
+        )
+        best = sequences[:, 0]  # (N, T)
+        outputs = {
+            "translations": _valid_utf8(self.target_tokenizer.detokenize(best)),
+            "scores": scores[:, 0],
+        }
+        return outputs, source_ids, best
+
+    def _token_labels(self, tokenizer, ids):
+        """int32 `[N, T]` -> tf.string `[N, T]`: each id detokenized alone, "</s>" for EOS."""
+        shape = tf.shape(ids)
+        labels = _valid_utf8(tokenizer.detokenize(tf.reshape(ids, [-1, 1])))  # (N * T,)
+        labels = tf.where(tf.equal(tf.reshape(ids, [-1]), tokenizers_lib.EOS_ID), EOS_LABEL, labels)
+        return tf.reshape(labels, shape)
+
+    # Signatures ----------------------------------------------------------------
+
+    @tf.function(input_signature=[_SENTENCES])
+    def serving_default(self, sentences):
+        outputs, _, _ = self._search(sentences)
+        return outputs
+
+    @tf.function(input_signature=[_SENTENCES])
+    def translate_with_attention(self, sentences):
+        outputs, source_ids, best = self._search(sentences)
+        outputs.update(
+            source_tokens=self._token_labels(self.source_tokenizer, source_ids),
+            target_tokens=self._token_labels(self.target_tokenizer, best),
+            source_lengths=decoding.source_lengths(self.model, source_ids),
+            target_lengths=tf.reduce_sum(tf.cast(tf.not_equal(best, 0), tf.int32), axis=1),
+            attention=decoding.cross_attention(self.model, source_ids, best),
+        )
+        return outputs
+
+    def signatures(self) -> dict:
+        return {
+            "serving_default": self.serving_default,
+            ATTENTION_SIGNATURE: self.translate_with_attention,
+        }
+
+    def settings(self) -> dict:
+        """What the export was made with (written to assets.extra/export.json)."""
+        return {
+            "decoding": self.decoding_config.to_dict(),
+            "model": self.model.config.to_dict(),
+            "source_tokenizer": self.source_tokenizer.settings(),
+            "target_tokenizer": self.target_tokenizer.settings(),
+            "signatures": sorted(self.signatures()),
+            "tensorflow": tf.__version__,
+        }
+
+
+def from_model_dir(
+    model_dir: str,
+    decoding_config: decoding.DecodingConfig = decoding.DecodingConfig(),
+    checkpoint: Optional[str] = None,
+) -> tuple[Translator, str]:
+    """The `Translator` of a training directory: its model (averaged or latest checkpoint, or
+    `checkpoint`) and its tokenizer(s). Returns `(translator, checkpoint_path)`."""
+    if not os.path.isdir(model_dir):
+        raise FileNotFoundError(f"{model_dir}: no such training directory")
+    tokenizer_dir = os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR)
+    if not os.path.isdir(tokenizer_dir):
+        raise FileNotFoundError(f"{tokenizer_dir}: not found; the training directory has no tokenizer")
+    model, checkpoint = model_dir_lib.restore_model(model_dir, checkpoint)
+    source_tokenizer, target_tokenizer = tokenizers_lib.load_pair(tokenizer_dir)
+    return Translator(model, source_tokenizer, target_tokenizer, decoding_config), checkpoint
+
+
+# Writing the TF Serving layout --------------------------------------------------
+
+_VERSION = re.compile(r"^[0-9]+$")
+
+
+def next_version(export_dir: str) -> int:
+    """1 + the largest integer-named folder in `export_dir` (1 if none)."""
+    if not os.path.isdir(export_dir):
+        return 1
+    versions = [int(name) for name in os.listdir(export_dir) if _VERSION.match(name)]
+    return max(versions, default=0) + 1
+
+
+def export_saved_model(
+    module: Translator,
+    export_dir: str,
+    version: Optional[int] = None,
+    extra: Optional[dict] = None,
+    check: Optional[Callable[[str], None]] = None,
+) -> str:
+    """Saves `module` as `export_dir/<version>/` (TF Serving's layout), atomically.
+
+    The SavedModel is written into a hidden temporary folder beside the version folder
+    (TF Serving only loads integer-named folders) and renamed into place at the end, so a
+    failed export leaves no half-written version behind.
+
+    Args:
+        module: the `Translator`.
+        export_dir: the model's base path for TF Serving; created if needed.
+        version: the version number; default `next_version(export_dir)`. An existing
+            version is never overwritten.
+        extra: more JSON-able settings for assets.extra/export.json (e.g. the checkpoint).
+        check: called with the temporary SavedModel folder before it is renamed into place;
+            raise to abandon the export (e.g. `check_servable`).
+
+    Returns:
+        The path of the new version folder.
+    """
+    version = next_version(export_dir) if version is None else version
+    if not isinstance(version, int) or version < 0:
+        raise ValueError(f"version must be an integer >= 0, got {version!r}")
+    final = os.path.join(export_dir, str(version))
+    if os.path.exists(final):
+        raise ValueError(f"{final} already exists; pick another --version or leave it out")
+    os.makedirs(export_dir, exist_ok=True)
+    temporary = tempfile.mkdtemp(dir=export_dir, prefix=f".tmp-{version}-")
+    try:
+        tf.saved_model.save(module, temporary, signatures=module.signatures())
+        os.makedirs(os.path.join(temporary, "assets.extra"), exist_ok=True)
+        with open(os.path.join(temporary, "assets.extra", SETTINGS_FILE), "w", encoding="utf-8") as file:
+            json.dump({**module.settings(), **(extra or {})}, file, indent=2, sort_keys=True)
+            file.write("\n")
+        if check is not None:
+            check(temporary)
+        os.rename(temporary, final)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    return final
+
+
+def check_servable(saved_model_dir: str) -> None:
+    """Raises ValueError naming every op of the SavedModel that stock TF Serving cannot run."""
+    offenders = ops.unservable_ops(saved_model_dir)
+    if offenders:
+        listed = "; ".join(f"{op} ({reason})" for op, reason in offenders.items())
+        raise ValueError(f"the SavedModel uses ops stock TF Serving cannot run: {listed}")

@@ -1,0 +1,214 @@
+"""Ids in, ids out: the Transformer driven by beam search (section 6.1).
+
+"We used beam search with a beam size of 4 and length penalty alpha = 0.6 [...]. We set the
+maximum output length during inference to input length + 50, but terminate early when possible."
+
+This module wires `Transformer.encode` / `init_cache` / `decode_step` to
+`keras_transformer.beam_search`. It is the one place that knows the decoding rules, shared by
+evaluation, `python -m keras_transformer.translate` and the SavedModel of `export/`:
+
+* Source ids are `(B, S)`, each row the subword ids then EOS, right-padded with PAD (what the
+  training pipeline feeds the encoder). A row without any token (all PAD) is "empty".
+* Length rule: a hypothesis may hold at most `source length + max_extra_length` tokens, EOS
+  included, where the source length counts EOS (the paper: input length + 50). With learned
+  positions it is also capped at `config.max_length` (the position table has no more rows).
+  An empty row gets limit 0: nothing is decoded, the output is empty and its score 0.0.
+* beam_size 1 means greedy search (`beam_search.greedy_search`); scores are then log P(Y).
+* PAD and BOS are never produced (their logits are masked), so an output is its tokens up to
+  and including EOS, then only PAD.
+* Outputs follow `beam_search`: int32 `(B, n_best, T)` without BOS, EOS kept, 0-padded, and
+  float32 scores log P(Y) / lp(|Y|).
+
+Everything is plain TF code: it runs eagerly, and the callers wrap it in a `tf.function`
+(evaluation, translation) or trace it into a SavedModel (export).
+
+    >>> sequences, scores = translate_ids(model, source_ids, beam_size=4, alpha=0.6)
+    >>> best = sequences[:, 0]                                # (B, T)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import tensorflow as tf
+
+from keras_transformer import beam_search as beam_search_lib
+from keras_transformer.model import Transformer
+
+BOS_ID = 2
+EOS_ID = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodingConfig:
+    """How to decode (section 6.1).
+
+    Attributes:
+        beam_size: hypotheses kept per sentence (paper: 4); 1 means greedy search (as in
+            `evaluation.DecodingConfig`).
+        alpha: length penalty exponent (paper: 0.6).
+        max_extra_length: a hypothesis may be this many tokens longer than its source
+            (paper: 50).
+        n_best: hypotheses returned per sentence, best first (1 <= n_best <= beam_size).
+    """
+
+    beam_size: int = 4
+    alpha: float = 0.6
+    max_extra_length: int = 50
+    n_best: int = 1
+
+    def __post_init__(self):
+        if not isinstance(self.beam_size, int) or self.beam_size < 1:
+            raise ValueError(f"beam_size must be a positive integer, got {self.beam_size!r}")
+        if not self.alpha >= 0.0:
+            raise ValueError(f"alpha must be >= 0, got {self.alpha!r}")
+        if not isinstance(self.max_extra_length, int) or self.max_extra_length < 0:
+            raise ValueError(f"max_extra_length must be an integer >= 0, got {self.max_extra_length!r}")
+        if not 1 <= self.n_best <= self.beam_size:
+            raise ValueError(f"n_best must be in [1, beam_size={self.beam_size}], got {self.n_best!r}")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def source_lengths(model: Transformer, source_ids) -> tf.Tensor:
+    """int32 `(B,)`: the tokens of each source row (EOS included, PAD excluded)."""
+    source_ids = tf.convert_to_tensor(source_ids)
+    return tf.reduce_sum(tf.cast(tf.not_equal(source_ids, model.config.pad_id), tf.int32), axis=1)
+
+
+def max_decode_lengths(model: Transformer, source_ids, max_extra_length: int = 50) -> tf.Tensor:
+    """int32 `(B,)`: the largest |Y| (EOS included) of each row, by the length rule above."""
+    lengths = source_lengths(model, source_ids)
+    limits = lengths + max_extra_length
+    if model.config.positional_encoding == "learned":
+        limits = tf.minimum(limits, model.config.max_length)
+    return tf.where(lengths > 0, limits, 0)
+
+
+def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use_cache: bool = True,
+            beam_size: int = 1):
+    """`(fn, initial_cache)` for `beam_search` / `greedy_search`: the model's next-token logits.
+
+    With `use_cache` (the default) `fn` is `model.decode_step` over the key/value cache of
+    `model.init_cache`. Without it, `fn` re-runs the full causal decoder over the whole prefix
+    at every step (the slow reference: it must give the same tokens; see
+    `bench/decode_cache.py`); its cache holds the prefix `(B, max_length)`.
+
+    What does not change from step to step (the source mask, the encoder-decoder keys and
+    values, or the encoder outputs) stays out of the returned cache: `fn` reads it, expanded
+    once to `beam_size` rows per example, from its closure, so beam search does not copy and
+    reorder it at every step (the beams of one example share their source).
+
+    Either way PAD and BOS get NEG_INF logits: they are never outputs, so an output sequence
+    is its tokens up to EOS followed only by PAD.
+
+    Args:
+        encoder_outputs, source_mask: from `model.encode`, `(B, S, d_model)` and `(B, S)`.
+        max_length: int or int32 scalar, the largest number of steps (>= every limit).
+        beam_size: the beam the search will use (1 for greedy search).
+    """
+    vocab_size = model.config.output_vocab_size
+    special = tf.constant([model.config.pad_id, BOS_ID])
+    never = tf.reduce_any(tf.equal(tf.range(vocab_size)[:, None], special[None, :]), axis=1)  # (V,)
+
+    def per_beam(tensor):  # (B, ...) -> (B * beam, ...), the row order of beam_search
+        return tensor if beam_size == 1 else tf.repeat(tensor, beam_size, axis=0)
+
+    if use_cache:
+        full = model.init_cache(encoder_outputs, source_mask, max_length)
+        layers = [name for name in full if name != "source_mask"]
+        static = {"source_mask": per_beam(full["source_mask"])}
+        static.update({name: tf.nest.map_structure(per_beam, full[name]["cross"]) for name in layers})
+        cache = {name: full[name]["self"] for name in layers}
+
+        def decode(ids, step, cache):
+            merged = {"source_mask": static["source_mask"]}
+            merged.update({name: {"self": cache[name], "cross": static[name]} for name in layers})
+            logits, merged = model.decode_step(ids, step, merged)
+            return logits, {name: merged[name]["self"] for name in layers}
+    else:
+        static = {"encoder_outputs": per_beam(encoder_outputs), "source_mask": per_beam(source_mask)}
+        cache = {"prefix": tf.zeros([tf.shape(encoder_outputs)[0], max_length], tf.int32)}
+
+        def decode(ids, step, cache):
+            at_step = tf.one_hot(step, tf.shape(cache["prefix"])[1], dtype=tf.int32)[None, :]  # (1, max_length)
+            prefix = cache["prefix"] * (1 - at_step) + ids[:, None] * at_step  # (B, max_length)
+            logits = model.decode(prefix[:, : step + 1], static["encoder_outputs"], static["source_mask"])
+            return logits[:, -1, :], {"prefix": prefix}  # (B, V)
+
+    def fn(ids, step, cache):
+        logits, cache = decode(ids, step, cache)
+        return tf.where(never, tf.cast(beam_search_lib.NEG_INF, logits.dtype), logits), cache
+
+    return fn, cache
+
+
+def translate_ids(
+    model: Transformer,
+    source_ids,
+    *,
+    beam_size: int = 4,
+    alpha: float = 0.6,
+    max_extra_length: int = 50,
+    n_best: int = 1,
+    max_decode_length=None,
+    use_cache: bool = True,
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """Beam search (or greedy search for beam_size 1) over the Transformer.
+
+    Args:
+        model: a built `Transformer`.
+        source_ids: int `(B, S)`, ids then EOS, right-padded with `config.pad_id`.
+        beam_size, alpha, max_extra_length, n_best: see `DecodingConfig`.
+        max_decode_length: optional int or int32 `(B,)` overriding the length rule.
+        use_cache: False decodes with the slow full-prefix reference (see `step_fn`).
+
+    Returns:
+        sequences int32 `(B, n_best, T)` (no BOS; EOS kept; 0-padded) and scores float32
+        `(B, n_best)`, best first: log P(Y) / lp(|Y|), or log P(Y) for greedy search.
+        A row with limit 0 (an empty source) gets no tokens and score 0.0.
+    """
+    source_ids = tf.cast(tf.convert_to_tensor(source_ids), tf.int32)
+    if max_decode_length is None:
+        max_decode_length = max_decode_lengths(model, source_ids, max_extra_length)
+    limits = tf.broadcast_to(tf.cast(max_decode_length, tf.int32), tf.shape(source_ids)[:1])
+    longest = tf.reduce_max(tf.concat([[0], limits], axis=0))  # 0 for an empty batch
+    encoder_outputs, source_mask = model.encode(source_ids)
+    greedy = beam_size == 1 and n_best == 1
+    fn, cache = step_fn(
+        model, encoder_outputs, source_mask, longest, use_cache=use_cache, beam_size=1 if greedy else beam_size
+    )
+    initial_ids = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
+    if greedy:
+        sequences, scores = beam_search_lib.greedy_search(fn, initial_ids, cache, limits, eos_id=EOS_ID)
+        sequences, scores = sequences[:, None, :], scores[:, None]  # (B, 1, T), (B, 1)
+    else:
+        sequences, scores = beam_search_lib.beam_search(
+            fn, initial_ids, cache, model.config.output_vocab_size, beam_size=beam_size, alpha=alpha,
+            max_decode_length=limits, eos_id=EOS_ID, n_best=n_best,
+        )
+    return sequences, tf.where((limits > 0)[:, None], scores, 0.0)
+
+
+def cross_attention(model: Transformer, source_ids, output_ids) -> tf.Tensor:
+    """Encoder-decoder attention weights of given outputs, for visualisation.
+
+    Re-runs the decoder (teacher forcing) on BOS + `output_ids`, which reproduces the
+    attention the search computed for those tokens.
+
+    Args:
+        source_ids: int `(B, S)` as for `translate_ids`.
+        output_ids: int `(B, T)`, e.g. `sequences[:, 0]` of `translate_ids`.
+
+    Returns:
+        float32 `(B, num_layers, num_heads, T, S)`: row t is the attention of the step that
+        produced output token t. Rows past a sequence's end are padding.
+    """
+    source_ids = tf.cast(tf.convert_to_tensor(source_ids), tf.int32)
+    output_ids = tf.cast(tf.convert_to_tensor(output_ids), tf.int32)
+    encoder_outputs, source_mask = model.encode(source_ids)
+    bos = tf.fill([tf.shape(output_ids)[0], 1], BOS_ID)
+    decoder_inputs = tf.concat([bos, output_ids], axis=1)[:, : tf.shape(output_ids)[1]]  # (B, T)
+    _, scores = model.decode(decoder_inputs, encoder_outputs, source_mask, return_attention_scores=True)
+    return tf.stack([tf.cast(layer["cross"], tf.float32) for layer in scores], axis=1)  # (B, L, h, T, S)

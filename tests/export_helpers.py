@@ -1,0 +1,68 @@
+"""A tiny training directory for the export and translation tests.
+
+`make_model_dir(path)` writes what training would: model_config.json, a SentencePiece
+tokenizer (500 ids) trained on embedded-corpus sentences, and a checkpoint of a
+TransformerConfig.tiny model trained for a few seconds, so that it ends its outputs with EOS
+at varied lengths (random weights only repeat one token up to the length limit).
+"""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.config import TransformerConfig
+from keras_transformer.model import Transformer
+from pipelines import grammar_corpus, tokenizers
+
+VOCAB_SIZE = 500
+MAX_LENGTH = 48
+
+
+def _train_briefly(model, tokenizer, pairs, steps, seed):
+    source = tokenizer.tokenize([s for s, _ in pairs], add_eos=True).to_tensor()[:, :MAX_LENGTH]
+    target = tokenizer.tokenize([t for _, t in pairs], add_eos=True).to_tensor()[:, :MAX_LENGTH]
+    decoder_inputs = tf.pad(target, [[0, 0], [1, 0]], constant_values=tokenizers.BOS_ID)[:, :-1]
+    optimizer = keras.optimizers.Adam(3e-3)
+    optimizer.build(model.trainable_variables)
+
+    @tf.function
+    def step(src, inputs, labels):
+        with tf.GradientTape() as tape:
+            logits = model((src, inputs), training=True)
+            losses = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+            weights = tf.cast(tf.not_equal(labels, 0), tf.float32)
+            loss = tf.reduce_sum(losses * weights) / tf.reduce_sum(weights)
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return loss
+
+    rng = np.random.RandomState(seed)
+    for _ in range(steps):
+        rows = rng.randint(0, source.shape[0], size=32)
+        loss = step(tf.gather(source, rows), tf.gather(decoder_inputs, rows), tf.gather(target, rows))
+    return float(loss)
+
+
+def make_model_dir(path, *, steps: int = 150, seed: int = 0, num_pairs: int = 400) -> list[tuple[str, str]]:
+    """Writes a tiny training directory into `path`; returns the (English, German) pairs used."""
+    pairs = grammar_corpus.generate_pairs(num_pairs, seed=seed)
+    tokenizer = tokenizers.train(
+        [s for pair in pairs for s in pair], tokenizers.TokenizerConfig(vocab_size=VOCAB_SIZE, seed=seed)
+    )
+    tokenizer.save(os.path.join(path, model_dir_lib.TOKENIZER_DIR))
+    config = TransformerConfig.tiny(vocab_size=tokenizer.vocab_size, max_length=MAX_LENGTH, dropout_rate=0.0)
+    keras.utils.set_random_seed(seed)
+    model = Transformer(config)
+    model.build()
+    if steps:
+        _train_briefly(model, tokenizer, pairs, steps, seed)
+    model_dir_lib.write_config(str(path), config)
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model), os.path.join(path, model_dir_lib.CHECKPOINT_DIR), max_to_keep=1
+    )
+    manager.save(checkpoint_number=steps)
+    return pairs

@@ -1,0 +1,98 @@
+"""Ids in, ids out: the cache changes nothing, the length rule holds, PAD and BOS never come out."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer import Transformer, TransformerConfig, decoding
+
+VOCAB = 40
+# Rows: ids then EOS (3), PAD-padded; the third row is empty.
+SOURCE = np.array([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0], [0, 0, 0, 0, 0], [11, 12, 13, 3, 0]], np.int32)
+
+
+def make_model(**overrides):
+    keras.utils.set_random_seed(7)
+    model = Transformer(TransformerConfig.tiny(vocab_size=VOCAB, max_length=16, **overrides))
+    model.build()
+    # Sharper, less repetitive distributions than the initial weights give.
+    for variable in model.variables:
+        if "embedding" in variable.path:
+            variable.assign(variable * 3.0)
+    return model
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_cached_decoding_equals_full_prefix_decoding(beam_size):
+    model = make_model()
+    args = dict(beam_size=beam_size, alpha=0.6, max_extra_length=6, n_best=beam_size)
+    cached = decoding.translate_ids(model, SOURCE, **args)
+    uncached = decoding.translate_ids(model, SOURCE, use_cache=False, **args)
+    np.testing.assert_array_equal(cached[0], uncached[0])
+    np.testing.assert_allclose(cached[1], uncached[1], rtol=1e-5)
+    assert len({tuple(row) for row in cached[0].numpy()[:, 0]}) > 1  # not one repeated output
+
+
+def test_cached_step_equals_full_prefix_step_under_tf_function():
+    model = make_model()
+    encoder_outputs, source_mask = model.encode(SOURCE)
+    results = []
+    for use_cache in (True, False):
+        fn, cache = decoding.step_fn(model, encoder_outputs, source_mask, 5, use_cache=use_cache, beam_size=1)
+        step = tf.function(fn)
+        logits = []
+        for t, token in enumerate([2, 17, 21, 30]):
+            out, cache = step(tf.fill([4], token), tf.constant(t), cache)
+            logits.append(out)
+        results.append(np.stack(logits))
+    np.testing.assert_allclose(results[0], results[1], atol=1e-5)
+
+
+def test_length_rule_and_empty_rows():
+    model = make_model()
+    limits = decoding.max_decode_lengths(model, SOURCE, max_extra_length=50)
+    np.testing.assert_array_equal(limits, [55, 53, 0, 54])  # source tokens (EOS included) + 50
+    learned = make_model(positional_encoding="learned")
+    np.testing.assert_array_equal(decoding.max_decode_lengths(learned, SOURCE, 50), [16, 16, 0, 16])
+
+    sequences, scores = decoding.translate_ids(model, SOURCE, max_extra_length=2, n_best=2)
+    lengths = np.count_nonzero(sequences.numpy(), axis=2)  # (B, n_best)
+    assert (lengths <= np.array([7, 5, 0, 6])[:, None]).all()
+    assert lengths[2].tolist() == [0, 0] and scores[2].numpy().tolist() == [0.0, 0.0]
+
+
+def test_pad_and_bos_are_never_produced():
+    model = make_model()
+    # Make PAD and BOS the most likely tokens: the search must still avoid them.
+    embedding = model.target_embedding.embeddings
+    embedding.assign(tf.tensor_scatter_nd_update(embedding, [[0], [2]], 50.0 * tf.ones([2, 16])))
+    sequences, _ = decoding.translate_ids(model, SOURCE, beam_size=2, max_extra_length=3)
+    for row in sequences.numpy()[:, 0]:
+        tokens = row[: np.count_nonzero(row)]
+        assert 0 not in tokens and 2 not in tokens
+
+
+def test_traced_equals_eager_and_empty_batch():
+    model = make_model()
+    traced = tf.function(lambda ids: decoding.translate_ids(model, ids, max_extra_length=4))
+    eager = decoding.translate_ids(model, SOURCE, max_extra_length=4)
+    np.testing.assert_array_equal(traced(tf.constant(SOURCE))[0], eager[0])
+    sequences, scores = traced(tf.zeros([0, 5], tf.int32))
+    assert sequences.shape == (0, 1, 0) and scores.shape == (0, 1)
+
+
+def test_cross_attention_shape_and_rows_sum_to_one():
+    model = make_model()
+    sequences, _ = decoding.translate_ids(model, SOURCE, max_extra_length=3)
+    attention = decoding.cross_attention(model, SOURCE, sequences[:, 0]).numpy()
+    assert attention.shape == (4, 2, 2, sequences.shape[2], 5)
+    np.testing.assert_allclose(attention[0].sum(-1), 1.0, rtol=1e-5)
+    assert (attention[1][..., 3:] == 0).all()  # no weight on source padding
+
+
+def test_decoding_config_checks():
+    with pytest.raises(ValueError, match="n_best"):
+        decoding.DecodingConfig(beam_size=2, n_best=3)
+    with pytest.raises(ValueError, match="max_extra_length"):
+        decoding.DecodingConfig(max_extra_length=-1)

@@ -1,0 +1,74 @@
+"""`python -m keras_transformer.translate`: from a training directory or an export, scored with sacreBLEU."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from export import serving_module
+from export_helpers import make_model_dir
+from keras_transformer import decoding, translate
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def run(*args, stdin=None):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run(
+        [sys.executable, "-m", "keras_transformer.translate", *args],
+        cwd=REPO, env=env, input=stdin, capture_output=True, timeout=300, check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("translate")
+    pairs = make_model_dir(root / "run")[:20]
+    (root / "source.txt").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
+    (root / "reference.txt").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
+    translator, _ = serving_module.from_model_dir(str(root / "run"), decoding.DecodingConfig())
+    serving_module.export_saved_model(translator, str(root / "export"))
+    return root
+
+
+def test_from_model_dir_with_reference_and_from_export_agree(files):
+    result = run(f"--model_dir={files / 'run'}", f"--input={files / 'source.txt'}",
+                 f"--output={files / 'hyp.txt'}", f"--reference={files / 'reference.txt'}", "--batch_size=8")
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    report = result.stdout.decode()
+    assert report.startswith("BLEU = ") and "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in report
+    hypotheses = (files / "hyp.txt").read_text(encoding="utf-8").splitlines()
+    assert len(hypotheses) == 20
+
+    # The export (its base folder: the highest version is used), stdin to stdout, another batch size.
+    result = run(f"--export_dir={files / 'export'}", "--input=-", "--output=-", "--batch_size=5",
+                 stdin=(files / "source.txt").read_bytes())
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert result.stdout.decode("utf-8").splitlines() == hypotheses
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model_dir={root}/missing", "--input={root}/source.txt"], "missing"),
+    (["--model_dir={root}/run", "--input={root}/missing.txt"], "missing.txt: no such file"),
+    (["--export_dir={root}/export", "--beam_size=2", "--input={root}/source.txt"], "--beam_size"),
+])
+def test_bad_input_is_one_line(files, args, message):
+    result = run(*[a.format(root=files) for a in args])
+    assert result.returncode == 2
+    lines = result.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+
+
+def test_batches_are_sorted_by_length_and_order_is_restored():
+    lines = [b"a b c", b"a", b"a b c d e", b"", b"a b"]
+    batches = translate.length_sorted_batches(lines, 2)
+    assert batches == [[2, 0], [4, 1], [3]]
+
+    def fake(batch):
+        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+        return {"translations": tf.strings.upper(batch), "scores": tf.cast(tf.strings.length(batch), tf.float32)}
+
+    translations, _ = translate.translate_lines(fake, lines, 2, progress=False)
+    assert translations == ["A B C", "A", "A B C D E", "", "A B"]
