@@ -22,7 +22,7 @@ from keras_transformer.config import TransformerConfig
 from keras_transformer.layers.decoder_layer import DecoderLayer
 from keras_transformer.layers.embedding import SharedEmbedding
 from keras_transformer.layers.encoder_layer import EncoderLayer
-from keras_transformer.layers.masks import padding_mask
+from keras_transformer.layers.masks import causal_mask, padding_mask
 from keras_transformer.layers.position_encoding import LearnedPositionEmbedding, SinusoidalPositionEncoding
 
 
@@ -155,10 +155,11 @@ class Transformer(keras.Model):
         `{"self": (B, h, T, T), "cross": (B, h, T, S)}`.
         """
         x = self._embed_target(target_ids, 0, training)
+        self_mask = causal_mask(tf.shape(target_ids)[1])  # (T, T), shared by all layers
         scores = []
         for layer in self.decoder_layers:
             outputs = layer(
-                x, encoder_outputs, source_mask=source_mask,
+                x, encoder_outputs, source_mask=source_mask, self_attention_mask=self_mask,
                 return_attention_scores=return_attention_scores, training=training,
             )
             if return_attention_scores:
@@ -175,7 +176,7 @@ class Transformer(keras.Model):
         """The decoding cache for up to `max_length` target positions.
 
         Returns a nested dict: `"source_mask"` (B, S) and, for each decoder layer
-        i, `"layer_i"` with empty self-attention keys/values `(B, max_length, h, d)`
+        i, `"layer_i"` with empty self-attention keys/values `(B, h, max_length, d)`
         and the encoder output projected once into encoder-decoder keys/values.
         Every entry has the batch as its leading dimension, so beam search can
         expand and reorder it.
@@ -203,10 +204,12 @@ class Transformer(keras.Model):
     def decode_with_cache(self, x, index, cache, training=False):
         """Runs the decoder stack on embedded inputs `(B, L, d_model)` at positions index ... index + L - 1."""
         new_cache = {"source_mask": cache["source_mask"]}
+        max_length = tf.shape(cache["layer_0"]["self"]["key"])[2]  # (B, h, T_max, d_k)
+        self_mask = causal_mask(tf.shape(x)[1], max_length, index)  # (L, T_max), shared by all layers
         for i, layer in enumerate(self.decoder_layers):
             x, new_cache[f"layer_{i}"] = layer(
                 x, source_mask=cache["source_mask"], cache=cache[f"layer_{i}"], cache_index=index,
-                training=training,
+                self_attention_mask=self_mask, training=training,
             )
         if self.decoder_norm is not None:
             x = self.decoder_norm(x)

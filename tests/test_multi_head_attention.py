@@ -103,7 +103,7 @@ def test_cached_steps_equal_the_full_causal_pass():
     query, _ = _inputs()
     layer = MultiHeadAttention(num_heads=H, key_dim=DK)
     full = layer(query, query, attention_mask=causal_mask(T)[None])
-    cache = {"key": tf.zeros((B, T, H, DK)), "value": tf.zeros((B, T, H, DK))}
+    cache = {"key": tf.zeros((B, H, T, DK)), "value": tf.zeros((B, H, T, DK))}
     steps = []
     for t in range(T):
         x = query[:, t : t + 1]
@@ -111,8 +111,8 @@ def test_cached_steps_equal_the_full_causal_pass():
         steps.append(out)
     np.testing.assert_allclose(tf.concat(steps, axis=1), full, atol=1e-5)
     # The filled cache holds exactly the projected keys and values of the whole sequence.
-    np.testing.assert_allclose(cache["key"], layer.key_dense(query), atol=1e-6)
-    np.testing.assert_allclose(cache["value"], layer.value_dense(query), atol=1e-6)
+    np.testing.assert_allclose(cache["key"], tf.transpose(layer.key_dense(query), [0, 2, 1, 3]), atol=1e-6)
+    np.testing.assert_allclose(cache["value"], tf.transpose(layer.value_dense(query), [0, 2, 1, 3]), atol=1e-6)
 
 
 def test_bfloat16_masking_has_no_nan_or_overflow():

@@ -7,7 +7,7 @@ stack to prevent positions from attending to subsequent positions."
 
 For decoding one token at a time the layer takes an explicit cache:
 `{"self": {"key", "value"}, "cross": {"key", "value"}}`, where the self-attention
-entries `(B, T_max, h, d)` are filled at `cache_index` by each call and the
+entries `(B, h, T_max, d)` are filled at `cache_index` by each call and the
 encoder-decoder entries are the encoder output's keys and values, projected
 once (`init_cache`).
 """
@@ -38,6 +38,8 @@ class DecoderLayer(keras.layers.Layer):
         cache: None for the full causal pass, or a dict as in the module docstring.
         cache_index: with a cache, the position of `x[:, 0]`; `x` may hold one
             token (incremental decoding) or several (e.g. a prefix at index 0).
+        self_attention_mask: optional bool `(T, T_k)`, the causal mask; computed
+            here when not given (a model passes one mask to all its layers).
         return_attention_scores: also return `{"self": (B, h, T, T_k), "cross": (B, h, T, S)}`.
         training: enables dropout.
 
@@ -107,8 +109,8 @@ class DecoderLayer(keras.layers.Layer):
         dtype = self.compute_dtype
         return {
             "self": {
-                "key": tf.zeros([batch_size, max_length, self.num_heads, self.key_dim], dtype),
-                "value": tf.zeros([batch_size, max_length, self.num_heads, self.value_dim], dtype),
+                "key": tf.zeros([batch_size, self.num_heads, max_length, self.key_dim], dtype),
+                "value": tf.zeros([batch_size, self.num_heads, max_length, self.value_dim], dtype),
             },
             "cross": self.cross_attention.project_key_value(encoder_outputs),
         }
@@ -120,19 +122,19 @@ class DecoderLayer(keras.layers.Layer):
         source_mask=None,
         cache=None,
         cache_index=None,
+        self_attention_mask=None,
         return_attention_scores=False,
         training=None,
     ):
-        length = tf.shape(x)[1]
-        if cache is None:
-            self_mask = causal_mask(length)  # (T, T)
-            self_cache = cross_cache = None
-        else:
+        self_cache = cross_cache = None
+        if cache is not None:
             if cache_index is None:
                 raise ValueError("DecoderLayer: a cache needs a cache_index (the position of x[:, 0])")
-            max_length = tf.shape(cache["self"]["key"])[1]
-            self_mask = causal_mask(length, max_length, cache_index)  # (T, T_max)
             self_cache, cross_cache = cache["self"], cache["cross"]
+        self_mask = self_attention_mask
+        if self_mask is None:
+            key_length = None if cache is None else tf.shape(self_cache["key"])[2]
+            self_mask = causal_mask(tf.shape(x)[1], key_length, 0 if cache_index is None else cache_index)  # (T, T_k)
         cross_mask = None if source_mask is None else source_mask[:, tf.newaxis, :]  # (B, 1, S)
         scores, new_cache = {}, {"cross": cross_cache}
 

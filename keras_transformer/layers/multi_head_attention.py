@@ -43,18 +43,28 @@ def masked_softmax(scores: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
 
 
 def update_cache(cache: tf.Tensor, new: tf.Tensor, index) -> tf.Tensor:
-    """Writes `new` (B, L, h, d) into `cache` (B, T_max, h, d) at positions [index, index + L).
+    """Writes `new` (B, h, L, d) into `cache` (B, h, T_max, d) at positions [index, index + L).
 
-    Uses only `pad` and `where`, which every TensorFlow runtime (including stock
-    TF Serving) has, unlike the XLA op behind `dynamic_update_slice`.
+    Uses only `where` (and `pad` for L > 1), which every TensorFlow runtime has,
+    including stock TF Serving, unlike the XLA op behind `dynamic_update_slice`.
+    One-token decoding (L = 1, known when tracing) broadcasts `new` along the
+    positions, a handful of ops per write.
     """
-    max_length = tf.shape(cache)[1]
-    length = tf.shape(new)[1]
+    max_length = tf.shape(cache)[2]
     index = tf.cast(index, tf.int32)
-    padded = tf.pad(new, [[0, 0], [index, max_length - index - length], [0, 0], [0, 0]])
     positions = tf.range(max_length)
+    if new.shape[2] == 1:
+        at_index = tf.equal(positions, index)[tf.newaxis, tf.newaxis, :, tf.newaxis]  # (1, 1, T_max, 1)
+        return tf.where(at_index, new, cache)
+    length = tf.shape(new)[2]
+    padded = tf.pad(new, [[0, 0], [0, 0], [index, max_length - index - length], [0, 0]])
     in_window = (positions >= index) & (positions < index + length)  # (T_max,)
-    return tf.where(in_window[tf.newaxis, :, tf.newaxis, tf.newaxis], padded, cache)
+    return tf.where(in_window[tf.newaxis, tf.newaxis, :, tf.newaxis], padded, cache)
+
+
+def split_heads(x: tf.Tensor) -> tf.Tensor:
+    """(B, T, h, d) -> (B, h, T, d): head-major, so attention is two batched matmuls with no copies."""
+    return tf.transpose(x, [0, 2, 1, 3])
 
 
 def _clone(initializer):
@@ -86,8 +96,8 @@ class MultiHeadAttention(keras.layers.Layer):
         key: `(B, T_k, d_model)` or None (then `value`).
         attention_mask: boolean, broadcastable to `(B, T_q, T_k)`; True where a
             query may attend to a key. With a cache, `T_k` is the cache length.
-        cache: None, or a dict `{"key": (B, T_max, h, d_k), "value": (B, T_max, h, d_v)}`
-            of projected keys and values.
+        cache: None, or a dict `{"key": (B, h, T_max, d_k), "value": (B, h, T_max, d_v)}`
+            of projected keys and values, head-major.
         cache_index: with a cache: None for a static cache (encoder-decoder
             attention: keys and values are read from the cache, `value` is
             ignored), or the int position at which the projections of this
@@ -161,13 +171,13 @@ class MultiHeadAttention(keras.layers.Layer):
         self.built = True
 
     def project_key_value(self, value, key=None):
-        """Projects an attended sequence once into a static cache {"key", "value"}.
+        """Projects an attended sequence into head-major keys and values `{"key": (B, h, T, d_k), "value": ...}`.
 
-        Encoder-decoder attention uses this to compute the keys and values of
-        the encoder output once per sentence instead of once per decoding step.
+        Encoder-decoder attention uses this as a static cache: the keys and values
+        of the encoder output, computed once per sentence instead of once per step.
         """
         key = value if key is None else key
-        return {"key": self.key_dense(key), "value": self.value_dense(value)}
+        return {"key": split_heads(self.key_dense(key)), "value": split_heads(self.value_dense(value))}
 
     def call(
         self,
@@ -180,26 +190,28 @@ class MultiHeadAttention(keras.layers.Layer):
         return_attention_scores=False,
         training=None,
     ):
-        key = value if key is None else key
         # Eq. (1) divides Q K^T by sqrt(d_k); scaling the queries first is the same
         # and keeps the logits small in low precision.
-        query = self.query_dense(query) * tf.cast(self.key_dim**-0.5, self.compute_dtype)  # (B, T_q, h, d_k)
+        scale = tf.cast(self.key_dim**-0.5, self.compute_dtype)
+        query = split_heads(self.query_dense(query) * scale)  # (B, h, T_q, d_k)
         if cache is None:
-            keys, values = self.key_dense(key), self.value_dense(value)  # (B, T_k, h, d_k|d_v)
+            projected = self.project_key_value(value, key)
+            keys, values = projected["key"], projected["value"]  # (B, h, T_k, d_k|d_v)
         elif cache_index is None:
-            keys, values = cache["key"], cache["value"]  # static cache (B, S, h, d)
+            keys, values = cache["key"], cache["value"]  # static cache (B, h, S, d)
         else:
-            keys = update_cache(cache["key"], self.key_dense(key), cache_index)  # (B, T_max, h, d_k)
-            values = update_cache(cache["value"], self.value_dense(value), cache_index)
+            projected = self.project_key_value(value, key)
+            keys = update_cache(cache["key"], projected["key"], cache_index)  # (B, h, T_max, d_k)
+            values = update_cache(cache["value"], projected["value"], cache_index)
             cache = {"key": keys, "value": values}
 
-        scores = tf.einsum("bqhd,bkhd->bhqk", query, keys)  # (B, h, T_q, T_k)
+        scores = tf.matmul(query, keys, transpose_b=True)  # (B, h, T_q, T_k)
         if attention_mask is not None:
             attention_mask = tf.expand_dims(tf.cast(attention_mask, tf.bool), axis=-3)  # (B, 1, T_q, T_k)
         weights = masked_softmax(scores, attention_mask)  # float32 (B, h, T_q, T_k)
         dropped = self.dropout_layer(weights, training=training)
-        heads = tf.einsum("bhqk,bkhd->bqhd", tf.cast(dropped, values.dtype), values)  # (B, T_q, h, d_v)
-        outputs = self.output_dense(heads)  # (B, T_q, d_model)
+        heads = tf.matmul(tf.cast(dropped, values.dtype), values)  # (B, h, T_q, d_v)
+        outputs = self.output_dense(tf.transpose(heads, [0, 2, 1, 3]))  # (B, T_q, h, d_v) -> (B, T_q, d_model)
 
         results = (outputs,)
         if return_attention_scores:
