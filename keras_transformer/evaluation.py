@@ -1,0 +1,210 @@
+"""Dev-set evaluation: loss, perplexity and sacreBLEU of beam or greedy translations.
+
+Section 6.1 of "Attention Is All You Need": "We used beam search with a beam size of 4
+and length penalty alpha = 0.6 [...]. We set the maximum output length during inference
+to input length + 50, but terminate early when possible." Section 5.4: label smoothing
+"hurts perplexity", so the perplexity reported here is exp of the plain (unsmoothed)
+cross-entropy per target token; the smoothed loss is reported beside it.
+
+    translate = make_translate_fn(model, beam_size=4, alpha=0.6)   # decoding.translate_ids, traced once
+    ids, scores = translate(source_ids)                              # int32 [B, S] -> [B, T], [B]
+    hypotheses = translate_corpus(translate, source_id_lists, detokenize, batch_size=64)
+    bleu = corpus_bleu(hypotheses, references)                       # sacrebleu, cased, detokenized
+
+This module knows no tokenizer: `detokenize` is any function from right-padded int32
+ids [N, T] to N strings, so the library stays independent of `pipelines/`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from keras_transformer import decoding
+from keras_transformer.losses import label_smoothed_cross_entropy
+
+BOS_ID = decoding.BOS_ID
+ID_BATCH = tf.TensorSpec([None, None], tf.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """How dev translations are made and scored (section 6.1).
+
+    Attributes:
+        beam_size: hypotheses kept per sentence; 1 means greedy decoding. Paper: 4.
+        alpha: length penalty exponent of beam search. Paper: 0.6.
+        max_extra_length: a translation has at most (source length + this) tokens. Paper: 50.
+        batch_size: sentences decoded together (sorted by length, so little padding).
+        max_sentences: translate only the first this many dev sentences (0: all).
+    """
+
+    beam_size: int = 4
+    alpha: float = 0.6
+    max_extra_length: int = 50
+    batch_size: int = 64
+    max_sentences: int = 0
+
+    def __post_init__(self):
+        if self.beam_size < 1:
+            raise ValueError(f"beam_size must be at least 1 (1 = greedy), got {self.beam_size}")
+        if self.alpha < 0:
+            raise ValueError(f"alpha must be >= 0, got {self.alpha}")
+        if self.max_extra_length < 1 or self.batch_size < 1 or self.max_sentences < 0:
+            raise ValueError("max_extra_length and batch_size must be positive, max_sentences >= 0")
+
+
+def decoder_inputs(target_ids, bos_id: int = BOS_ID):
+    """Teacher forcing: the targets (ids + EOS, 0-padded) shifted right behind BOS.
+
+    [[5, 6, EOS, 0]] -> [[BOS, 5, 6, EOS]]; position t then predicts target_ids[:, t].
+    """
+    target_ids = tf.convert_to_tensor(target_ids, tf.int32)
+    bos = tf.fill([tf.shape(target_ids)[0], 1], tf.constant(bos_id, tf.int32))
+    return tf.concat([bos, target_ids[:, :-1]], axis=1)  # (B, T)
+
+
+def make_translate_fn(model, beam_size: int = 4, alpha: float = 0.6, max_extra_length: int = 50):
+    """`keras_transformer.decoding.translate_ids` (the one place that knows the decoding rules)
+    as one `tf.function` over int32 [None, None], so length-bucketed batches do not retrace.
+
+    Returns:
+        `translate(source_ids [B, S]) -> (ids int32 [B, T], scores float32 [B])`, the best
+        hypothesis of each sentence (beam_size 1: greedy search).
+    """
+
+    @tf.function(input_signature=[ID_BATCH])
+    def translate(source_ids):
+        ids, scores = decoding.translate_ids(model, source_ids, beam_size=beam_size, alpha=alpha,
+                                             max_extra_length=max_extra_length)
+        return ids[:, 0, :], scores[:, 0]  # (B, T), (B,)
+
+    return translate
+
+
+def _pad(rows: Sequence[Sequence[int]]) -> np.ndarray:
+    width = max((len(r) for r in rows), default=0)
+    out = np.zeros([len(rows), max(width, 1)], np.int32)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
+
+
+def translate_corpus(translate_fn: Callable, source_ids: Sequence[Sequence[int]],
+                     detokenize: Callable, batch_size: int = 64) -> list[str]:
+    """Translates many sentences, batched by length, and returns strings in the input order.
+
+    Args:
+        translate_fn: int32 [B, S] -> (ids [B, T], scores), e.g. `make_translate_fn(model)`.
+        source_ids: one list of ids (EOS included) per sentence.
+        detokenize: int32 [B, T] ids -> B strings (`str` or UTF-8 `bytes`).
+        batch_size: sentences per decoding batch.
+    """
+    order = sorted(range(len(source_ids)), key=lambda i: len(source_ids[i]))
+    hypotheses: list[str] = [""] * len(source_ids)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start: start + batch_size]
+        ids, _ = translate_fn(tf.constant(_pad([source_ids[i] for i in chunk])))
+        texts = detokenize(ids)
+        texts = texts.numpy() if hasattr(texts, "numpy") else texts
+        for i, text in zip(chunk, texts):
+            hypotheses[i] = text.decode("utf-8") if isinstance(text, bytes) else str(text)
+    return hypotheses
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]):
+    """sacreBLEU on detokenized, cased text (its defaults: 13a tokenization, exp smoothing).
+
+    Returns:
+        `(score, signature)`: the BLEU score (0-100) and sacreBLEU's signature string,
+        e.g. "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0".
+    """
+    import sacrebleu  # pylint: disable=g-import-not-at-top
+
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    metric = sacrebleu.metrics.BLEU()
+    result = metric.corpus_score(list(hypotheses), [list(references)])
+    return float(result.score), str(metric.get_signature())
+
+
+def make_loss_fn(model, label_smoothing: float):
+    """One `tf.function` (ids [None, None]) -> (smoothed loss sum, NLL sum, token count) of a batch."""
+
+    @tf.function(input_signature=[ID_BATCH, ID_BATCH])
+    def batch_loss(source_ids, target_ids):
+        logits = model((source_ids, decoder_inputs(target_ids)), training=False)
+        smoothed, tokens = label_smoothed_cross_entropy(target_ids, logits, label_smoothing, model.config.pad_id)
+        nll, _ = label_smoothed_cross_entropy(target_ids, logits, 0.0, model.config.pad_id)
+        return smoothed, nll, tokens
+
+    return batch_loss
+
+
+def evaluate_loss(loss_fn: Callable, batches) -> dict[str, float]:
+    """Loss per target token over a dataset of (source_ids, target_ids) batches.
+
+    Args:
+        loss_fn: from `make_loss_fn(model, label_smoothing)`.
+        batches: an iterable of int32 [B, L] pairs (e.g. the dev `tf.data.Dataset`).
+
+    Returns:
+        {"loss": label-smoothed loss per token (the training objective, section 5.4),
+         "nll": cross-entropy per token, "perplexity": exp(nll), "tokens": count}.
+    """
+    smoothed = nll = tokens = 0.0
+    for source_ids, target_ids in batches:
+        s, n, t = loss_fn(tf.cast(source_ids, tf.int32), tf.cast(target_ids, tf.int32))
+        smoothed, nll, tokens = smoothed + float(s), nll + float(n), tokens + float(t)
+    if not tokens:
+        raise ValueError("the dev set has no target tokens")
+    mean_nll = nll / tokens
+    return {"loss": smoothed / tokens, "nll": mean_nll,
+            "perplexity": math.exp(min(mean_nll, 700.0)), "tokens": tokens}
+
+
+class Evaluator:
+    """Dev loss, perplexity and (optionally) BLEU of a model, as run every N training steps.
+
+    Args:
+        loss_batches: a re-iterable of (source_ids, target_ids) dev batches, or None.
+        source_ids: one id list (EOS included) per dev sentence to translate, or None.
+        references: the raw reference translations of those sentences.
+        detokenize: ids [N, T] -> N strings.
+        decoding: an `EvalConfig`.
+        label_smoothing: epsilon_ls, for the smoothed dev loss.
+    """
+
+    def __init__(self, loss_batches=None, source_ids=None, references=None, detokenize=None,
+                 decoding: EvalConfig = EvalConfig(), label_smoothing: float = 0.1):
+        if source_ids is not None and (references is None or detokenize is None):
+            raise ValueError("BLEU needs references and a detokenize function")
+        limit = decoding.max_sentences or None
+        self.loss_batches = loss_batches
+        self.source_ids = None if source_ids is None else list(source_ids)[:limit]
+        self.references = None if references is None else list(references)[:limit]
+        self.detokenize = detokenize
+        self.decoding = decoding
+        self.label_smoothing = label_smoothing
+        self._fns = {}
+
+    def __call__(self, model) -> dict:
+        """Returns {"loss", "nll", "perplexity", "tokens"} and, with sentences, {"bleu", "signature", "hypotheses"}."""
+        key = id(model)
+        if key not in self._fns:
+            d = self.decoding
+            self._fns = {key: (make_loss_fn(model, self.label_smoothing),
+                               make_translate_fn(model, d.beam_size, d.alpha, d.max_extra_length))}
+        loss_fn, translate_fn = self._fns[key]
+        results: dict = {}
+        if self.loss_batches is not None:
+            results.update(evaluate_loss(loss_fn, self.loss_batches))
+        if self.source_ids:
+            hypotheses = translate_corpus(translate_fn, self.source_ids, self.detokenize, self.decoding.batch_size)
+            results["bleu"], results["signature"] = corpus_bleu(hypotheses, self.references)
+            results["hypotheses"] = hypotheses
+        return results

@@ -1,0 +1,59 @@
+"""Checkpoint averaging (section 6.1): the mean of the last K checkpoints' variables."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer import Transformer, TransformerConfig
+from keras_transformer import average_checkpoints
+from keras_transformer import model_dir as model_dir_lib
+
+CONFIG = TransformerConfig.tiny(vocab_size=20, max_length=16)
+
+
+def write_checkpoints(model_dir, steps):
+    """Saves one checkpoint per step with random weights; returns each one's float weights."""
+    model = Transformer(CONFIG)
+    model.build()
+    model_dir_lib.write_config(str(model_dir), CONFIG)
+    step = tf.Variable(0, dtype=tf.int64)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step),
+                                         str(model_dir / model_dir_lib.CHECKPOINT_DIR), max_to_keep=5)
+    rng = np.random.default_rng(0)
+    saved = []
+    for s in steps:
+        for v in model.variables:
+            if v.dtype == "float32":
+                v.assign(rng.normal(size=v.shape).astype(np.float32))
+        step.assign(s)
+        manager.save(checkpoint_number=s)
+        saved.append([v.numpy() for v in model.variables])
+    return saved
+
+
+def test_average_of_three_checkpoints_is_the_numpy_mean(tmp_path):
+    saved = write_checkpoints(tmp_path, [10, 20, 30, 40])
+    path = average_checkpoints.average_last(str(tmp_path), 3)
+    assert path == str(tmp_path / "averaged" / "ckpt-40")
+    restored, used = model_dir_lib.restore_model(str(tmp_path))  # prefers averaged/
+    assert used == path
+    for i, variable in enumerate(restored.variables):
+        expected = np.mean([saved[k][i] for k in (1, 2, 3)], axis=0)
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-6, atol=1e-7)
+
+
+def test_too_few_checkpoints_is_a_one_line_error(tmp_path):
+    write_checkpoints(tmp_path, [10])
+    with pytest.raises(ValueError, match="holds 1 checkpoint"):
+        average_checkpoints.recent_checkpoints(str(tmp_path), 2)
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_transformer.average_checkpoints", f"--model_dir={tmp_path}",
+         "--num_checkpoints=5"], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("error: ") and "fewer than the 5" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,94 @@
+"""Dev evaluation: teacher-forcing inputs, loss and perplexity, translation, sacreBLEU."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer import Transformer, TransformerConfig, label_smoothed_cross_entropy
+from keras_transformer import decoding, evaluation
+
+CONFIG = TransformerConfig.tiny(vocab_size=20, max_length=32)
+SOURCE = np.array([[5, 6, 7, 3, 0], [8, 9, 3, 0, 0]], np.int32)
+TARGET = np.array([[10, 11, 3, 0], [12, 3, 0, 0]], np.int32)
+
+
+@pytest.fixture(scope="module")
+def model():
+    tf.keras.utils.set_random_seed(3)
+    model = Transformer(CONFIG)
+    model.build()
+    return model
+
+
+def test_decoder_inputs_shift_right_behind_bos():
+    np.testing.assert_array_equal(evaluation.decoder_inputs(TARGET).numpy(), [[2, 10, 11, 3], [2, 12, 3, 0]])
+
+
+def test_evaluate_loss_matches_a_hand_computation(model):
+    loss_fn = evaluation.make_loss_fn(model, label_smoothing=0.1)
+    results = evaluation.evaluate_loss(loss_fn, [(SOURCE, TARGET), (SOURCE[:1], TARGET[:1])])
+    logits = model((SOURCE, evaluation.decoder_inputs(TARGET)))
+    log_probs = tf.nn.log_softmax(logits).numpy()
+    nll, count = [], 0
+    for rows in (slice(0, 2), slice(0, 1)):
+        for b in range(*rows.indices(2)):
+            for t in range(TARGET.shape[1]):
+                if TARGET[b, t]:
+                    nll.append(-log_probs[b, t, TARGET[b, t]])
+    np.testing.assert_allclose(results["nll"], np.mean(nll), rtol=1e-5)
+    np.testing.assert_allclose(results["perplexity"], math.exp(np.mean(nll)), rtol=1e-5)
+    smoothed, tokens = label_smoothed_cross_entropy(TARGET, logits, 0.1)
+    smoothed1, tokens1 = label_smoothed_cross_entropy(TARGET[:1], logits[:1], 0.1)
+    np.testing.assert_allclose(results["loss"], float((smoothed + smoothed1) / (tokens + tokens1)), rtol=1e-5)
+    assert results["tokens"] == 8
+
+
+def test_translate_fn_is_decoding_translate_ids_traced_once(model):
+    translate = evaluation.make_translate_fn(model, beam_size=3, alpha=0.6, max_extra_length=4)
+    eager_ids, eager_scores = decoding.translate_ids(model, SOURCE, beam_size=3, max_extra_length=4)
+    ids, scores = translate(tf.constant(SOURCE))
+    np.testing.assert_array_equal(ids.numpy(), eager_ids.numpy()[:, 0, : ids.shape[1]])
+    np.testing.assert_allclose(scores.numpy(), eager_scores.numpy()[:, 0], rtol=1e-5)
+    translate(tf.constant(SOURCE[:1, :4]))
+    translate(tf.constant(np.tile(SOURCE, [3, 2])))
+    assert translate.experimental_get_tracing_count() == 1  # bucketed dev batches: one trace
+
+
+def test_translate_corpus_batches_by_length_and_keeps_the_input_order():
+    seen = []
+
+    def echo(source_ids):  # "translates" a sentence into its own ids
+        seen.append(source_ids.shape)
+        return source_ids, tf.zeros([source_ids.shape[0]])
+
+    def detokenize(ids):
+        return [" ".join(str(i) for i in row if i).encode() for row in ids.numpy()]
+
+    sources = [[4, 5, 6, 3], [7, 3], [8, 9, 3], [10, 11, 12, 13, 3]]
+    out = evaluation.translate_corpus(echo, sources, detokenize, batch_size=2)
+    assert out == ["4 5 6 3", "7 3", "8 9 3", "10 11 12 13 3"]
+    assert seen == [(2, 3), (2, 5)]  # sorted by length: little padding
+
+
+def test_corpus_bleu_is_sacrebleu_with_its_signature():
+    refs = ["Der Hund läuft über die Wiese.", "Ein Mann fährt Fahrrad."]
+    score, signature = evaluation.corpus_bleu(refs, refs)
+    assert score == pytest.approx(100.0)
+    assert "case:mixed" in signature and "tok:13a" in signature and "nrefs:1" in signature
+    lower, _ = evaluation.corpus_bleu([r.lower() for r in refs], refs)
+    assert lower < 100.0  # cased
+    with pytest.raises(ValueError, match="2 hypotheses but 1 references"):
+        evaluation.corpus_bleu(refs, refs[:1])
+
+
+def test_evaluator_reports_loss_and_bleu(model):
+    evaluator = evaluation.Evaluator(
+        [(SOURCE, TARGET)], [list(r[r != 0]) for r in SOURCE], ["a b", "c"],
+        lambda ids: [b"a b"] * int(ids.shape[0]), evaluation.EvalConfig(beam_size=1, max_sentences=1))
+    results = evaluator(model)
+    assert set(results) >= {"loss", "nll", "perplexity", "bleu", "signature"}
+    assert results["hypotheses"] == ["a b"] and 0.0 <= results["bleu"] <= 100.0
+    with pytest.raises(ValueError, match="beam_size"):
+        evaluation.EvalConfig(beam_size=0)

@@ -1,0 +1,188 @@
+"""The custom training loop: loss normalisation, accumulation, resume, NaN stop, 1 vs 2 replicas."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer import TransformerConfig, label_smoothed_cross_entropy
+from keras_transformer import trainer as trainer_lib
+from keras_transformer.evaluation import decoder_inputs
+
+CONFIG = TransformerConfig.tiny(vocab_size=30, max_length=16, dropout_rate=0.0)
+
+
+def make_batches(count, batch=4, length=6, seed=0):
+    """Random (source_ids, target_ids) batches: ids in [4, 30), EOS = 3, then 0-padding."""
+    rng = np.random.default_rng(seed)
+    batches = []
+    for _ in range(count):
+        pair = []
+        for _side in range(2):
+            ids = rng.integers(4, 30, size=(batch, length)).astype(np.int32)
+            lengths = rng.integers(2, length, size=batch)
+            for row, n in enumerate(lengths):
+                ids[row, n - 1] = 3
+                ids[row, n:] = 0
+            pair.append(ids)
+        batches.append(tuple(pair))
+    return batches
+
+
+def input_fn_from(batches):
+    def input_fn(_context):
+        return tf.data.Dataset.from_generator(
+            lambda: iter(batches),
+            output_signature=(tf.TensorSpec([None, None], tf.int32),) * 2).repeat()
+    return input_fn
+
+
+def training_config(**overrides):
+    values = dict(train_steps=3, warmup_steps=2, checkpoint_every_steps=0, eval_every_steps=0,
+                  log_every_steps=100, keep_checkpoints=3, seed=1)
+    values.update(overrides)
+    return trainer_lib.TrainingConfig(**values)
+
+
+def weights(trainer):
+    """Trainable weights except the attention key biases.
+
+    A key bias adds the same q.b to every score of a query, which the softmax cancels:
+    its true gradient is 0, and Adam's first step m / (sqrt(v) + 1e-9) turns the
+    rounding noise left in it into a full +-lr step in either direction. For the same
+    reason a weight whose gradient is tiny may differ by more than rounding after a
+    step; `momentums` (linear in the gradient) compare gradients tightly.
+    """
+    return [v.numpy() for v in trainer.model.trainable_variables if not v.path.endswith("key/bias")]
+
+
+def momentums(trainer):
+    """Adam's first moments m = sum (1 - beta_1) beta_1^k g: the gradients, linearly."""
+    return [v.numpy() for v in trainer.optimizer.variables
+            if v.path.endswith("_momentum") and "key_bias" not in v.path]
+
+
+def test_loss_is_normalised_by_the_global_token_count(tmp_path):
+    batches = make_batches(1)
+    trainer = trainer_lib.Trainer(CONFIG, training_config(train_steps=1), str(tmp_path), batch_tokens=24)
+    source, target = batches[0]
+    logits = trainer.model((source, decoder_inputs(target)), training=False)
+    loss_sum, tokens = label_smoothed_cross_entropy(target, logits, CONFIG.label_smoothing)
+    loss, step_tokens, norm = trainer.train_step(iter(tf.data.Dataset.from_tensors(batches[0])))
+    assert float(step_tokens) == float(tokens) == float(np.count_nonzero(target))
+    np.testing.assert_allclose(float(loss), float(loss_sum / tokens), rtol=1e-5)
+    assert float(norm) > 0
+    assert int(trainer.step.numpy()) == 1 and int(trainer.optimizer.iterations.numpy()) == 1
+
+
+def test_two_accumulated_micro_batches_equal_one_batch_of_both(tmp_path):
+    a, b = make_batches(2, batch=2, seed=3)
+    both = tuple(np.concatenate([a[i], b[i]]) for i in range(2))  # same length 6: no re-padding
+    one = trainer_lib.Trainer(CONFIG, training_config(), str(tmp_path / "one"), batch_tokens=24)
+    one.train_step(iter(tf.data.Dataset.from_tensors(both)))
+    two = trainer_lib.Trainer(CONFIG, training_config(accumulation_steps=2), str(tmp_path / "two"),
+                              batch_tokens=24)
+    loss, tokens, _ = two.train_step(iter(tf.data.Dataset.from_tensors(a).concatenate(
+        tf.data.Dataset.from_tensors(b))))
+    assert float(tokens) == np.count_nonzero(both[1])
+    assert len(momentums(one)) == len(weights(one))
+    for x, y in zip(momentums(one), momentums(two)):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-4 * float(np.max(np.abs(x))) + 1e-12)
+    for x, y in zip(weights(one), weights(two)):
+        np.testing.assert_allclose(x, y, atol=1e-4)
+    assert all(np.all(acc.numpy() == 0) for acc in two.accumulators)
+
+
+def test_resume_continues_the_step_counter_and_the_optimizer(tmp_path):
+    batches = make_batches(2, length=5) + make_batches(2, length=8)  # bucketed shapes
+    config = training_config(train_steps=4, checkpoint_every_steps=2)
+    first = trainer_lib.Trainer(CONFIG, config, str(tmp_path))
+    assert first.restore() == 0
+    first.train(input_fn_from(batches))
+    assert os.path.basename(first.manager.latest_checkpoint) == "ckpt-4"
+    resumed = trainer_lib.Trainer(CONFIG, training_config(train_steps=6, checkpoint_every_steps=2), str(tmp_path))
+    assert resumed.restore() == 4
+    assert int(resumed.optimizer.iterations.numpy()) == 4  # the learning-rate position
+    for x, y in zip(weights(first), weights(resumed)):
+        np.testing.assert_array_equal(x, y)
+    state = resumed.train(input_fn_from(batches))
+    assert state.step == 6 and int(resumed.step.numpy()) == 6
+    assert [os.path.basename(p) for p in resumed.manager.checkpoints] == ["ckpt-2", "ckpt-4", "ckpt-6"]
+    assert resumed._step_fns[1].experimental_get_tracing_count() == 1  # no retracing on new shapes
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+    trainer = trainer_lib.Trainer(CONFIG, training_config(train_steps=10, checkpoint_every_steps=2),
+                                  str(tmp_path))
+    iterator = iter(tf.data.Dataset.from_generator(
+        lambda: iter(make_batches(100)), output_signature=(tf.TensorSpec([None, None], tf.int32),) * 2))
+    for _ in range(2):
+        trainer.train_step(iterator)
+    trainer.save()
+    poisoned = trainer.model.trainable_variables[0]
+    poisoned.assign(tf.fill(poisoned.shape, np.nan))
+    with pytest.raises(trainer_lib.TrainingDiverged,
+                       match=r"loss became NaN at step 3; the last good checkpoint is ckpt-2"):
+        trainer.train(input_fn_from(make_batches(4)))
+    assert os.path.basename(tf.train.latest_checkpoint(str(tmp_path / "checkpoints"))) == "ckpt-2"
+
+
+REPLICA_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from keras_transformer import cli
+    tf = cli.start_tensorflow(cpu_replicas=int(sys.argv[1]))
+    sys.path.insert(0, sys.argv[3])
+    from test_trainer import CONFIG, make_batches, momentums, training_config, weights
+    from keras_transformer import trainer as trainer_lib
+    replicas = int(sys.argv[1])
+    strategy = trainer_lib.create_strategy(num_gpus=0, cpu_replicas=replicas)
+    assert strategy.num_replicas_in_sync == replicas
+    global_batches = make_batches(3, batch=4, seed=7)
+    # Replica r of step s gets rows [r * 4 / R, (r + 1) * 4 / R) of global batch s.
+    parts = [tuple(x[r * 4 // replicas:(r + 1) * 4 // replicas] for x in b)
+             for b in global_batches for r in range(replicas)]
+    def input_fn(context):
+        return tf.data.Dataset.from_generator(
+            lambda: iter(parts), output_signature=(tf.TensorSpec([None, None], tf.int32),) * 2)
+    trainer = trainer_lib.Trainer(CONFIG, training_config(train_steps=3), sys.argv[2], strategy)
+    state = trainer.train(input_fn)
+    assert state.step == 3
+    np.savez(sys.argv[2] + "/weights.npz", *weights(trainer))
+    np.savez(sys.argv[2] + "/momentums.npz", *momentums(trainer))
+""")
+
+
+def test_two_cpu_replicas_reach_the_same_weights_as_one(tmp_path):
+    """MirroredStrategy over 2 logical CPUs vs 1 device, same 3 global batches.
+
+    Tolerances: Adam's first moments (the gradients, linearly) agree to 1e-4 of each tensor's
+    largest entry; the
+    weights to 1e-4 absolute, 0.1% of the first step's learning rate (0.088): Adam turns
+    rounding differences in near-zero gradients into visible steps (see `weights`).
+    Measured: about 6e-5 for the weights, 1e-7 for most.
+    """
+    script = tmp_path / "replicas.py"
+    script.write_text(REPLICA_SCRIPT)
+    results = []
+    for replicas in (1, 2):
+        out = tmp_path / f"r{replicas}"
+        out.mkdir()
+        subprocess.run([sys.executable, str(script), str(replicas), str(out), os.path.dirname(__file__)],
+                       check=True, timeout=300)
+        arrays = []
+        for name in ("weights", "momentums"):
+            with np.load(out / f"{name}.npz") as data:
+                arrays.append([data[k] for k in sorted(data.files, key=lambda k: int(k.split("_")[1]))])
+        results.append(arrays)
+    (w1, m1), (w2, m2) = results
+    for a, b in zip(m1, m2):  # relative to each tensor's largest entry
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-4 * float(np.max(np.abs(a))) + 1e-12)
+    worst = max(float(np.max(np.abs(a - b))) for a, b in zip(w1, w2))
+    median = float(np.median(np.concatenate([np.abs(a - b).ravel() for a, b in zip(w1, w2)])))
+    assert worst < 1e-4, worst
+    print(f"1 vs 2 replicas after 3 steps: |weight difference| max {worst:.1e}, median {median:.1e}")
