@@ -1,12 +1,19 @@
 # The two commands of the README:
-#   make demo   trains, evaluates, exports and translates on the embedded corpus
-#   make test   runs the test suite (what .ci/run calls)
+#   make demo   trains on the embedded corpus, exports a SavedModel, translates with it
+#   make test   runs the test suite (exactly what .ci/run calls)
 # Each creates ./.venv and installs the package into it on first use; both can be run again.
+#
+# Variables: RUN_DIR, EXPORT_DIR (where the demo writes), DEMO_ARGS (extra training flags,
+# e.g. DEMO_ARGS=--train_steps=200), PYTEST_ARGS (e.g. PYTEST_ARGS='-m "not slow"' or a file).
 
-PYTHON ?= python3
-VENV   := .venv
-PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+PYTHON      ?= python3
+VENV        := .venv
+PY          := $(VENV)/bin/python
+STAMP       := $(VENV)/.installed
+RUN_DIR     ?= runs/demo
+EXPORT_DIR  ?= runs/demo_export
+DEMO_ARGS   ?=
+PYTEST_ARGS ?= tests
 
 .PHONY: demo test install clean
 
@@ -19,10 +26,13 @@ $(STAMP): setup.py
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m keras_transformer.summary --preset=base
+	$(PY) -m keras_transformer.train --flagfile=configs/demo.flags --model_dir=$(RUN_DIR) $(DEMO_ARGS)
+	$(PY) -m export --model_dir=$(RUN_DIR) --export_dir=$(EXPORT_DIR)
+	$(PY) -m keras_transformer.translate --export_dir=$(EXPORT_DIR) \
+		--input=configs/demo_sentences.en --reference=configs/demo_sentences.de
 
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
