@@ -53,8 +53,13 @@ REQUIRED_PARAMETERS = ("FAST",)
 
 # What CI injects beyond FAST and OUTPUT_DIR, by notebook file name, e.g.
 # {"02_training.ipynb": {"TRAIN_STEPS": 20}}. Each name must be declared in that
-# notebook's parameters cell.
-CI_PARAMETERS: dict[str, dict[str, object]] = {}
+# notebook's parameters cell. MODEL_DIR = "" makes 03 and 04 train their own small model
+# instead of reading a model notebook 02 may have left in ../runs/notebook_02/model.
+CI_PARAMETERS: dict[str, dict[str, object]] = {
+    "02_train_and_translate.ipynb": {"TRAIN_STEPS": 60, "EVAL_EVERY_STEPS": 30},
+    "03_attention_visualization.ipynb": {"MODEL_DIR": "", "TRAIN_STEPS": 60},
+    "04_export_and_serve.ipynb": {"MODEL_DIR": "", "TRAIN_STEPS": 60},
+}
 
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
