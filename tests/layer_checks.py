@@ -8,7 +8,8 @@ import numpy as np
 import tensorflow as tf
 
 
-def check_layer(make_layer, call, expected_shape, expected_num_weights, expected_dtype="float32"):
+def check_layer(make_layer, call, expected_shape, expected_num_weights, expected_dtype="float32",
+                zero_gradient=()):
     """Builds `make_layer()`, runs `call(layer)` and checks the layer as a reusable Keras piece.
 
     Args:
@@ -17,6 +18,8 @@ def check_layer(make_layer, call, expected_shape, expected_num_weights, expected
         expected_shape: the output shape.
         expected_num_weights: the number of trainable weight tensors.
         expected_dtype: the output dtype.
+        zero_gradient: path suffixes of weights whose gradient is zero in exact arithmetic
+            (checked to be zero up to rounding instead of checked to move).
     """
     layer = make_layer()
     output = call(layer)
@@ -39,6 +42,9 @@ def check_layer(make_layer, call, expected_shape, expected_num_weights, expected
     grads = tape.gradient(loss, layer.trainable_weights)
     assert all(g is not None for g in grads), "a weight gets no gradient"
     keras.optimizers.SGD(0.1).apply_gradients(zip(grads, layer.trainable_weights))
-    moved = [not np.allclose(b, w.numpy()) for b, w in zip(before, layer.trainable_weights)]
-    assert all(moved), "a weight did not change after one step"
+    for b, w, g in zip(before, layer.trainable_weights, grads):
+        if w.path.endswith(tuple(zero_gradient)):
+            np.testing.assert_allclose(g, 0.0, atol=1e-5, err_msg=f"{w.path} should get no gradient")
+        else:
+            assert not np.allclose(b, w.numpy()), f"{w.path} did not change after one step"
     return layer
