@@ -40,3 +40,28 @@ def test_bfloat16_logits_give_float32_loss():
     logits = tf.cast(tf.random.normal((2, 3, 7)), tf.bfloat16)
     loss_sum, _ = label_smoothed_cross_entropy(np.ones((2, 3), "int32"), logits)
     assert loss_sum.dtype == tf.float32 and np.isfinite(loss_sum.numpy())
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_gradient_equals_autodiff_of_the_formula(eps):
+    """The one-pass gradient (softmax - q) against TensorFlow differentiating the plain formula."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(1)
+    logits = tf.constant(rng.normal(scale=3.0, size=(2, 4, 9)).astype("float32"))
+    labels = tf.constant([[3, 1, 0, 0], [8, 2, 5, 1]])  # two pads in the first sentence
+
+    def reference(logits):
+        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        q = tf.one_hot(labels, 9) * (1 - eps) + eps / 9
+        weights = tf.cast(labels != 0, tf.float32)
+        return tf.reduce_sum(-tf.reduce_sum(q * log_probs, axis=-1) * weights)
+
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(logits)
+        ours, _ = label_smoothed_cross_entropy(labels, logits, epsilon=eps)
+        expected = reference(logits)
+    np.testing.assert_allclose(ours, expected, rtol=1e-6)
+    gradient = tape.gradient(ours, logits)
+    np.testing.assert_allclose(gradient, tape.gradient(expected, logits), atol=1e-6)
+    np.testing.assert_array_equal(gradient[0, 2:], 0.0)  # padding gets no gradient

@@ -92,8 +92,13 @@ def test_two_accumulated_micro_batches_equal_one_batch_of_both(tmp_path):
     assert len(momentums(one)) == len(weights(one))
     for x, y in zip(momentums(one), momentums(two)):
         np.testing.assert_allclose(x, y, rtol=0, atol=1e-4 * float(np.max(np.abs(x))) + 1e-12)
-    for x, y in zip(weights(one), weights(two)):
-        np.testing.assert_allclose(x, y, atol=1e-4)
+    # Adam's first step is lr * g / (|g| + 1e-9): equal weights wherever the gradient is
+    # well above rounding; elsewhere each side moved at most lr, in either direction.
+    lr = one.learning_rate(1)
+    for x, y, m in zip(weights(one), weights(two), momentums(one)):
+        significant = np.abs(m) > 1e-3 * np.max(np.abs(m))
+        np.testing.assert_allclose(x[significant], y[significant], atol=1e-4)
+        assert np.max(np.abs(x - y)) <= 2 * lr * (1 + 1e-3)
     assert all(np.all(acc.numpy() == 0) for acc in two.accumulators)
 
 
