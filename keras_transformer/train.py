@@ -78,8 +78,10 @@ flags.DEFINE_integer("warmup_steps", 4000, "warmup_steps of equation (3) (paper:
 flags.DEFINE_float("learning_rate_scale", 1.0, "Multiplier on equation (3) (paper: 1).")
 flags.DEFINE_float("clip_norm", 0.0, "Clip the global gradient norm (0: none, as in the paper).")
 flags.DEFINE_integer("accumulation_steps", 1, "Micro-batches per update (gradient accumulation).")
-flags.DEFINE_enum("precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
-                  "Compute precision; mixed_float16 adds dynamic loss scaling.")
+flags.DEFINE_enum("precision", "auto", ["auto", "float32", "mixed_bfloat16", "mixed_float16"],
+                  "Compute precision; mixed_float16 adds dynamic loss scaling. auto: mixed_bfloat16 on "
+                  "GPUs of compute capability >= 8.0 and CPUs with AVX512_BF16/AMX, mixed_float16 on "
+                  "7.x GPUs, else float32 (the paper's).")
 flags.DEFINE_boolean("xla", False, "Compile the forward and backward pass with XLA.")
 flags.DEFINE_float("max_train_minutes", 0.0, "Stop cleanly, with a checkpoint, after this much training (0: none).")
 # Distribution (section 5.2) -------------------------------------------------------------------
@@ -182,7 +184,8 @@ def training_config_from_flags():
     return TrainingConfig(
         train_steps=FLAGS.train_steps, warmup_steps=FLAGS.warmup_steps,
         learning_rate_scale=FLAGS.learning_rate_scale, clip_norm=FLAGS.clip_norm,
-        accumulation_steps=FLAGS.accumulation_steps, precision=FLAGS.precision, xla=FLAGS.xla,
+        accumulation_steps=FLAGS.accumulation_steps, xla=FLAGS.xla,
+        precision="float32" if FLAGS.precision == "auto" else FLAGS.precision,  # "auto": resolved in main
         checkpoint_every_steps=FLAGS.checkpoint_every_steps,
         checkpoint_every_minutes=FLAGS.checkpoint_every_minutes, keep_checkpoints=FLAGS.keep_checkpoints,
         eval_every_steps=FLAGS.eval_every_steps, early_stopping_patience=FLAGS.early_stopping_patience,
@@ -308,6 +311,8 @@ def main(argv):
 
     strategy = strategy or trainer_lib.create_strategy(FLAGS.num_gpus, FLAGS.cpu_replicas)
     replicas = strategy.num_replicas_in_sync
+    training = dataclasses.replace(
+        training, precision=trainer_lib.resolve_precision(FLAGS.precision, use_gpus=FLAGS.num_gpus != 0))
     check_batch_tokens(data.batch_tokens, training.accumulation_steps, replicas, data.max_length)
     chief = trainer_lib.is_chief(strategy)
     model_dir = FLAGS.model_dir
@@ -321,7 +326,9 @@ def main(argv):
     start = trainer.restore()
     params = sum(int(v.shape.num_elements()) for v in trainer.model.trainable_variables)
     print(f"{type(strategy).__name__} with {replicas} replica(s); {params:,} parameters; vocabulary "
-          f"{source_tok.vocab_size}; " + (f"resumed at step {start}" if start else "starting at step 0"), flush=True)
+          f"{source_tok.vocab_size}; {training.precision}"
+          + (" (auto)" if FLAGS.precision == "auto" else "") + "; "
+          + (f"resumed at step {start}" if start else "starting at step 0"), flush=True)
     input_fn = batching.make_input_fn(
         lambda: sources.load_pairs(data.dataset, "train", **data.source_kwargs()), source_tok,
         data.batch_tokens // training.accumulation_steps, target_tokenizer=target_tok,

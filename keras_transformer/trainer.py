@@ -47,6 +47,48 @@ SCALAR_METADATA = summary_pb2.SummaryMetadata(
     plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
 
 
+def _cpu_flags() -> frozenset:
+    """The instruction-set flags of this machine's CPU (Linux; empty elsewhere)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def resolve_precision(precision: str, use_gpus: bool = True, gpu_capabilities=None, cpu_flags=None) -> str:
+    """`precision`, or for "auto" the fastest one this hardware runs natively.
+
+    Mixed precision keeps float32 variables, softmax and loss (see the layers), so
+    it changes speed, not results, where the hardware multiplies in 16 bits:
+
+    * GPUs of compute capability 8.0 or more (A100, H100, ...): mixed_bfloat16.
+    * GPUs of compute capability 7.x (V100, T4): mixed_float16, with loss scaling.
+    * CPUs with AVX512_BF16 or AMX: mixed_bfloat16 (1.7x float32 on a 2-core EPYC).
+    * Anything else, e.g. the paper's P100s or an AVX2 CPU, where bfloat16 is emulated
+      and slower than float32 (docs/BENCHMARKS.md): float32.
+
+    Args:
+        precision: "auto" or one of `PRECISIONS` (returned as it is).
+        use_gpus: whether training runs on the local GPUs (`--num_gpus` != 0).
+        gpu_capabilities, cpu_flags: for tests; by default read from this machine.
+    """
+    if precision != "auto":
+        return precision
+    if use_gpus:
+        if gpu_capabilities is None:
+            gpu_capabilities = [tf.config.experimental.get_device_details(gpu).get("compute_capability")
+                                for gpu in tf.config.list_physical_devices("GPU")]
+        if gpu_capabilities:
+            oldest = min(tuple(c or (0, 0)) for c in gpu_capabilities)
+            return "mixed_bfloat16" if oldest >= (8, 0) else "mixed_float16" if oldest >= (7, 0) else "float32"
+    flags = _cpu_flags() if cpu_flags is None else frozenset(cpu_flags)
+    return "mixed_bfloat16" if flags & {"avx512_bf16", "amx_bf16"} else "float32"
+
+
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; nothing was saved after the last good checkpoint."""
 

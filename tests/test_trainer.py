@@ -191,3 +191,16 @@ def test_two_cpu_replicas_reach_the_same_weights_as_one(tmp_path):
     median = float(np.median(np.concatenate([np.abs(a - b).ravel() for a, b in zip(w1, w2)])))
     assert worst < 1e-4, worst
     print(f"1 vs 2 replicas after 3 steps: |weight difference| max {worst:.1e}, median {median:.1e}")
+
+
+def test_auto_precision_follows_the_hardware():
+    resolve = trainer_lib.resolve_precision
+    assert resolve("mixed_float16") == "mixed_float16"  # an explicit choice is kept
+    avx2, sapphire_rapids = {"avx", "avx2", "fma"}, {"avx2", "avx512f", "avx512_bf16", "amx_bf16"}
+    assert resolve("auto", gpu_capabilities=[], cpu_flags=avx2) == "float32"  # bf16 emulated: slower
+    assert resolve("auto", gpu_capabilities=[], cpu_flags=sapphire_rapids) == "mixed_bfloat16"
+    assert resolve("auto", gpu_capabilities=[(8, 0)] * 8, cpu_flags=avx2) == "mixed_bfloat16"  # A100
+    assert resolve("auto", gpu_capabilities=[(8, 0), (7, 0)], cpu_flags=avx2) == "mixed_float16"  # V100 present
+    assert resolve("auto", gpu_capabilities=[(6, 0)], cpu_flags=sapphire_rapids) == "float32"  # the paper's P100
+    assert resolve("auto", use_gpus=False, gpu_capabilities=[(8, 0)], cpu_flags=avx2) == "float32"  # --num_gpus=0
+    assert resolve("auto") in trainer_lib.PRECISIONS  # this machine
