@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from absl import app, flags
+from absl import app, flags, logging
 
 from keras_transformer import cli
 
@@ -45,7 +45,7 @@ def recent_checkpoints(model_dir: str, count: int) -> list[str]:
     state = tf.train.get_checkpoint_state(directory)
     if state is None or not state.all_model_checkpoint_paths:
         raise FileNotFoundError(f"{directory}: no checkpoints to average")
-    paths = [p if os.path.isabs(p) else os.path.join(directory, p) for p in state.all_model_checkpoint_paths]
+    paths = list(state.all_model_checkpoint_paths)  # already prefixed with `directory` when relative
     if len(paths) < count:
         raise ValueError(f"{directory} holds {len(paths)} checkpoint(s), fewer than the {count} asked for "
                          "(train longer or keep more with --keep_checkpoints)")
@@ -89,6 +89,7 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.model_dir:
         raise ValueError("--model_dir is required")
+    logging.set_verbosity(logging.WARNING)  # TF's per-save "Sharding callback" INFO lines
     if not os.path.isdir(FLAGS.model_dir):
         raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such folder")
     cli.start_tensorflow()

@@ -57,3 +57,16 @@ def test_too_few_checkpoints_is_a_one_line_error(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().startswith("error: ") and "fewer than the 5" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_relative_model_dir(tmp_path, monkeypatch):
+    """`--model_dir=runs/x`, as the README writes it: paths must not get the directory twice."""
+    saved = write_checkpoints(tmp_path / "runs" / "x", [10, 20])
+    monkeypatch.chdir(tmp_path)
+    assert average_checkpoints.recent_checkpoints(os.path.join("runs", "x"), 2) == [
+        os.path.join("runs", "x", model_dir_lib.CHECKPOINT_DIR, f"ckpt-{s}") for s in (10, 20)]
+    path = average_checkpoints.average_last(os.path.join("runs", "x"), 2)
+    model, _ = model_dir_lib.restore_model(str(tmp_path / "runs" / "x"), path)
+    floats = [i for i, v in enumerate(model.variables) if v.dtype == "float32"]
+    np.testing.assert_allclose(model.variables[floats[0]].numpy(),
+                               (saved[0][floats[0]] + saved[1][floats[0]]) / 2, rtol=1e-6)
