@@ -271,7 +271,8 @@ def evaluate_only(model_dir: str, data: DataConfig, decoding) -> None:
     started = time.time()
     results = evaluator(model)
     name = f"{data.dev_split}-{os.path.basename(os.path.dirname(checkpoint))}-{os.path.basename(checkpoint)}"
-    path = os.path.join(model_dir, "eval", f"{name}-beam{decoding.beam_size}.txt")
+    path = os.path.join(model_dir, "eval",
+                        f"{name}-beam{decoding.beam_size}-alpha{decoding.alpha:g}.txt")
     if "hypotheses" in results:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as file:
