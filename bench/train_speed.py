@@ -58,28 +58,27 @@ def training_flops(n, d, d_ff, h, d_k, vocab, batch, s, t) -> float:
     return 3 * 2 * forward_macs
 
 
-def matmul_ceiling(tf, dtype, size=2048, seconds=3.0) -> float:
-    """Measured FLOP/s of a size x size matmul in TensorFlow."""
-    a = tf.random.normal((size, size), dtype=tf.float32)
-    a = tf.cast(a, dtype)
-    matmul = tf.function(lambda x: tf.matmul(x, x))
-    matmul(a).numpy()
+def _matmul_rate(matmul, size, seconds) -> float:
+    """FLOP/s of `matmul()`, one blocking size x size product, repeated for `seconds` after a warm-up."""
+    matmul()
     count, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
-        matmul(a).numpy()
+        matmul()
         count += 1
     return 2 * size**3 * count / (time.perf_counter() - start)
+
+
+def matmul_ceiling(tf, dtype, size=2048, seconds=3.0) -> float:
+    """Measured FLOP/s of a size x size matmul in TensorFlow."""
+    a = tf.cast(tf.random.normal((size, size), dtype=tf.float32), dtype)
+    matmul = tf.function(lambda x: tf.matmul(x, x))
+    return _matmul_rate(lambda: matmul(a).numpy(), size, seconds)
 
 
 def torch_matmul_ceiling(torch, dtype, size=2048, seconds=3.0) -> float:
     """Measured FLOP/s of a size x size matmul in PyTorch (its own BLAS, not TensorFlow's)."""
     a = torch.randn(size, size).to(dtype)
-    torch.matmul(a, a)
-    count, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        torch.matmul(a, a)
-        count += 1
-    return 2 * size**3 * count / (time.perf_counter() - start)
+    return _matmul_rate(lambda: torch.matmul(a, a), size, seconds)
 
 
 def keras_step_runner(precision):
