@@ -22,6 +22,7 @@ from keras_transformer.config import TransformerConfig
 from keras_transformer.layers.decoder_layer import DecoderLayer
 from keras_transformer.layers.embedding import SharedEmbedding
 from keras_transformer.layers.encoder_layer import EncoderLayer
+from keras_transformer.layers.layer_norm import LayerNormalization
 from keras_transformer.layers.masks import causal_mask, padding_mask
 from keras_transformer.layers.position_encoding import LearnedPositionEmbedding, SinusoidalPositionEncoding
 
@@ -96,10 +97,10 @@ class Transformer(keras.Model):
         # Pre-LN stacks end with a LayerNorm; post-LN stacks already end with one.
         self.encoder_norm = self.decoder_norm = None
         if c.layer_norm == "pre":
-            self.encoder_norm = keras.layers.LayerNormalization(
+            self.encoder_norm = LayerNormalization(
                 epsilon=c.layer_norm_epsilon, dtype=policy, name="encoder_norm"
             )
-            self.decoder_norm = keras.layers.LayerNormalization(
+            self.decoder_norm = LayerNormalization(
                 epsilon=c.layer_norm_epsilon, dtype=policy, name="decoder_norm"
             )
 

@@ -133,3 +133,44 @@ def test_bfloat16_masking_has_no_nan_or_overflow():
 def test_masked_softmax_matches_softmax_without_mask():
     scores = tf.random.normal((2, 3, 4, 5))
     np.testing.assert_allclose(masked_softmax(scores, None), tf.nn.softmax(scores), atol=1e-7)
+
+
+def test_joint_projection_of_self_attention_equals_separate_projections():
+    """Self-attention (query is value) takes W^Q, W^K, W^V in one product; a copy of the query
+    takes the three separate products. Same outputs, weights and gradients."""
+    query, _ = _inputs()
+    layer = MultiHeadAttention(num_heads=H, key_dim=DK)
+    query = tf.constant(query)
+    mask = causal_mask(T)[tf.newaxis]
+    results = []
+    for value_of in (lambda q: q, tf.identity):  # the same tensor, then a different one
+        with tf.GradientTape() as tape:
+            tape.watch(query)
+            outputs, weights = layer(query, value_of(query), attention_mask=mask, return_attention_scores=True)
+            loss = tf.reduce_sum(outputs * tf.range(outputs.shape[-1], dtype=tf.float32))
+        results.append([outputs, weights] + tape.gradient(loss, [query] + layer.trainable_weights))
+    for fused, separate in zip(*results):
+        np.testing.assert_allclose(fused, separate, rtol=1e-5, atol=1e-6)
+    expected, _ = _numpy_attention(layer, query.numpy(), query.numpy(), mask.numpy())
+    np.testing.assert_allclose(results[0][0], expected, rtol=1e-5, atol=1e-5)
+
+    def matmuls(call):  # 2-D products in the traced layer: projections and W^O
+        graph = tf.function(call, autograph=False).get_concrete_function(tf.TensorSpec((B, T, D))).graph
+        return sum(op.type == "MatMul" for op in graph.get_operations())
+
+    assert matmuls(lambda q: layer(q, q)) == 2  # [W^Q W^K W^V], W^O
+    assert matmuls(lambda q: layer(q, tf.identity(q))) == 3  # W^Q, [W^K W^V], W^O
+
+
+def test_joint_key_value_projection_equals_separate_projections():
+    """Encoder-decoder attention projects the attended sequence by W^K and W^V in one product."""
+    query, value = _inputs()
+    layer = MultiHeadAttention(num_heads=H, key_dim=DK, value_dim=DK + 4)  # d_v != d_k: split, not unstack
+    layer(query, value)
+    joint = layer.project_key_value(tf.constant(value))
+    separate = layer.project_key_value(tf.constant(value), key=tf.identity(value))
+    assert joint["value"].shape == (B, H, S, DK + 4)
+    for name in ("key", "value"):
+        np.testing.assert_allclose(joint[name], separate[name], rtol=1e-6, atol=1e-6)
+    outputs = layer(query, value)
+    np.testing.assert_allclose(outputs, _numpy_attention(layer, query, value)[0], rtol=1e-5, atol=1e-5)

@@ -4,6 +4,7 @@ from keras_transformer.layers.decoder_layer import DecoderLayer
 from keras_transformer.layers.embedding import SharedEmbedding
 from keras_transformer.layers.encoder_layer import EncoderLayer
 from keras_transformer.layers.feed_forward import PositionwiseFeedForward
+from keras_transformer.layers.layer_norm import LayerNormalization, layer_norm
 from keras_transformer.layers.masks import causal_mask, padding_mask
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
 from keras_transformer.layers.position_encoding import (
@@ -16,6 +17,7 @@ from keras_transformer.layers.sublayer import SublayerConnection
 __all__ = [
     "DecoderLayer",
     "EncoderLayer",
+    "LayerNormalization",
     "LearnedPositionEmbedding",
     "MultiHeadAttention",
     "PositionwiseFeedForward",
@@ -23,6 +25,7 @@ __all__ = [
     "SinusoidalPositionEncoding",
     "SublayerConnection",
     "causal_mask",
+    "layer_norm",
     "padding_mask",
     "sinusoids",
 ]

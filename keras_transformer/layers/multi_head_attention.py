@@ -69,6 +69,44 @@ def split_heads(x: tf.Tensor) -> tf.Tensor:
     return tf.transpose(x, [0, 2, 1, 3])
 
 
+def project_jointly(x: tf.Tensor, projections) -> list[tf.Tensor]:
+    """`[split_heads(p(x)) for p in projections]`, as one matmul over the concatenated kernels.
+
+    Self-attention projects the same positions by W^Q, W^K and W^V, and
+    encoder-decoder attention the encoder output by W^K and W^V: one
+    (B*T, d_model) x (d_model, 3 h d_k) product instead of three (d_model, h d_k)
+    ones, which on TensorFlow's CPU kernels runs at about 1.4x their rate
+    (`docs/BENCHMARKS.md`). The variables stay those of the separate
+    `HeadProjection`s, so checkpoints do not change.
+
+    Args:
+        x: `(B, T, d_model)`.
+        projections: `HeadProjection`s from `(d_model,)` to `(h, d)`, same d_model.
+
+    Returns:
+        One `(B, h, T, d)` tensor per projection.
+    """
+    if len(projections) == 1:
+        return [split_heads(projections[0](x))]
+    dtype = projections[0].compute_dtype
+    fan_in = math.prod(projections[0].input_shape_)
+    kernel = tf.concat([tf.reshape(tf.cast(p.kernel, dtype), [fan_in, -1]) for p in projections], axis=1)
+    y = tf.matmul(tf.reshape(x, [-1, fan_in]), kernel)  # (B*T, sum of h*d)
+    if projections[0].use_bias:
+        y = y + tf.concat([tf.reshape(tf.cast(p.bias, dtype), [-1]) for p in projections], axis=0)
+    batch_time = tf.shape(x)[:-1]  # (B, T)
+    shapes = {p.output_shape_ for p in projections}
+    if len(shapes) == 1:
+        # (B, T, n, h, d) -> (n, B, h, T, d): one transpose for all n; unstacking the
+        # leading axis then shares its buffer instead of copying.
+        (shape,) = shapes
+        y = tf.reshape(y, tf.concat([batch_time, [len(projections)], shape], axis=0))
+        return tf.unstack(tf.transpose(y, [2, 0, 3, 1, 4]), axis=0)
+    widths = [math.prod(p.output_shape_) for p in projections]
+    return [split_heads(tf.reshape(part, tf.concat([batch_time, p.output_shape_], axis=0)))
+            for part, p in zip(tf.split(y, widths, axis=-1), projections)]
+
+
 def _clone(initializer):
     """A fresh initializer of the same kind, so sublayers do not share one seed."""
     return initializer.__class__.from_config(initializer.get_config())
@@ -236,8 +274,11 @@ class MultiHeadAttention(keras.layers.Layer):
         Encoder-decoder attention uses this as a static cache: the keys and values
         of the encoder output, computed once per sentence instead of once per step.
         """
-        key = value if key is None else key
-        return {"key": split_heads(self.key_dense(key)), "value": split_heads(self.value_dense(value))}
+        if key is None or key is value:
+            keys, values = project_jointly(value, [self.key_dense, self.value_dense])
+        else:
+            keys, values = split_heads(self.key_dense(key)), split_heads(self.value_dense(value))
+        return {"key": keys, "value": values}
 
     def call(
         self,
@@ -253,16 +294,21 @@ class MultiHeadAttention(keras.layers.Layer):
         # Eq. (1) divides Q K^T by sqrt(d_k); scaling the queries first is the same
         # and keeps the logits small in low precision.
         scale = tf.cast(self.key_dim**-0.5, self.compute_dtype)
-        query = split_heads(self.query_dense(query) * scale)  # (B, h, T_q, d_k)
-        if cache is None:
-            projected = self.project_key_value(value, key)
-            keys, values = projected["key"], projected["value"]  # (B, h, T_k, d_k|d_v)
-        elif cache_index is None:
-            keys, values = cache["key"], cache["value"]  # static cache (B, h, S, d)
+        static_cache = cache is not None and cache_index is None
+        if value is query and (key is None or key is query) and not static_cache:
+            # Self-attention: W^Q, W^K and W^V in one product.
+            query, keys, values = project_jointly(query, [self.query_dense, self.key_dense, self.value_dense])
         else:
-            projected = self.project_key_value(value, key)
-            keys = update_cache(cache["key"], projected["key"], cache_index)  # (B, h, T_max, d_k)
-            values = update_cache(cache["value"], projected["value"], cache_index)
+            query = split_heads(self.query_dense(query))
+            if not static_cache:
+                projected = self.project_key_value(value, key)
+                keys, values = projected["key"], projected["value"]
+        query = query * scale  # (B, h, T_q, d_k)
+        if static_cache:
+            keys, values = cache["key"], cache["value"]  # encoder-decoder attention (B, h, S, d)
+        elif cache is not None:
+            keys = update_cache(cache["key"], keys, cache_index)  # (B, h, T_max, d_k)
+            values = update_cache(cache["value"], values, cache_index)
             cache = {"key": keys, "value": values}
 
         scores = tf.matmul(query, keys, transpose_b=True)  # (B, h, T_q, T_k)

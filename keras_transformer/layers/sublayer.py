@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import keras
 
+from keras_transformer.layers.layer_norm import LayerNormalization
+
 LAYER_NORMS = ("post", "pre")
 
 
@@ -42,7 +44,7 @@ class SublayerConnection(keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.layer_norm = layer_norm
         self.epsilon = epsilon
-        self.norm = keras.layers.LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy, name="layer_norm")
+        self.norm = LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy, name="layer_norm")
         self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
 
     def build(self, x_shape):
