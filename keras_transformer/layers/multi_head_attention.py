@@ -6,7 +6,9 @@
 
 The projections W^Q, W^K, W^V of all h heads are one `HeadProjection` each, with
 the kernel layout of `keras.layers.MultiHeadAttention` ([d_model, h, d_k]), and
-W^O is [h, d_v, d_model], so weights can be exchanged with that layer.
+W^O is [h, d_v, d_model], so weights can be exchanged with that layer. Where they
+project the same tensor (W^Q, W^K, W^V in self-attention; W^K, W^V over the
+encoder output) they are applied as one product (`project_jointly`).
 """
 
 from __future__ import annotations
@@ -190,7 +192,8 @@ class MultiHeadAttention(keras.layers.Layer):
 
     Call arguments:
         query: `(B, T_q, d_model)`.
-        value: `(B, T_k, d_model)`, the sequence attended to.
+        value: `(B, T_k, d_model)`, the sequence attended to; passing the query
+            tensor itself (self-attention) projects Q, K and V in one matmul.
         key: `(B, T_k, d_model)` or None (then `value`).
         attention_mask: boolean, broadcastable to `(B, T_q, T_k)`; True where a
             query may attend to a key. With a cache, `T_k` is the cache length.
