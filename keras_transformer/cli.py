@@ -65,7 +65,7 @@ def start_tensorflow(cpu_replicas: int = 0):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     # A best-fit-with-coalescing pool for CPU tensors, as on GPUs, instead of malloc:
-    # the step's large buffers (the logits are 64 MB) then come back from the pool
+    # the step's large buffers (the logits are 66 MB) then come back from the pool
     # each step rather than as fresh mmap'd pages. On host B that took the training
     # step's kernel time from about 300 to 30 ms (docs/BENCHMARKS.md). Read when the
     # devices are created, so it must be set before; TF_CPU_ALLOCATOR_USE_BFC=false

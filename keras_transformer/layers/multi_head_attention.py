@@ -83,13 +83,11 @@ def project_jointly(x: tf.Tensor, projections) -> list[tf.Tensor]:
 
     Args:
         x: `(B, T, d_model)`.
-        projections: `HeadProjection`s from `(d_model,)` to `(h, d)`, same d_model.
+        projections: two or more `HeadProjection`s from `(d_model,)` to `(h, d)`, same d_model.
 
     Returns:
         One `(B, h, T, d)` tensor per projection.
     """
-    if len(projections) == 1:
-        return [split_heads(projections[0](x))]
     dtype = projections[0].compute_dtype
     fan_in = math.prod(projections[0].input_shape_)
     kernel = tf.concat([tf.reshape(tf.cast(p.kernel, dtype), [fan_in, -1]) for p in projections], axis=1)
