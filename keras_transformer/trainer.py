@@ -389,17 +389,20 @@ class Trainer:
                                        f"is {self.latest_checkpoint_name()}")
             tokens_since_log += float(tokens.numpy())
             steps_since_log += 1
-            if progbar is not None:
-                progbar.update(step - start_step, [("loss", loss)])
             now = time.time()
+            last_step = _projected_last_step(c, start_step, step, now - started)
+            if progbar is not None:
+                progbar.target = max(last_step, step + 1) - start_step  # the budget may end it first
+                progbar.update(step - start_step, [("loss", loss)])
             if step % c.log_every_steps == 0 or step == c.train_steps:
                 rate = tokens_since_log / max(now - last_log, 1e-9)
                 values = {"loss": loss, "learning_rate": self.learning_rate(step),
                           "gradient_norm": float(norm.numpy()), "tokens_per_second": rate}
                 self._summaries(train_writer, step, values)
                 if not interactive and self.chief:
-                    eta = (c.train_steps - step) * (now - started) / max(step - start_step, 1)
-                    self.log(f"step {step}/{c.train_steps} loss {loss:.4f} lr {values['learning_rate']:.2e} "
+                    eta = (last_step - step) * (now - started) / max(step - start_step, 1)
+                    of = c.train_steps if last_step == c.train_steps else f"~{last_step}"  # ~: by the budget
+                    self.log(f"step {step}/{of} loss {loss:.4f} lr {values['learning_rate']:.2e} "
                              f"|g| {values['gradient_norm']:.3f} {rate:,.0f} tok/s ETA {_clock(eta)}")
                 last_log, tokens_since_log, steps_since_log = now, 0.0, 0
             out_of_time, save_by_time = self._agree(
@@ -508,6 +511,15 @@ def read_eval_history(model_dir: str) -> list[dict]:
         return []
     with open(path, encoding="utf-8") as file:
         return json.load(file)["evaluations"]
+
+
+def _projected_last_step(config: TrainingConfig, start_step: int, step: int, elapsed: float) -> int:
+    """The step this run will stop at: `train_steps`, or earlier where `max_train_minutes` runs out
+    at the rate of the steps so far (what the ETA and the progress bar count down to)."""
+    if not config.max_train_minutes or step <= start_step:
+        return config.train_steps
+    seconds_left = max(0.0, 60.0 * config.max_train_minutes - elapsed)
+    return min(config.train_steps, step + int(seconds_left * (step - start_step) / max(elapsed, 1e-9)))
 
 
 def _clock(seconds: float) -> str:

@@ -136,6 +136,34 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     assert os.path.basename(tf.train.latest_checkpoint(str(tmp_path / "checkpoints"))) == "ckpt-2"
 
 
+def test_projected_last_step_follows_the_time_budget():
+    project = trainer_lib._projected_last_step  # pylint: disable=protected-access
+    budget = training_config(train_steps=20000, max_train_minutes=57)
+    # 100 steps in 150 s: 3,270 s left at 1.5 s a step is 2,180 more, so step 2,280 of 20,000.
+    assert project(budget, 0, 100, 150.0) == 2280
+    assert project(budget, 500, 600, 150.0) == 2780  # after a resume: this process's steps and time
+    assert project(budget, 0, 100, 3500.0) == 100  # the budget is spent: this is the last step
+    assert project(budget, 0, 0, 0.0) == 20000  # no rate yet
+    assert project(training_config(train_steps=1000, max_train_minutes=57), 0, 100, 150.0) == 1000
+    assert project(training_config(train_steps=20000), 0, 100, 150.0) == 20000  # no budget
+
+
+def test_eta_counts_down_to_the_time_budget_not_train_steps(tmp_path):
+    lines = []
+    trainer = trainer_lib.Trainer(
+        CONFIG, training_config(train_steps=10**6, max_train_minutes=0.05, log_every_steps=10),
+        str(tmp_path), log=lines.append)
+    traced = trainer.train(input_fn_from(make_batches(4))).step  # tracing spends most of the 3 s
+    del lines[:]
+    state = trainer.train(input_fn_from(make_batches(4)))  # the same process again, traced
+    assert state.stop_reason == "time budget" and traced + 10 < state.step < 10**6, (traced, state.step)
+    steps = [line for line in lines if line.startswith("step ")]
+    assert steps and all("/~" in line for line in steps), steps[:3]
+    etas = [sum(int(x) * 60**i for i, x in enumerate(reversed(line.rsplit("ETA ", 1)[1].split(":"))))
+            for line in steps]
+    assert max(etas) <= 3, etas  # never more than the 3-second budget (was hours: 10^6 steps)
+
+
 REPLICA_SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
