@@ -4,7 +4,8 @@
 # Each creates ./.venv and installs the package into it on first use; both can be run again.
 #
 # Variables: RUN_DIR, EXPORT_DIR (where the demo writes), DEMO_ARGS (extra training flags,
-# e.g. DEMO_ARGS=--train_steps=200), PYTEST_ARGS (e.g. PYTEST_ARGS='-m "not slow"' or a file).
+# e.g. DEMO_ARGS=--train_steps=200), PYTEST_ARGS (e.g. PYTEST_ARGS='-m "not slow"' or a file),
+# TEST_WORKERS (pytest-xdist processes, one test file each at a time; 0: run in this process).
 
 PYTHON      ?= python3
 VENV        := .venv
@@ -14,6 +15,7 @@ RUN_DIR     ?= runs/demo
 EXPORT_DIR  ?= runs/demo_export
 DEMO_ARGS   ?=
 PYTEST_ARGS ?= tests
+TEST_WORKERS ?= 2
 
 .PHONY: demo test install clean
 
@@ -32,7 +34,7 @@ demo: $(STAMP)
 		--input=configs/demo_sentences.en --reference=configs/demo_sentences.de
 
 test: $(STAMP)
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

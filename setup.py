@@ -26,7 +26,7 @@ setuptools.setup(
         "numpy",
     ],
     extras_require={
-        "test": ["pytest>=8", "nbclient>=0.10", "nbformat>=5.10", "ipykernel", "matplotlib"],
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "nbclient>=0.10", "nbformat>=5.10", "ipykernel", "matplotlib"],
         "notebooks": ["jupyter", "matplotlib"],
         "bench": ["torch==2.13.0"],
     },
