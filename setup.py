@@ -12,7 +12,7 @@ setuptools.setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=setuptools.find_packages(include=["keras_transformer*", "pipelines*", "export*"]),
+    packages=setuptools.find_packages(include=["keras_transformer*", "pipelines*", "export*", "tasks*"]),
     install_requires=[
         # TF and tensorflow-text must share a minor version; so must the model server.
         "tensorflow==2.21.*",
@@ -22,6 +22,7 @@ setuptools.setup(
         "sentencepiece>=0.2",
         "sacrebleu>=2.4",
         "absl-py>=2.0",
+        "tensorboard>=2.20",  # tf.summary.scalar (the training summaries); TF 2.21 no longer pulls it in
         "importlib_resources",  # tensorflow-datasets 4.9 builders need it (via etils.epath)
         "numpy",
     ],

@@ -8,7 +8,8 @@ vocab_size=8000)` with random weights (speed does not depend on them). A batch o
 --batch_size random sources of --source_length tokens (EOS included) is decoded for exactly
 --output_length tokens (EOS is never taken as the end, so both sides do the same steps):
 
-* cached: `model.decode_step` over the buffers of `model.init_cache` (one new position per step);
+* cached: `model.decode_step` over the buffers of `model.init_cache` (one new position per step),
+  reading the encoder keys/values of `model.init_memory`, projected once per sentence;
 * uncached: `decoding.step_fn(..., use_cache=False)`, which runs `model.decode` on the growing
   prefix at every step (what decoding costs without the cache).
 
@@ -25,18 +26,18 @@ import time
 
 from absl import app, flags
 
+from tasks import flags as task_flags
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("num_layers", 3, "N.")
-flags.DEFINE_integer("d_model", 256, "d_model.")
-flags.DEFINE_integer("d_ff", 1024, "d_ff.")
-flags.DEFINE_integer("num_heads", 4, "h.")
+task_flags.define_model_size_flags(num_layers=3, d_model=256, d_ff=1024, num_heads=4)
 flags.DEFINE_integer("vocab_size", 8000, "Shared vocabulary.")
 flags.DEFINE_integer("batch_size", 32, "Sentences decoded together.")
 flags.DEFINE_integer("source_length", 20, "Source tokens per sentence, EOS included.")
 flags.DEFINE_integer("output_length", 50, "Output tokens decoded per sentence.")
-flags.DEFINE_integer("beam_size", 1, "1: greedy search; > 1: beam search with that beam.")
+task_flags.define_decoding_flags()  # --beam_size (here 1 by default: greedy search), --alpha
+FLAGS.set_default("beam_size", 1)
 flags.DEFINE_integer("repeats", 3, "Timed calls per side (alternating); the best is reported.")
 flags.DEFINE_boolean(
     "last_logits_only", False,
@@ -51,6 +52,7 @@ def main(argv):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
     from keras_transformer import Transformer, TransformerConfig, beam_search, decoding  # pylint: disable=g-import-not-at-top
+    from keras_transformer.special_ids import BOS_ID, EOS_ID  # pylint: disable=g-import-not-at-top
 
     config = TransformerConfig.base(
         num_layers=FLAGS.num_layers, d_model=FLAGS.d_model, d_ff=FLAGS.d_ff,
@@ -60,7 +62,7 @@ def main(argv):
     model.build()
     rng = np.random.RandomState(0)
     source = rng.randint(4, FLAGS.vocab_size, size=(FLAGS.batch_size, FLAGS.source_length)).astype(np.int32)
-    source[:, -1] = decoding.EOS_ID
+    source[:, -1] = EOS_ID
     source = tf.constant(source)
     steps = FLAGS.output_length
 
@@ -93,11 +95,11 @@ def main(argv):
                 fn, cache = decoding.step_fn(
                     model, encoder_outputs, source_mask, steps, use_cache=use_cache, beam_size=FLAGS.beam_size
                 )
-            start = tf.fill(tf.shape(source_ids)[:1], decoding.BOS_ID)
+            start = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
             if FLAGS.beam_size == 1:
                 return beam_search.greedy_search(fn, start, cache, steps, eos_id=-1)
             return beam_search.beam_search(
-                fn, start, cache, config.output_vocab_size, beam_size=FLAGS.beam_size,
+                fn, start, cache, config.output_vocab_size, beam_size=FLAGS.beam_size, alpha=FLAGS.alpha,
                 max_decode_length=steps, eos_id=-1, n_best=1,
             )
         return decode

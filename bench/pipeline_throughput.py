@@ -24,6 +24,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from tasks import flags as task_flags  # noqa: E402
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("shared_data", os.environ.get(
     "KT_SHARED_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")),
@@ -33,10 +35,7 @@ flags.DEFINE_integer("max_length", 256, "Longest pair kept.")
 flags.DEFINE_integer("vocab_size", 8000, "Shared BPE vocabulary size.")
 flags.DEFINE_integer("epochs", 2, "Cached epochs timed after the first.")
 flags.DEFINE_integer("steps", 8, "Training steps timed (after 2 warm-up steps); 0 skips the step.")
-flags.DEFINE_integer("num_layers", 3, "Training-step model: layers per stack.")
-flags.DEFINE_integer("d_model", 256, "Training-step model: d_model.")
-flags.DEFINE_integer("d_ff", 1024, "Training-step model: d_ff.")
-flags.DEFINE_integer("num_heads", 4, "Training-step model: heads.")
+task_flags.define_model_size_flags(num_layers=3, d_model=256, d_ff=1024, num_heads=4)
 
 
 def load_pairs():
@@ -75,8 +74,7 @@ def time_step(batches, vocab_size):
     import keras  # pylint: disable=g-import-not-at-top
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     from keras_transformer import Transformer, TransformerConfig  # pylint: disable=g-import-not-at-top
-    from keras_transformer.losses import label_smoothed_cross_entropy  # pylint: disable=g-import-not-at-top
-    from pipelines.tokenizers import BOS_ID  # pylint: disable=g-import-not-at-top
+    from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy  # pylint: disable=g-import-not-at-top
 
     config = TransformerConfig.base(vocab_size=vocab_size, num_layers=FLAGS.num_layers,
                                     d_model=FLAGS.d_model, d_ff=FLAGS.d_ff,
@@ -88,8 +86,7 @@ def time_step(batches, vocab_size):
 
     @tf.function(input_signature=signature)
     def step(source, target):
-        bos = tf.fill([tf.shape(target)[0], 1], tf.constant(BOS_ID, target.dtype))
-        decoder_input = tf.concat([bos, target[:, :-1]], axis=1)  # (B, T), shifted right
+        decoder_input = decoder_inputs(target)  # (B, T), shifted right behind BOS
         with tf.GradientTape() as tape:
             logits = model((source, decoder_input), training=True)  # (B, T, V)
             loss_sum, num_tokens = label_smoothed_cross_entropy(target, logits)

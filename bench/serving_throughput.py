@@ -30,13 +30,13 @@ import time
 
 from absl import app, flags
 
+from tasks import flags as task_flags
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "A training directory; default: a random Multi30k-size model.")
-flags.DEFINE_integer("beam_size", 4, "Beam size.")
-flags.DEFINE_float("alpha", 0.6, "Length penalty.")
-flags.DEFINE_integer("max_extra_length", 50, "Output tokens beyond the source length.")
+task_flags.define_decoding_flags()
 flags.DEFINE_integer("batch_size", 32, "Sentences per request.")
 flags.DEFINE_integer("batches", 2, "Batches per round.")
 flags.DEFINE_integer("repeats", 3, "Rounds per path (alternating); the best is reported.")
@@ -67,12 +67,9 @@ def main(argv):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
     from export import serving_module  # pylint: disable=g-import-not-at-top
-    from keras_transformer import decoding  # pylint: disable=g-import-not-at-top
     from pipelines import grammar_corpus  # pylint: disable=g-import-not-at-top
 
-    decoding_config = decoding.DecodingConfig(
-        beam_size=FLAGS.beam_size, alpha=FLAGS.alpha, max_extra_length=FLAGS.max_extra_length
-    )
+    decoding_config = task_flags.decoding_config()
     scratch = None
     if FLAGS.model_dir:
         translator, _ = serving_module.from_model_dir(FLAGS.model_dir, decoding_config)

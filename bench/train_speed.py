@@ -24,13 +24,12 @@ import time
 
 from absl import app, flags
 
+from tasks import flags as task_flags
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("num_layers", 3, "N.")
-flags.DEFINE_integer("d_model", 256, "d_model.")
-flags.DEFINE_integer("d_ff", 1024, "d_ff.")
-flags.DEFINE_integer("num_heads", 4, "h.")
+task_flags.define_model_size_flags(num_layers=3, d_model=256, d_ff=1024, num_heads=4)
 flags.DEFINE_integer("vocab_size", 8000, "Shared vocabulary.")
 flags.DEFINE_integer("batch_size", 128, "Sentences per batch.")
 flags.DEFINE_integer("source_length", 16, "Source tokens per sentence.")

@@ -1,6 +1,11 @@
 """Strings in, strings out: the SavedModel that stock TF Serving loads.
 
 `python -m export --model_dir=DIR --export_dir=OUT` turns a training directory into
-`OUT/<version>/`; `export.serving_module` holds the `tf.Module` and the writer, and
-`export.ops` the check that only core TF and tensorflow-text ops are in the graph.
+`OUT/<version>/`:
+
+  serving_module  the `tf.Module` (`Translator`: tokenizer + beam search in the graph), its
+                  signatures, and the atomic writer of a version folder.
+  versions        TF Serving's layout: version folders, the next one, the SavedModel to load.
+  ops             the check that only core TF and tensorflow-text ops are in the graph, read
+                  in a fresh interpreter by `python -m export.servable_ops`.
 """

@@ -30,7 +30,7 @@ An empty or whitespace-only sentence decodes nothing: translation "" and score 0
 batch returns empty outputs.
 
 TF Serving's model loader is the TF1 Session loader, which cannot load a Keras 3 model tracked
-by a tf.Module (keras#20095, `../shared/PITFALLS.md`): the model is hidden from tracking and
+by a tf.Module (keras#20095): the model is hidden from tracking and
 its raw `tf.Variable`s are tracked instead. The tokenizer model file is written as an asset
 (`assets/tokenizer.model` or `vocab.txt`); the tokenizer ops also carry the model in the
 graph, so the folder is self-contained.
@@ -40,17 +40,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 from typing import Callable, Optional
 
 import tensorflow as tf
 
-from export import ops
+from export import ops, versions
 from keras_transformer import decoding
+from keras_transformer.config import DecodingConfig
 from keras_transformer import model_dir as model_dir_lib
 from keras_transformer.model import Transformer
+from keras_transformer.special_ids import EOS_ID
 from pipelines import tokenizers as tokenizers_lib
 
 SIGNATURE_INPUT = "sentences"
@@ -74,7 +75,7 @@ class Translator(tf.Module):
         model: a built `Transformer` (weights restored).
         source_tokenizer: a `pipelines.tokenizers.Tokenizer`.
         target_tokenizer: the target side's, or None for a shared vocabulary.
-        decoding_config: a `keras_transformer.decoding.DecodingConfig` (n_best is ignored:
+        decoding_config: a `keras_transformer.config.DecodingConfig` (n_best is ignored:
             the signatures return the best hypothesis).
 
     Attributes:
@@ -86,7 +87,7 @@ class Translator(tf.Module):
         model: Transformer,
         source_tokenizer: tokenizers_lib.Tokenizer,
         target_tokenizer: Optional[tokenizers_lib.Tokenizer] = None,
-        decoding_config: decoding.DecodingConfig = decoding.DecodingConfig(),
+        decoding_config: DecodingConfig = DecodingConfig(),
         name: Optional[str] = None,
     ):
         super().__init__(name=name)
@@ -120,7 +121,7 @@ class Translator(tf.Module):
         pieces = self.source_tokenizer.tokenize(text)[:, : self.model.config.max_length - 1]  # ragged
         lengths = tf.cast(pieces.row_lengths(), tf.int32)  # (N,)
         ids = tf.pad(pieces.to_tensor(default_value=self.model.config.pad_id), [[0, 0], [0, 1]])  # (N, S)
-        eos = tf.one_hot(lengths, tf.shape(ids)[1], dtype=tf.int32) * tokenizers_lib.EOS_ID  # (N, S)
+        eos = tf.one_hot(lengths, tf.shape(ids)[1], dtype=tf.int32) * EOS_ID  # (N, S)
         return ids + eos * tf.cast(lengths > 0, tf.int32)[:, None]
 
     def _search(self, sentences):
@@ -141,7 +142,7 @@ class Translator(tf.Module):
         """int32 `[N, T]` -> tf.string `[N, T]`: each id detokenized alone, "</s>" for EOS."""
         shape = tf.shape(ids)
         labels = _valid_utf8(tokenizer.detokenize(tf.reshape(ids, [-1, 1])))  # (N * T,)
-        labels = tf.where(tf.equal(tf.reshape(ids, [-1]), tokenizers_lib.EOS_ID), EOS_LABEL, labels)
+        labels = tf.where(tf.equal(tf.reshape(ids, [-1]), EOS_ID), EOS_LABEL, labels)
         return tf.reshape(labels, shape)
 
     # Signatures ----------------------------------------------------------------
@@ -183,7 +184,7 @@ class Translator(tf.Module):
 
 def from_model_dir(
     model_dir: str,
-    decoding_config: decoding.DecodingConfig = decoding.DecodingConfig(),
+    decoding_config: DecodingConfig = DecodingConfig(),
     checkpoint: Optional[str] = None,
 ) -> tuple[Translator, str]:
     """The `Translator` of a training directory: its model (averaged or latest checkpoint, or
@@ -199,17 +200,6 @@ def from_model_dir(
 
 
 # Writing the TF Serving layout --------------------------------------------------
-
-_VERSION = re.compile(r"^[0-9]+$")
-
-
-def next_version(export_dir: str) -> int:
-    """1 + the largest integer-named folder in `export_dir` (1 if none)."""
-    if not os.path.isdir(export_dir):
-        return 1
-    versions = [int(name) for name in os.listdir(export_dir) if _VERSION.match(name)]
-    return max(versions, default=0) + 1
-
 
 def export_saved_model(
     module: Translator,
@@ -227,7 +217,7 @@ def export_saved_model(
     Args:
         module: the `Translator`.
         export_dir: the model's base path for TF Serving; created if needed.
-        version: the version number; default `next_version(export_dir)`. An existing
+        version: the version number; default `versions.next_version(export_dir)`. An existing
             version is never overwritten.
         extra: more JSON-able settings for assets.extra/export.json (e.g. the checkpoint).
         check: called with the temporary SavedModel folder before it is renamed into place;
@@ -236,7 +226,7 @@ def export_saved_model(
     Returns:
         The path of the new version folder.
     """
-    version = next_version(export_dir) if version is None else version
+    version = versions.next_version(export_dir) if version is None else version
     if not isinstance(version, int) or version < 0:
         raise ValueError(f"version must be an integer >= 0, got {version!r}")
     final = os.path.join(export_dir, str(version))
@@ -257,6 +247,33 @@ def export_saved_model(
         shutil.rmtree(temporary, ignore_errors=True)
         raise
     return final
+
+
+def export_model_dir(
+    model_dir: str,
+    export_dir: str,
+    decoding_config: DecodingConfig = DecodingConfig(),
+    checkpoint: Optional[str] = None,
+    version: Optional[int] = None,
+    check_ops: bool = True,
+) -> tuple[str, str, Translator]:
+    """A training directory's model as `export_dir/<version>/` (what `python -m export` does).
+
+    Args:
+        model_dir: the training directory (model_config.json, tokenizer/, checkpoints/).
+        export_dir: TF Serving's model base path.
+        decoding_config: the search built into the signatures.
+        checkpoint: a checkpoint prefix (default: averaged/, else the latest).
+        version: the version folder (default: the next integer).
+        check_ops: refuse an export with ops stock TF Serving lacks (`check_servable`).
+
+    Returns:
+        `(version folder, checkpoint exported, translator)`.
+    """
+    translator, checkpoint = from_model_dir(model_dir, decoding_config, checkpoint)
+    path = export_saved_model(translator, export_dir, version, extra={"checkpoint": checkpoint},
+                              check=check_servable if check_ops else None)
+    return path, checkpoint, translator
 
 
 def check_servable(saved_model_dir: str) -> None:

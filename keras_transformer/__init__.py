@@ -3,33 +3,42 @@
     >>> from keras_transformer import Transformer, TransformerConfig
     >>> model = Transformer(TransformerConfig.base(vocab_size=37000))
 
-Layout follows the data: `pipelines/` (text -> ids) feeds this package
-(ids -> logits -> ids), which `export/` wraps (strings -> strings). This
-package never imports either of them, except in its command-line entry points.
+Layout follows the data: `pipelines/` (text -> ids) feeds this package (ids -> logits
+-> ids), which `export/` wraps (strings -> strings); `tasks/` runs them together. This
+package's library modules import none of those (docs/ARCHITECTURE.md).
+
+Importing the package loads nothing and changes no process-wide state (environment,
+file descriptors, TensorFlow's logging): the names below are imported on first use.
+Command-line entry points quieten TensorFlow themselves (`keras_transformer.cli`).
 """
 
-import os
-
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from keras_transformer.cli import silence_native_stderr  # noqa: E402
-
-with silence_native_stderr():  # TensorFlow's C++ start-up lines (tensorflow#100442)
-    from keras_transformer.config import TABLE3, TransformerConfig  # noqa: E402
-    from keras_transformer.losses import LabelSmoothedCrossEntropy, label_smoothed_cross_entropy  # noqa: E402
-    from keras_transformer.model import Transformer  # noqa: E402
-    from keras_transformer.schedules import TransformerSchedule, create_optimizer, learning_rate  # noqa: E402
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "TABLE3",
-    "LabelSmoothedCrossEntropy",
-    "Transformer",
-    "TransformerConfig",
-    "TransformerSchedule",
-    "create_optimizer",
-    "label_smoothed_cross_entropy",
-    "learning_rate",
-]
+_EXPORTS = {
+    "TABLE3": "keras_transformer.config",
+    "DecodingConfig": "keras_transformer.config",
+    "TransformerConfig": "keras_transformer.config",
+    "LabelSmoothedCrossEntropy": "keras_transformer.losses",
+    "label_smoothed_cross_entropy": "keras_transformer.losses",
+    "Transformer": "keras_transformer.model",
+    "TransformerSchedule": "keras_transformer.schedules",
+    "create_optimizer": "keras_transformer.schedules",
+    "learning_rate": "keras_transformer.schedules",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    """`keras_transformer.Transformer` and the other names of `__all__`, imported on first use (PEP 562)."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'keras_transformer' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

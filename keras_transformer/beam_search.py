@@ -8,7 +8,7 @@ The module imports no model: a model is reached only through
     symbols_to_logits_fn(ids, step, cache) -> (logits, new_cache)
 
     ids:    int32 (batch * beam,), the token at position `step` of every hypothesis
-            (at step 0 the start id, e.g. BOS = 2).
+            (at step 0 the start id, e.g. BOS).
     step:   int32 scalar tensor.
     cache:  nested structure (dicts) of tensors with leading dimension batch * beam, e.g. the
             encoder output and pre-allocated key/value buffers. Its shapes may change from step to
@@ -106,7 +106,7 @@ def beam_search(
     beam_size: int = 4,
     alpha: float = 0.6,
     max_decode_length: LengthLike,
-    eos_id: int = 3,
+    eos_id: int,
     n_best: Optional[int] = None,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Beam search with the GNMT length penalty (paper section 6.1: beam 4, alpha 0.6).
@@ -130,7 +130,7 @@ def beam_search(
         alpha: float >= 0, length penalty exponent (0: rank by raw log-probability).
         max_decode_length: int, int32 scalar tensor or int32 (B,): the largest |Y| per example,
             EOS included (the paper: source length + 50).
-        eos_id: int, the end-of-sentence id.
+        eos_id: int, the end-of-sentence id (the caller's vocabulary; no default).
         n_best: int in [1, beam_size] or None (= beam_size): hypotheses returned per example.
 
     Returns:
@@ -274,7 +274,8 @@ def greedy_search(
     initial_ids: tf.Tensor,
     initial_cache: Any,
     max_decode_length: LengthLike,
-    eos_id: int = 3,
+    *,
+    eos_id: int,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Greedy decoding: the most probable next token at every step.
 
@@ -287,7 +288,7 @@ def greedy_search(
         initial_ids: int32 (B,), the start token of every example.
         initial_cache: nested structure of tensors with leading dimension B.
         max_decode_length: int, int32 scalar tensor or int32 (B,), the largest |Y|, EOS included.
-        eos_id: int, the end-of-sentence id.
+        eos_id: int, the end-of-sentence id (the caller's vocabulary; no default).
 
     Returns:
         sequences: int32 (B, T), without the start token, up to and including EOS, then 0s.

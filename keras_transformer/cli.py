@@ -8,6 +8,10 @@
 Bad input (an unknown flag, a `ValueError` or `FileNotFoundError` raised for a
 user's mistake) ends with `error: <one line>` on stderr and exit code 2, never
 a traceback; set KT_DEBUG=1 to see the traceback.
+
+Nothing here runs on import: the process-wide settings (environment variables,
+file descriptor 2) change only when an entry point calls `start_tensorflow` or
+`run`. The flags the commands share are defined in `tasks/flags.py`.
 """
 
 from __future__ import annotations
@@ -58,6 +62,10 @@ def silence_native_stderr():
 def start_tensorflow(cpu_replicas: int = 0):
     """Imports TensorFlow quietly and initialises its devices; returns the module.
 
+    With `TF_CONFIG` set (several machines), the devices are left uninitialised:
+    `MultiWorkerMirroredStrategy` (`keras_transformer.distribution.create_strategy`)
+    must configure its collectives before they are.
+
     Args:
         cpu_replicas: if > 1, split the CPU into that many logical devices (for
             MirroredStrategy over CPUs); must happen before devices are used.
@@ -65,15 +73,16 @@ def start_tensorflow(cpu_replicas: int = 0):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     # A best-fit-with-coalescing pool for CPU tensors, as on GPUs, instead of malloc:
-    # the step's large buffers (the logits are 66 MB) then come back from the pool
-    # each step rather than as fresh mmap'd pages. On host B that took the training
-    # step's kernel time from about 300 to 30 ms (docs/BENCHMARKS.md). Read when the
-    # devices are created, so it must be set before; TF_CPU_ALLOCATOR_USE_BFC=false
-    # restores malloc.
+    # the step's large buffers (the logits) then come back from the pool each step
+    # rather than as fresh mmap'd pages the kernel must zero (the kernel time this
+    # saves is measured in docs/BENCHMARKS.md). Read when the devices are created, so
+    # it must be set before; TF_CPU_ALLOCATOR_USE_BFC=false restores malloc.
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
     with silence_native_stderr():
         import tensorflow as tf
 
+        if os.environ.get("TF_CONFIG"):
+            return tf
         if cpu_replicas > 1:
             cpu = tf.config.list_physical_devices("CPU")[0]
             tf.config.set_logical_device_configuration(

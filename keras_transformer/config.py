@@ -1,4 +1,4 @@
-"""Model hyper-parameters, with the paper's names and its presets.
+"""Model and decoding settings, with the paper's names and its presets.
 
 `TransformerConfig` is a frozen dataclass: every hyper-parameter of Table 3 of
 "Attention Is All You Need" (Vaswani et al., 2017) has a field of the same name,
@@ -8,14 +8,18 @@ so each row of the table is a preset plus overrides:
     >>> TransformerConfig.base(positional_encoding="learned")   # Table 3, row (E)
     >>> TransformerConfig.preset("C/d_model=256")             # base(d_model=256, d_k=32, d_v=32)
 
-Variants are made with `dataclasses.replace` (or the presets' keyword overrides);
-nothing below the entry points reads command-line flags.
+Variants are made with `dataclasses.replace` (or the presets' keyword overrides).
+`DecodingConfig` holds the settings of section 6.1's search, shared by dev evaluation,
+translation and export. Nothing below the entry points reads command-line flags, and
+this module imports no TensorFlow, so a command can check its flags before TF starts.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Optional
+
+from keras_transformer.special_ids import PAD_ID
 
 POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
 LAYER_NORMS = ("post", "pre")
@@ -78,7 +82,7 @@ class TransformerConfig:
     positional_encoding: str = "sinusoidal"
     layer_norm: str = "post"
     layer_norm_epsilon: float = 1e-6
-    pad_id: int = 0
+    pad_id: int = PAD_ID
 
     def __post_init__(self):
         for name in ("num_layers", "d_model", "d_ff", "num_heads", "vocab_size", "max_length"):
@@ -184,6 +188,43 @@ class TransformerConfig:
         values = dict(TABLE3[name].overrides)
         values.update(overrides)
         return cls.big(**values) if name == "big" else cls.base(**values)
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodingConfig:
+    """How to decode (section 6.1): "beam search with a beam size of 4 and length penalty
+    alpha = 0.6 [...]. We set the maximum output length during inference to input length
+    + 50, but terminate early when possible."
+
+    The one definition of these settings: dev evaluation, `python -m
+    keras_transformer.translate` and the export all take a `DecodingConfig`, and their
+    command lines define its flags in one place (`tasks/flags.py`).
+
+    Attributes:
+        beam_size: hypotheses kept per sentence (paper: 4); 1 means greedy search.
+        alpha: length penalty exponent (paper: 0.6).
+        max_extra_length: a hypothesis may be this many tokens longer than its source
+            (paper: 50).
+        n_best: hypotheses returned per sentence, best first (1 <= n_best <= beam_size).
+    """
+
+    beam_size: int = 4
+    alpha: float = 0.6
+    max_extra_length: int = 50
+    n_best: int = 1
+
+    def __post_init__(self):
+        if not isinstance(self.beam_size, int) or self.beam_size < 1:
+            raise ValueError(f"beam_size must be a positive integer (1 = greedy), got {self.beam_size!r}")
+        if not self.alpha >= 0.0:
+            raise ValueError(f"alpha must be >= 0, got {self.alpha!r}")
+        if not isinstance(self.max_extra_length, int) or self.max_extra_length < 0:
+            raise ValueError(f"max_extra_length must be an integer >= 0, got {self.max_extra_length!r}")
+        if not isinstance(self.n_best, int) or not 1 <= self.n_best <= self.beam_size:
+            raise ValueError(f"n_best must be in [1, beam_size={self.beam_size}], got {self.n_best!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass(frozen=True)

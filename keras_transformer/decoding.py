@@ -28,47 +28,11 @@ Everything is plain TF code: it runs eagerly, and the callers wrap it in a `tf.f
 
 from __future__ import annotations
 
-import dataclasses
-
 import tensorflow as tf
 
 from keras_transformer import beam_search as beam_search_lib
 from keras_transformer.model import Transformer
-
-BOS_ID = 2
-EOS_ID = 3
-
-
-@dataclasses.dataclass(frozen=True)
-class DecodingConfig:
-    """How to decode (section 6.1).
-
-    Attributes:
-        beam_size: hypotheses kept per sentence (paper: 4); 1 means greedy search (as in
-            `evaluation.DecodingConfig`).
-        alpha: length penalty exponent (paper: 0.6).
-        max_extra_length: a hypothesis may be this many tokens longer than its source
-            (paper: 50).
-        n_best: hypotheses returned per sentence, best first (1 <= n_best <= beam_size).
-    """
-
-    beam_size: int = 4
-    alpha: float = 0.6
-    max_extra_length: int = 50
-    n_best: int = 1
-
-    def __post_init__(self):
-        if not isinstance(self.beam_size, int) or self.beam_size < 1:
-            raise ValueError(f"beam_size must be a positive integer, got {self.beam_size!r}")
-        if not self.alpha >= 0.0:
-            raise ValueError(f"alpha must be >= 0, got {self.alpha!r}")
-        if not isinstance(self.max_extra_length, int) or self.max_extra_length < 0:
-            raise ValueError(f"max_extra_length must be an integer >= 0, got {self.max_extra_length!r}")
-        if not 1 <= self.n_best <= self.beam_size:
-            raise ValueError(f"n_best must be in [1, beam_size={self.beam_size}], got {self.n_best!r}")
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+from keras_transformer.special_ids import BOS_ID, EOS_ID
 
 
 def source_lengths(model: Transformer, source_ids) -> tf.Tensor:
@@ -90,15 +54,17 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
             beam_size: int = 1):
     """`(fn, initial_cache)` for `beam_search` / `greedy_search`: the model's next-token logits.
 
-    With `use_cache` (the default) `fn` is `model.decode_step` over the key/value cache of
-    `model.init_cache`. Without it, `fn` re-runs the full causal decoder over the whole prefix
-    at every step (the slow reference: it must give the same tokens; see
-    `bench/decode_cache.py`); its cache holds the prefix `(B, max_length)`.
+    With `use_cache` (the default) `fn` is `model.decode_step` over the self-attention cache
+    of `model.init_cache`, reading the per-sentence `model.init_memory`. Without it, `fn`
+    re-runs the full causal decoder over the whole prefix at every step (the slow reference:
+    it must give the same tokens; see `bench/decode_cache.py`); its cache holds the prefix
+    `(B, max_length)`.
 
-    What does not change from step to step (the source mask, the encoder-decoder keys and
-    values, or the encoder outputs) stays out of the returned cache: `fn` reads it, expanded
-    once to `beam_size` rows per example, from its closure, so beam search does not copy and
-    reorder it at every step (the beams of one example share their source).
+    What does not change from step to step (the model's memory: source mask and
+    encoder-decoder keys and values; or the encoder outputs) stays out of the returned cache:
+    `fn` reads it, expanded once to `beam_size` rows per example, from its closure, so beam
+    search does not copy and reorder it at every step (the beams of one example share their
+    source). Its layout is the model's: it is expanded leaf by leaf.
 
     Either way PAD and BOS get NEG_INF logits: they are never outputs, so an output sequence
     is its tokens up to EOS followed only by PAD.
@@ -116,17 +82,11 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
         return tensor if beam_size == 1 else tf.repeat(tensor, beam_size, axis=0)
 
     if use_cache:
-        full = model.init_cache(encoder_outputs, source_mask, max_length)
-        layers = [name for name in full if name != "source_mask"]
-        static = {"source_mask": per_beam(full["source_mask"])}
-        static.update({name: tf.nest.map_structure(per_beam, full[name]["cross"]) for name in layers})
-        cache = {name: full[name]["self"] for name in layers}
+        memory = tf.nest.map_structure(per_beam, model.init_memory(encoder_outputs, source_mask))
+        cache = model.init_cache(tf.shape(encoder_outputs)[0], max_length)
 
         def decode(ids, step, cache):
-            merged = {"source_mask": static["source_mask"]}
-            merged.update({name: {"self": cache[name], "cross": static[name]} for name in layers})
-            logits, merged = model.decode_step(ids, step, merged)
-            return logits, {name: merged[name]["self"] for name in layers}
+            return model.decode_step(ids, step, cache, memory)
     else:
         static = {"encoder_outputs": per_beam(encoder_outputs), "source_mask": per_beam(source_mask)}
         cache = {"prefix": tf.zeros([tf.shape(encoder_outputs)[0], max_length], tf.int32)}
@@ -160,7 +120,7 @@ def translate_ids(
     Args:
         model: a built `Transformer`.
         source_ids: int `(B, S)`, ids then EOS, right-padded with `config.pad_id`.
-        beam_size, alpha, max_extra_length, n_best: see `DecodingConfig`.
+        beam_size, alpha, max_extra_length, n_best: see `keras_transformer.config.DecodingConfig`.
         max_decode_length: optional int or int32 `(B,)` overriding the length rule.
         use_cache: False decodes with the slow full-prefix reference (see `step_fn`).
 

@@ -6,10 +6,10 @@ to input length + 50, but terminate early when possible." Section 5.4: label smo
 "hurts perplexity", so the perplexity reported here is exp of the plain (unsmoothed)
 cross-entropy per target token; the smoothed loss is reported beside it.
 
-    translate = make_translate_fn(model, beam_size=4, alpha=0.6)   # decoding.translate_ids, traced once
-    ids, scores = translate(source_ids)                              # int32 [B, S] -> [B, T], [B]
+    translate = make_translate_fn(model, DecodingConfig(beam_size=4, alpha=0.6))
+    ids, scores = translate(source_ids)                      # int32 [B, S] -> [B, T], [B]
     hypotheses = translate_corpus(translate, source_id_lists, detokenize, batch_size=64)
-    bleu = corpus_bleu(hypotheses, references)                       # sacrebleu, cased, detokenized
+    bleu = metrics.corpus_bleu(hypotheses, references)      # sacreBLEU, cased, detokenized
 
 This module knows no tokenizer: `detokenize` is any function from right-padded int32
 ids [N, T] to N strings, so the library stays independent of `pipelines/`.
@@ -17,58 +17,20 @@ ids [N, T] to N strings, so the library stays independent of `pipelines/`.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import Callable, Optional, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-from keras_transformer import decoding
-from keras_transformer.losses import label_smoothed_cross_entropy
+from keras_transformer import decoding, metrics, sorted_batches
+from keras_transformer.config import DecodingConfig
+from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy
 
-BOS_ID = decoding.BOS_ID
 ID_BATCH = tf.TensorSpec([None, None], tf.int32)
 
 
-@dataclasses.dataclass(frozen=True)
-class EvalConfig:
-    """How dev translations are made and scored (section 6.1).
-
-    Attributes:
-        beam_size: hypotheses kept per sentence; 1 means greedy decoding. Paper: 4.
-        alpha: length penalty exponent of beam search. Paper: 0.6.
-        max_extra_length: a translation has at most (source length + this) tokens. Paper: 50.
-        batch_size: sentences decoded together (sorted by length, so little padding).
-        max_sentences: translate only the first this many dev sentences (0: all).
-    """
-
-    beam_size: int = 4
-    alpha: float = 0.6
-    max_extra_length: int = 50
-    batch_size: int = 64
-    max_sentences: int = 0
-
-    def __post_init__(self):
-        if self.beam_size < 1:
-            raise ValueError(f"beam_size must be at least 1 (1 = greedy), got {self.beam_size}")
-        if self.alpha < 0:
-            raise ValueError(f"alpha must be >= 0, got {self.alpha}")
-        if self.max_extra_length < 1 or self.batch_size < 1 or self.max_sentences < 0:
-            raise ValueError("max_extra_length and batch_size must be positive, max_sentences >= 0")
-
-
-def decoder_inputs(target_ids, bos_id: int = BOS_ID):
-    """Teacher forcing: the targets (ids + EOS, 0-padded) shifted right behind BOS.
-
-    [[5, 6, EOS, 0]] -> [[BOS, 5, 6, EOS]]; position t then predicts target_ids[:, t].
-    """
-    target_ids = tf.convert_to_tensor(target_ids, tf.int32)
-    bos = tf.fill([tf.shape(target_ids)[0], 1], tf.constant(bos_id, tf.int32))
-    return tf.concat([bos, target_ids[:, :-1]], axis=1)  # (B, T)
-
-
-def make_translate_fn(model, beam_size: int = 4, alpha: float = 0.6, max_extra_length: int = 50):
+def make_translate_fn(model, config: DecodingConfig = DecodingConfig()):
     """`keras_transformer.decoding.translate_ids` (the one place that knows the decoding rules)
     as one `tf.function` over int32 [None, None], so length-bucketed batches do not retrace.
 
@@ -79,8 +41,8 @@ def make_translate_fn(model, beam_size: int = 4, alpha: float = 0.6, max_extra_l
 
     @tf.function(input_signature=[ID_BATCH])
     def translate(source_ids):
-        ids, scores = decoding.translate_ids(model, source_ids, beam_size=beam_size, alpha=alpha,
-                                             max_extra_length=max_extra_length)
+        ids, scores = decoding.translate_ids(model, source_ids, beam_size=config.beam_size, alpha=config.alpha,
+                                             max_extra_length=config.max_extra_length)
         return ids[:, 0, :], scores[:, 0]  # (B, T), (B,)
 
     return translate
@@ -104,32 +66,15 @@ def translate_corpus(translate_fn: Callable, source_ids: Sequence[Sequence[int]]
         detokenize: int32 [B, T] ids -> B strings (`str` or UTF-8 `bytes`).
         batch_size: sentences per decoding batch.
     """
-    order = sorted(range(len(source_ids)), key=lambda i: len(source_ids[i]))
-    hypotheses: list[str] = [""] * len(source_ids)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start: start + batch_size]
-        ids, _ = translate_fn(tf.constant(_pad([source_ids[i] for i in chunk])))
+
+    def translate_batch(rows):
+        ids, _ = translate_fn(tf.constant(_pad(rows)))
         texts = detokenize(ids)
         texts = texts.numpy() if hasattr(texts, "numpy") else texts
-        for i, text in zip(chunk, texts):
-            hypotheses[i] = text.decode("utf-8") if isinstance(text, bytes) else str(text)
-    return hypotheses
+        return [text.decode("utf-8") if isinstance(text, bytes) else str(text) for text in texts]
 
-
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]):
-    """sacreBLEU on detokenized, cased text (its defaults: 13a tokenization, exp smoothing).
-
-    Returns:
-        `(score, signature)`: the BLEU score (0-100) and sacreBLEU's signature string,
-        e.g. "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0".
-    """
-    import sacrebleu  # pylint: disable=g-import-not-at-top
-
-    if len(hypotheses) != len(references):
-        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
-    metric = sacrebleu.metrics.BLEU()
-    result = metric.corpus_score(list(hypotheses), [list(references)])
-    return float(result.score), str(metric.get_signature())
+    return sorted_batches.map_in_input_order(translate_batch, source_ids, [len(row) for row in source_ids],
+                                             batch_size)
 
 
 def make_loss_fn(model, label_smoothing: float):
@@ -172,39 +117,42 @@ class Evaluator:
 
     Args:
         loss_batches: a re-iterable of (source_ids, target_ids) dev batches, or None.
-        source_ids: one id list (EOS included) per dev sentence to translate, or None.
+        source_ids: one id list (EOS included) per dev sentence to translate, or None (no BLEU).
         references: the raw reference translations of those sentences.
         detokenize: ids [N, T] -> N strings.
-        decoding: an `EvalConfig`.
+        decoding: the `DecodingConfig` of the dev translations (n_best is not used).
         label_smoothing: epsilon_ls, for the smoothed dev loss.
+        batch_size: sentences per decoding batch.
     """
 
     def __init__(self, loss_batches=None, source_ids=None, references=None, detokenize=None,
-                 decoding: EvalConfig = EvalConfig(), label_smoothing: float = 0.1):
+                 decoding: DecodingConfig = DecodingConfig(), label_smoothing: float = 0.1,
+                 batch_size: int = 64):
         if source_ids is not None and (references is None or detokenize is None):
             raise ValueError("BLEU needs references and a detokenize function")
-        limit = decoding.max_sentences or None
+        if source_ids is not None and len(source_ids) != len(references):
+            raise ValueError(f"{len(source_ids)} dev sentences but {len(references)} references")
         self.loss_batches = loss_batches
-        self.source_ids = None if source_ids is None else list(source_ids)[:limit]
-        self.references = None if references is None else list(references)[:limit]
+        self.source_ids = None if source_ids is None else list(source_ids)
+        self.references = None if references is None else list(references)
         self.detokenize = detokenize
         self.decoding = decoding
         self.label_smoothing = label_smoothing
-        self._fns = {}
+        self.batch_size = batch_size
+        self._fns: dict = {}
 
     def __call__(self, model) -> dict:
         """Returns {"loss", "nll", "perplexity", "tokens"} and, with sentences, {"bleu", "signature", "hypotheses"}."""
         key = id(model)
         if key not in self._fns:
-            d = self.decoding
-            self._fns = {key: (make_loss_fn(model, self.label_smoothing),
-                               make_translate_fn(model, d.beam_size, d.alpha, d.max_extra_length))}
+            self._fns = {key: (make_loss_fn(model, self.label_smoothing), make_translate_fn(model, self.decoding))}
         loss_fn, translate_fn = self._fns[key]
         results: dict = {}
         if self.loss_batches is not None:
             results.update(evaluate_loss(loss_fn, self.loss_batches))
         if self.source_ids:
-            hypotheses = translate_corpus(translate_fn, self.source_ids, self.detokenize, self.decoding.batch_size)
-            results["bleu"], results["signature"] = corpus_bleu(hypotheses, self.references)
+            hypotheses = translate_corpus(translate_fn, self.source_ids, self.detokenize, self.batch_size)
+            bleu = metrics.corpus_bleu(hypotheses, self.references)
+            results["bleu"], results["signature"] = bleu.score, bleu.signature
             results["hypotheses"] = hypotheses
         return results

@@ -18,6 +18,19 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from keras_transformer.special_ids import BOS_ID
+
+
+def decoder_inputs(target_ids):
+    """Teacher forcing: the targets (ids + EOS, PAD-padded) shifted right behind BOS.
+
+    [[5, 6, EOS, PAD]] -> [[BOS, 5, 6, EOS]]; position t of the decoder then predicts
+    target_ids[:, t] (section 3.1: "the output embeddings are offset by one position").
+    """
+    target_ids = tf.convert_to_tensor(target_ids, tf.int32)
+    bos = tf.fill([tf.shape(target_ids)[0], 1], tf.constant(BOS_ID, tf.int32))
+    return tf.concat([bos, target_ids[:, :-1]], axis=1)  # (B, T)
+
 
 def label_smoothed_cross_entropy(labels, logits, epsilon=0.1, pad_id=0):
     """Summed label-smoothed cross-entropy and the number of tokens it covers.

@@ -1,16 +1,21 @@
 """The encoder-decoder Transformer of section 3 (Figure 1).
 
 `Transformer(config)((source_ids, target_ids))` returns next-token logits for
-teacher forcing; `encode`, `decode`, `init_cache` and `decode_step` are the
+teacher forcing; `encode`, `init_memory`, `init_cache` and `decode_step` are the
 pieces beam search needs:
 
     encoder_outputs, source_mask = model.encode(source_ids)
-    cache = model.init_cache(encoder_outputs, source_mask, max_length)
-    logits, cache = model.decode_step(ids, step, cache)     # fn(ids, step, cache)
+    memory = model.init_memory(encoder_outputs, source_mask)   # static per sentence
+    cache = model.init_cache(batch_size, max_length)           # updated by every step
+    logits, cache = model.decode_step(ids, step, cache, memory)
 
-`decode_step` follows the contract of `keras_transformer.beam_search`
-(`fn(ids, step, cache) -> (logits, cache)`), so the same search runs eagerly,
-under `tf.function` and inside a SavedModel.
+The memory (source mask, encoder-decoder keys and values) is computed once per
+sentence and never changes; the cache (self-attention keys and values) is what
+each step writes. A search expands the memory once per beam and closes over it,
+so `lambda ids, step, cache: model.decode_step(ids, step, cache, memory)` has the
+contract of `keras_transformer.beam_search` (`fn(ids, step, cache) -> (logits,
+cache)`), and only the cache is reordered as beams survive. The same search runs
+eagerly, under `tf.function` and inside a SavedModel.
 """
 
 from __future__ import annotations
@@ -48,6 +53,10 @@ class Transformer(keras.Model):
     Example:
         >>> model = Transformer(TransformerConfig.base(vocab_size=37000))
         >>> logits = model((source_ids, decoder_input_ids), training=True)
+        >>> encoder_outputs, source_mask = model.encode(source_ids)
+        >>> memory = model.init_memory(encoder_outputs, source_mask)  # once per sentence
+        >>> cache = model.init_cache(batch_size=2, max_length=60)
+        >>> logits, cache = model.decode_step(ids, step, cache, memory)  # ids (B,), logits (B, V)
     """
 
     def __init__(self, config: TransformerConfig | dict, **kwargs):
@@ -173,44 +182,69 @@ class Transformer(keras.Model):
         logits = self.target_embedding.logits(x)  # (B, T, V), float32
         return (logits, scores) if return_attention_scores else logits
 
-    def init_cache(self, encoder_outputs, source_mask, max_length):
-        """The decoding cache for up to `max_length` target positions.
+    def init_memory(self, encoder_outputs, source_mask):
+        """What stays fixed while one sentence is decoded (section 3.2.3, encoder-decoder attention).
 
-        Returns a nested dict: `"source_mask"` (B, S) and, for each decoder layer
-        i, `"layer_i"` with empty self-attention keys/values `(B, h, max_length, d)`
-        and the encoder output projected once into encoder-decoder keys/values.
-        Every entry has the batch as its leading dimension, so beam search can
-        expand and reorder it.
+        Args:
+            encoder_outputs, source_mask: from `encode`, `(B, S, d_model)` and bool `(B, S)`.
+
+        Returns:
+            A nested dict, computed once per sentence and never changed by `decode_step`:
+            `"source_mask"`: bool `(B, S)`; and for each decoder layer i, `"layer_i"`:
+            the encoder output projected once by that layer's W^K and W^V,
+            `{"key": (B, h, S, d_k), "value": (B, h, S, d_v)}`, head-major. Every leaf
+            has the batch as its leading dimension, so a search can expand it per beam
+            with `tf.nest.map_structure` without knowing its layout.
         """
-        cache = {"source_mask": source_mask}
+        memory = {"source_mask": source_mask}
         for i, layer in enumerate(self.decoder_layers):
-            cache[f"layer_{i}"] = layer.init_cache(encoder_outputs, max_length)
-        return cache
+            memory[f"layer_{i}"] = layer.init_memory(encoder_outputs)
+        return memory
 
-    def decode_step(self, ids, step, cache, training=False):
+    def init_cache(self, batch_size, max_length):
+        """What each decoding step updates: the self-attention keys and values of the decoder.
+
+        Args:
+            batch_size: int or int32 scalar, B (the rows of `encode`'s output).
+            max_length: int or int32 scalar, T_max, the most positions decoded.
+
+        Returns:
+            A nested dict: for each decoder layer i, `"layer_i"`: zeros
+            `{"key": (B, h, T_max, d_k), "value": (B, h, T_max, d_v)}` in the compute
+            dtype, head-major; step t writes position t. Every leaf has the batch as
+            its leading dimension, so beam search can expand and reorder it.
+        """
+        return {f"layer_{i}": layer.init_cache(batch_size, max_length) for i, layer in enumerate(self.decoder_layers)}
+
+    def decode_step(self, ids, step, cache, memory, training=False):
         """One decoding step: the tokens at position `step` -> logits for position step + 1.
 
         Args:
             ids: int `(B,)`, the current token of each hypothesis.
             step: int scalar, its position (0 for the start token).
             cache: from `init_cache` or a previous step.
+            memory: from `init_memory` (with the same B rows as the cache); not changed.
 
         Returns:
-            float32 logits `(B, V)` and the updated cache.
+            float32 logits `(B, V)` and the updated cache (same structure as `cache`).
         """
         x = self._embed_target(tf.expand_dims(ids, 1), step, training)  # (B, 1, d_model)
-        x, cache = self.decode_with_cache(x, step, cache, training=training)
+        x, cache = self._decode_cached(x, step, cache, memory, training=training)
         return self.target_embedding.logits(x)[:, 0, :], cache  # (B, V)
 
-    def decode_with_cache(self, x, index, cache, training=False):
-        """Runs the decoder stack on embedded inputs `(B, L, d_model)` at positions index ... index + L - 1."""
-        new_cache = {"source_mask": cache["source_mask"]}
-        max_length = tf.shape(cache["layer_0"]["self"]["key"])[2]  # (B, h, T_max, d_k)
+    def _decode_cached(self, x, index, cache, memory, training=False):
+        """The decoder stack on embedded inputs `(B, L, d_model)` at positions index ... index + L - 1.
+
+        Returns the normalized decoder outputs `(B, L, d_model)` and the updated cache.
+        `decode_step` runs it with L = 1; tests run it with L = T to fill a cache at once.
+        """
+        new_cache = {}
+        max_length = tf.shape(cache["layer_0"]["key"])[2]  # (B, h, T_max, d_k)
         self_mask = causal_mask(tf.shape(x)[1], max_length, index)  # (L, T_max), shared by all layers
         for i, layer in enumerate(self.decoder_layers):
             x, new_cache[f"layer_{i}"] = layer(
-                x, source_mask=cache["source_mask"], cache=cache[f"layer_{i}"], cache_index=index,
-                self_attention_mask=self_mask, training=training,
+                x, source_mask=memory["source_mask"], cache=cache[f"layer_{i}"], memory=memory[f"layer_{i}"],
+                cache_index=index, self_attention_mask=self_mask, training=training,
             )
         if self.decoder_norm is not None:
             x = self.decoder_norm(x)

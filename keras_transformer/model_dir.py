@@ -5,6 +5,10 @@
       tokenizer/            the subword tokenizer(s), written by pipelines/
       checkpoints/          tf.train.CheckpointManager: ckpt-<step>.*, "checkpoint"
       averaged/             the average of the last checkpoints (section 6.1), if made
+      train/                TensorBoard scalars of training
+      eval/                 TensorBoard scalars of the dev evaluations, history.json (every
+                            evaluation of the run) and the translations of --evaluate_only
+      workers/worker-<i>/   a non-chief worker's copy of each checkpoint (multi-worker runs)
 
 A checkpoint holds `model` (the Transformer's variables) and, for training,
 `optimizer` and `step`; `restore_model` reads only the model part, so
@@ -27,6 +31,10 @@ CONFIG_FILE = "model_config.json"
 TOKENIZER_DIR = "tokenizer"
 CHECKPOINT_DIR = "checkpoints"
 AVERAGED_DIR = "averaged"
+TRAIN_DIR = "train"
+EVAL_DIR = "eval"
+HISTORY_FILE = "history.json"  # in EVAL_DIR
+WORKERS_DIR = "workers"
 
 
 def write_json_atomically(path: str, values: dict[str, Any]) -> None:

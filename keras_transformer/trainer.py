@@ -7,15 +7,22 @@ Section 5 of "Attention Is All You Need" (Vaswani et al., 2017), as a library:
   update; the loss is normalised once by the number of non-padding target tokens of
   the whole global batch (all replicas, all micro-batches), so 2 replicas, 2 micro-batches
   or one big batch give the same update.
-* 5.2: `MirroredStrategy` over local GPUs or logical CPU devices, and
-  `MultiWorkerMirroredStrategy` from `TF_CONFIG` (`create_strategy`).
+* 5.2: any `tf.distribute` strategy (`keras_transformer.distribution.create_strategy`).
 * 5.3: Adam(0.9, 0.98, 1e-9) with the warm-up / inverse square-root schedule.
 * 5.4: label-smoothed cross-entropy; dropout lives in the model.
 * 6.1: checkpoints every N steps and/or minutes, the last K kept (for averaging).
 
-    trainer = Trainer(model_config, TrainingConfig(train_steps=1000), model_dir, batch_tokens=4096)
+The model, optimizer and checkpoints are built outside the loop and handed to the `Trainer`;
+`build_trainer` builds them and the `Trainer` in one call:
+
+    trainer = build_trainer(model_config, TrainingConfig(train_steps=1000), model_dir, batch_tokens=4096)
     start = trainer.restore()                   # 0, or the step of the latest checkpoint
     result = trainer.train(input_fn, evaluator) # input_fn(tf.distribute.InputContext) -> dataset
+
+`Trainer.train` is a list of named parts, each in its own module and tested alone: the
+update (`train_step`, here), the report (`reporting.Reporter`), the checkpoint
+(`checkpoints.CheckpointTimer`, `checkpoints.Checkpoints`), the evaluation and its record
+(`reporting.EvalHistory`) and the stop (`early_stopping.EarlyStopping`, the time budget).
 
 Nothing here reads command-line flags; `keras_transformer.train` turns them into
 `TransformerConfig` and `TrainingConfig`.
@@ -24,69 +31,25 @@ Nothing here reads command-line flags; `keras_transformer.train` turns them into
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import sys
+import functools
 import time
 from typing import Any, Callable, Optional
 
 import keras
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.framework import summary_pb2  # pylint: disable=g-direct-tensorflow-import
 
-from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.checkpoints import CheckpointTimer, Checkpoints
 from keras_transformer.config import TransformerConfig
-from keras_transformer.evaluation import decoder_inputs
-from keras_transformer.losses import label_smoothed_cross_entropy
+from keras_transformer.distribution import PRECISIONS, agree, is_chief
+from keras_transformer.early_stopping import EarlyStopping
+from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy
 from keras_transformer.model import Transformer
+from keras_transformer.reporting import EvalHistory, Reporter, read_eval_history
 from keras_transformer.schedules import create_optimizer, learning_rate
 
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
-SCALAR_METADATA = summary_pb2.SummaryMetadata(
-    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
-
-
-def _cpu_flags() -> frozenset:
-    """The instruction-set flags of this machine's CPU (Linux; empty elsewhere)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
-
-
-def resolve_precision(precision: str, use_gpus: bool = True, gpu_capabilities=None, cpu_flags=None) -> str:
-    """`precision`, or for "auto" the fastest one this hardware runs natively.
-
-    Mixed precision keeps float32 variables, softmax and loss (see the layers), so
-    it changes speed, not results, where the hardware multiplies in 16 bits:
-
-    * GPUs of compute capability 8.0 or more (A100, H100, ...): mixed_bfloat16.
-    * GPUs of compute capability 7.x (V100, T4): mixed_float16, with loss scaling.
-    * CPUs with AVX512_BF16 or AMX: mixed_bfloat16 (1.7x float32 on a 2-core EPYC).
-    * Anything else, e.g. the paper's P100s or an AVX2 CPU, where bfloat16 is emulated
-      and slower than float32 (docs/BENCHMARKS.md): float32.
-
-    Args:
-        precision: "auto" or one of `PRECISIONS` (returned as it is).
-        use_gpus: whether training runs on the local GPUs (`--num_gpus` != 0).
-        gpu_capabilities, cpu_flags: for tests; by default read from this machine.
-    """
-    if precision != "auto":
-        return precision
-    if use_gpus:
-        if gpu_capabilities is None:
-            gpu_capabilities = [tf.config.experimental.get_device_details(gpu).get("compute_capability")
-                                for gpu in tf.config.list_physical_devices("GPU")]
-        if gpu_capabilities:
-            oldest = min(tuple(c or (0, 0)) for c in gpu_capabilities)
-            return "mixed_bfloat16" if oldest >= (8, 0) else "mixed_float16" if oldest >= (7, 0) else "float32"
-    flags = _cpu_flags() if cpu_flags is None else frozenset(cpu_flags)
-    return "mixed_bfloat16" if flags & {"avx512_bf16", "amx_bf16"} else "float32"
+__all__ = ["LoopState", "Trainer", "TrainingConfig", "TrainingDiverged", "build_model_and_optimizer",
+           "build_trainer", "read_eval_history"]
 
 
 class TrainingDiverged(RuntimeError):
@@ -103,7 +66,9 @@ class TrainingConfig:
         learning_rate_scale: multiplier on equation (3) (paper: 1.0).
         clip_norm: clip the global gradient norm to this (0: no clipping, as in the paper).
         accumulation_steps: micro-batches per update (1: none).
-        precision: "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic loss scaling).
+        precision: "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic loss scaling);
+            or "auto", which `distribution.resolve_precision` turns into one of them for the
+            devices used before the model is built.
         xla: compile the forward and backward pass with XLA.
         checkpoint_every_steps: save every this many updates (0: never by count).
         checkpoint_every_minutes: also save when this much time passed since the last save
@@ -148,8 +113,8 @@ class TrainingConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.learning_rate_scale <= 0:
             raise ValueError(f"learning_rate_scale must be positive, got {self.learning_rate_scale}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.precision not in PRECISIONS + ("auto",):
+            raise ValueError(f"precision must be \"auto\" or one of {PRECISIONS}, got {self.precision!r}")
         if self.average_last > self.keep_checkpoints:
             raise ValueError(f"average_last ({self.average_last}) needs keep_checkpoints >= it, "
                              f"got keep_checkpoints={self.keep_checkpoints}")
@@ -158,59 +123,96 @@ class TrainingConfig:
         return dataclasses.asdict(self)
 
 
-def create_strategy(num_gpus: int = -1, cpu_replicas: int = 0) -> tf.distribute.Strategy:
-    """The distribution strategy of a run (section 5.2: one machine with 8 GPUs).
+@dataclasses.dataclass
+class LoopState:
+    """Where a `Trainer.train` call ended.
 
-    * `TF_CONFIG` set (several machines): `MultiWorkerMirroredStrategy`.
-    * GPUs visible and `num_gpus` != 0: `MirroredStrategy` over the first `num_gpus` (-1: all).
-    * `cpu_replicas` > 1: `MirroredStrategy` over that many logical CPU devices (configure them
-      with `keras_transformer.cli.start_tensorflow(cpu_replicas=N)` first).
-    * otherwise the default (single-device) strategy.
+    Attributes:
+        step: the last update made.
+        stop_reason: "train_steps", "time budget" or "early stopping".
+        evaluation: the last evaluation's results (empty if none).
+        best_bleu, best_step: the best dev BLEU of the run so far (resumes included).
+        evaluations_since_best: evaluations without a better BLEU since then.
+        train_seconds: wall time of this call.
     """
-    if os.environ.get("TF_CONFIG"):
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    gpus = tf.config.list_logical_devices("GPU")
-    if gpus and num_gpus != 0:
-        if num_gpus > len(gpus):
-            raise ValueError(f"num_gpus={num_gpus} but only {len(gpus)} GPU(s) are visible")
-        chosen = gpus if num_gpus < 0 else gpus[:num_gpus]
-        return tf.distribute.MirroredStrategy([d.name for d in chosen])
-    if cpu_replicas > 1:
-        cpus = tf.config.list_logical_devices("CPU")
-        if len(cpus) < cpu_replicas:
-            raise ValueError(f"cpu_replicas={cpu_replicas} but {len(cpus)} logical CPU device(s) are "
-                             "configured; call cli.start_tensorflow(cpu_replicas=N) first")
-        return tf.distribute.MirroredStrategy([d.name for d in cpus[:cpu_replicas]])
-    return tf.distribute.get_strategy()
+
+    step: int = 0
+    stop_reason: str = "train_steps"
+    evaluation: dict = dataclasses.field(default_factory=dict)
+    best_bleu: Optional[float] = None
+    best_step: Optional[int] = None
+    evaluations_since_best: int = 0
+    train_seconds: float = 0.0
 
 
-def is_chief(strategy: tf.distribute.Strategy) -> bool:
-    """True unless this is a non-chief worker of a multi-worker cluster."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.task_type:
-        return True
-    has_chief = "chief" in resolver.cluster_spec().as_dict()
-    return resolver.task_type == "chief" or (not has_chief and resolver.task_type == "worker"
-                                             and resolver.task_id == 0)
+def build_model_and_optimizer(model_config: TransformerConfig, config: TrainingConfig,
+                              strategy: Optional[tf.distribute.Strategy] = None):
+    """The seeded model, its optimizer and the step counter, built under `strategy.scope()`.
 
-
-class Trainer:
-    """A Transformer, its optimizer and its checkpoints, trained by a custom loop.
+    In this order, which fixes the initial weights for a seed: `keras.utils.set_random_seed`,
+    the Transformer (every sublayer built), Adam of section 5.3 on equation (3) (in a
+    `LossScaleOptimizer` for "mixed_float16") with its slots built before the first
+    distributed step, then the int64 `step` variable. The global dtype policy is
+    `config.precision` meanwhile and restored afterwards.
 
     Args:
         model_config: the `TransformerConfig`.
-        config: the `TrainingConfig`.
-        model_dir: the training directory (`keras_transformer.model_dir` layout).
+        config: the `TrainingConfig` (`seed`, `precision`, `warmup_steps`, `learning_rate_scale`).
         strategy: a `tf.distribute.Strategy` (default: the current one).
+
+    Returns:
+        `(model, optimizer, step)`.
+
+    Raises:
+        ValueError: `config.precision` is still "auto".
+    """
+    if config.precision not in PRECISIONS:
+        raise ValueError(f"precision {config.precision!r}: resolve it first, e.g. dataclasses.replace(config, "
+                         "precision=distribution.resolve_precision(config.precision, use_gpus=...))")
+    strategy = strategy or tf.distribute.get_strategy()
+    keras.utils.set_random_seed(config.seed)
+    previous_policy = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(config.precision)
+    try:
+        with strategy.scope():
+            model = Transformer(model_config)
+            model.build()
+            optimizer = create_optimizer(model_config.d_model, config.warmup_steps, config.learning_rate_scale)
+            if config.precision == "mixed_float16":
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            optimizer.build(model.trainable_variables)  # PITFALLS: before the first step
+            step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+    finally:
+        keras.mixed_precision.set_global_policy(previous_policy)
+    return model, optimizer, step
+
+
+class Trainer:
+    """Trains a Transformer by a custom loop; handed its model, optimizer and checkpoints.
+
+    Args:
+        model: a built `Transformer` (its `config` gives the label smoothing and padding id).
+        optimizer: its optimizer, slots built (`build_model_and_optimizer`).
+        checkpoints: a `checkpoints.Checkpoints` of `model`, `optimizer` and the step counter
+            (`checkpoints.step`), which `train_step` advances.
+        config: the `TrainingConfig`.
+        model_dir: the training directory (`keras_transformer.model_dir` layout); summaries go
+            to MODEL_DIR/train and MODEL_DIR/eval.
+        strategy: the `tf.distribute.Strategy` the model and optimizer were built under
+            (default: the current one).
         batch_tokens: the global token budget of one update (all replicas and micro-batches);
             only used to keep the un-normalised loss near 1 for loss scaling.
-        log: where console lines go.
+        log: where console lines go (default: print).
     """
 
-    def __init__(self, model_config: TransformerConfig, config: TrainingConfig, model_dir: str,
-                 strategy: Optional[tf.distribute.Strategy] = None, batch_tokens: int = 25000,
+    def __init__(self, model: Transformer, optimizer, checkpoints: Checkpoints, config: TrainingConfig,
+                 model_dir: str, strategy: Optional[tf.distribute.Strategy] = None, batch_tokens: int = 25000,
                  log: Optional[Callable[[str], None]] = None):
-        self.model_config = model_config
+        self.model = model
+        self.model_config = model.config
+        self.optimizer = optimizer
+        self.checkpoints = checkpoints
+        self.step = checkpoints.step
         self.config = config
         self.model_dir = model_dir
         self.strategy = strategy or tf.distribute.get_strategy()
@@ -219,34 +221,14 @@ class Trainer:
         replicas = self.strategy.num_replicas_in_sync
         # The loss is differentiated as sum / normalizer, then rescaled by normalizer / tokens.
         self.normalizer = float(max(1, batch_tokens // (replicas * config.accumulation_steps)))
-        keras.utils.set_random_seed(config.seed)
-        previous_policy = keras.mixed_precision.global_policy()
-        keras.mixed_precision.set_global_policy(config.precision)
-        try:
+        self.accumulators = []
+        if config.accumulation_steps > 1:  # the micro-batches' gradient sums, per replica
+            on_read = dict(trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
+                           aggregation=tf.VariableAggregation.SUM)
             with self.strategy.scope():
-                self.model = Transformer(model_config)
-                self.model.build()
-                optimizer = create_optimizer(model_config.d_model, config.warmup_steps,
-                                             config.learning_rate_scale)
-                if config.precision == "mixed_float16":
-                    optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-                optimizer.build(self.model.trainable_variables)  # PITFALLS: before the first step
-                self.optimizer = optimizer
-                self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-                self.accumulators = []
-                if config.accumulation_steps > 1:
-                    on_read = dict(trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
-                                   aggregation=tf.VariableAggregation.SUM)
-                    self.accumulators = [tf.Variable(tf.zeros(v.shape, tf.float32), **on_read)
-                                         for v in self.model.trainable_variables]
-                    self.accumulated = tf.Variable(tf.zeros([2]), **on_read)  # loss sum, tokens
-        finally:
-            keras.mixed_precision.set_global_policy(previous_policy)
-        self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, step=self.step)
-        directory = os.path.join(model_dir, model_dir_lib.CHECKPOINT_DIR)
-        if not self.chief:  # every worker takes part in a save; only the chief's copy is the run's
-            directory = os.path.join(model_dir, "workers", f"worker-{self.strategy.cluster_resolver.task_id}")
-        self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=config.keep_checkpoints)
+                self.accumulators = [tf.Variable(tf.zeros(v.shape, tf.float32), **on_read)
+                                     for v in self.model.trainable_variables]
+                self.accumulated = tf.Variable(tf.zeros([2]), **on_read)  # loss sum, tokens
         self._compute = tf.function(self._gradients, jit_compile=True) if config.xla else self._gradients
         self._step_fns = self._make_step_fns()
 
@@ -328,20 +310,11 @@ class Trainer:
 
     def restore(self) -> int:
         """Restores the latest checkpoint (model, optimizer, step) if any; returns the step."""
-        latest = tf.train.latest_checkpoint(os.path.join(self.model_dir, model_dir_lib.CHECKPOINT_DIR))
-        if latest:
-            self.checkpoint.restore(latest).assert_existing_objects_matched()
-        return int(self.step.numpy())
+        return self.checkpoints.restore()
 
     def save(self) -> Optional[str]:
-        """Saves a checkpoint numbered by the step. TensorFlow writes the data files first and
-        the `checkpoint` state file last, so a crash mid-save leaves the previous one as latest."""
-        step = int(self.step.numpy())
-        return self.manager.save(checkpoint_number=step)
-
-    def latest_checkpoint_name(self) -> str:
-        latest = tf.train.latest_checkpoint(os.path.join(self.model_dir, model_dir_lib.CHECKPOINT_DIR))
-        return os.path.basename(latest) if latest else "none (no checkpoint was saved)"
+        """Saves a checkpoint numbered by the step; returns its path."""
+        return self.checkpoints.save()
 
     def learning_rate(self, step: int) -> float:
         """Equation (3) for update number `step` (the one just made)."""
@@ -352,12 +325,15 @@ class Trainer:
 
     def train(self, input_fn: Callable[[tf.distribute.InputContext], tf.data.Dataset],
               evaluator: Optional[Callable[[Transformer], dict]] = None) -> LoopState:
-        """Trains up to `train_steps`, evaluating, summarising and checkpointing on the way.
+        """Trains up to `train_steps`, evaluating, reporting and checkpointing on the way.
+
+        Each update runs the parts in this order: step, report, checkpoint, evaluate, stop
+        (at `train_steps`, when `max_train_minutes` is spent, or by early stopping).
 
         Args:
             input_fn: `InputContext -> tf.data.Dataset` of (source_ids, target_ids) batches,
                 repeated (e.g. `pipelines.batching.make_input_fn(..., repeat=True)`).
-            evaluator: `model -> {"loss", "perplexity", ["bleu", "signature"]}`, e.g. an
+            evaluator: `model -> {"loss", "nll", "perplexity", ["bleu", "signature"]}`, e.g. an
                 `evaluation.Evaluator`; None skips evaluation.
 
         Returns:
@@ -369,159 +345,73 @@ class Trainer:
         c = self.config
         start_step = step = int(self.step.numpy())
         state = LoopState(step=step)
-        history = read_eval_history(self.model_dir)
-        for record in history:
-            if record.get("bleu") is not None:
-                state.observe_bleu(record["bleu"], record["step"])
-        train_writer = self._writer("train")
-        eval_writer = self._writer("eval")
+        history = EvalHistory(self.model_dir, write=self.chief)
+        stopper = EarlyStopping(c.early_stopping_patience, history.records)
         iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
-        interactive = self.chief and sys.stdout.isatty()
-        progbar = keras.utils.Progbar(max(1, c.train_steps - start_step)) if interactive else None
-        started = last_save = last_log = time.time()
-        tokens_since_log, steps_since_log = 0.0, 0
+        started = time.time()
+        reporter = Reporter(c, self.model_dir, start_step, started, self.learning_rate, self.log, self.chief)
+        timer = CheckpointTimer(c.checkpoint_every_steps, c.checkpoint_every_minutes, c.max_train_minutes,
+                                last_step=c.train_steps, started=started,
+                                agree=functools.partial(agree, self.strategy))
         while step < c.train_steps:
-            loss, tokens, norm = self.train_step(iterator)
+            loss, tokens, norm = self.train_step(iterator)  # step
             loss, step = float(loss.numpy()), step + 1
             if not np.isfinite(loss):
                 kind = "NaN" if np.isnan(loss) else "infinite"
                 raise TrainingDiverged(f"loss became {kind} at step {step}; the last good checkpoint "
-                                       f"is {self.latest_checkpoint_name()}")
-            tokens_since_log += float(tokens.numpy())
-            steps_since_log += 1
+                                       f"is {self.checkpoints.latest_name()}")
             now = time.time()
-            last_step = _projected_last_step(c, start_step, step, now - started)
-            if progbar is not None:
-                progbar.target = max(last_step, step + 1) - start_step  # the budget may end it first
-                progbar.update(step - start_step, [("loss", loss)])
-            if step % c.log_every_steps == 0 or step == c.train_steps:
-                rate = tokens_since_log / max(now - last_log, 1e-9)
-                values = {"loss": loss, "learning_rate": self.learning_rate(step),
-                          "gradient_norm": float(norm.numpy()), "tokens_per_second": rate}
-                self._summaries(train_writer, step, values)
-                if not interactive and self.chief:
-                    eta = (last_step - step) * (now - started) / max(step - start_step, 1)
-                    of = c.train_steps if last_step == c.train_steps else f"~{last_step}"  # ~: by the budget
-                    self.log(f"step {step}/{of} loss {loss:.4f} lr {values['learning_rate']:.2e} "
-                             f"|g| {values['gradient_norm']:.3f} {rate:,.0f} tok/s ETA {_clock(eta)}")
-                last_log, tokens_since_log, steps_since_log = now, 0.0, 0
-            out_of_time, save_by_time = self._agree(
-                bool(c.max_train_minutes) and now - started >= 60.0 * c.max_train_minutes,
-                bool(c.checkpoint_every_minutes) and now - last_save >= 60.0 * c.checkpoint_every_minutes)
-            done = step >= c.train_steps or out_of_time
-            if (c.checkpoint_every_steps and step % c.checkpoint_every_steps == 0) or save_by_time or done:
+            reporter.train_step(step, loss, float(tokens.numpy()), norm, now)  # report
+            due = timer.check(step, now)  # checkpoint
+            done = step >= c.train_steps or due.out_of_time
+            if due.save:
                 self.save()
-                last_save = time.time()
+                timer.saved(time.time())
             if evaluator is not None and ((c.eval_every_steps and step % c.eval_every_steps == 0) or done):
-                results = self._evaluate(evaluator, step, eval_writer, history, state)
-                if c.early_stopping_patience and state.evaluations_since_best >= c.early_stopping_patience:
-                    self.log(f"early stopping at step {step}: no better dev BLEU for "
-                             f"{state.evaluations_since_best} evaluations (best {state.best_bleu:.2f} "
-                             f"at step {state.best_step})")
+                state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper)  # evaluate
+                if stopper.should_stop:  # stop
+                    self.log(stopper.message(step))
                     if not done:
                         self.save()
                     state.stop_reason, done = "early stopping", True
-                state.evaluation = results
             if done:
-                if out_of_time and step < c.train_steps:
+                if due.out_of_time and step < c.train_steps:
                     state.stop_reason = "time budget"
                     self.log(f"stopped at step {step}: --max_train_minutes={c.max_train_minutes:g} spent")
                 break
         state.step = step
         state.train_seconds = time.time() - started
+        state.best_bleu, state.best_step = stopper.best_bleu, stopper.best_step
+        state.evaluations_since_best = stopper.evaluations_since_best
         return state
 
-    def _writer(self, name: str):
-        if not self.chief:
-            return tf.summary.create_noop_writer()
-        return tf.summary.create_file_writer(os.path.join(self.model_dir, name))
-
-    @staticmethod
-    def _summaries(writer, step: int, values: dict) -> None:
-        """TensorBoard scalars through core `tf.summary.write`: `tf.summary.scalar` needs the
-        tensorboard package, which TF 2.21 no longer installs. Same records, same plugin."""
-        with writer.as_default(step=step):
-            for name, value in values.items():
-                if isinstance(value, (int, float)):
-                    tf.summary.write(name, tf.constant(float(value), tf.float32), metadata=SCALAR_METADATA)
-        writer.flush()
-
-    def _agree(self, *flags: bool) -> tuple[bool, ...]:
-        """Time-based decisions, made the same on every worker (max over workers)."""
-        timed = self.config.max_train_minutes or self.config.checkpoint_every_minutes
-        if not timed or not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
-            return flags
-        values = tf.constant([float(f) for f in flags])
-        reduced = self.strategy.reduce(tf.distribute.ReduceOp.MAX,
-                                       self.strategy.run(lambda: tf.identity(values)), axis=None)
-        return tuple(bool(v) for v in reduced.numpy())
-
-    def _evaluate(self, evaluator, step: int, writer, history: list, state: "LoopState") -> dict:
+    def _evaluate(self, evaluator, step: int, reporter: Reporter, history: EvalHistory,
+                  stopper: EarlyStopping) -> dict:
+        """Runs `evaluator` on the model, reports and records the results, feeds the stopper."""
         started = time.time()
         results = evaluator(self.model)
-        seconds = time.time() - started
-        self._summaries(writer, step, {k: v for k, v in results.items() if k in ("loss", "nll", "perplexity", "bleu")})
-        line = f"eval step {step}:"
-        if "loss" in results:
-            line += f" dev loss {results['loss']:.4f} nll {results['nll']:.4f} ppl {results['perplexity']:.2f}"
+        reporter.evaluation(step, results, time.time() - started)
+        history.append(step, results)
         if "bleu" in results:
-            state.observe_bleu(results["bleu"], step)
-            line += f" BLEU {results['bleu']:.2f} ({results['signature']})"
-        self.log(f"{line} [{seconds:.0f} s]")
-        record = {"step": step, **{k: v for k, v in results.items() if k != "hypotheses"}}
-        history.append(record)
-        if self.chief:
-            model_dir_lib.write_json_atomically(os.path.join(self.model_dir, "eval", "history.json"),
-                                                {"evaluations": history})
+            stopper.observe(results["bleu"], step)
         return results
 
 
-@dataclasses.dataclass
-class LoopState:
-    """Where a `Trainer.train` call ended.
+def build_trainer(model_config: TransformerConfig, config: TrainingConfig, model_dir: str,
+                  strategy: Optional[tf.distribute.Strategy] = None, batch_tokens: int = 25000,
+                  log: Optional[Callable[[str], None]] = None) -> Trainer:
+    """A `Trainer` with a newly built model, optimizer and checkpoints (not yet restored).
 
-    Attributes:
-        step: the last update made.
-        stop_reason: "train_steps", "time budget" or "early stopping".
-        evaluation: the last evaluation's results (empty if none).
-        best_bleu, best_step: the best dev BLEU of the run so far (resumes included).
-        evaluations_since_best: evaluations without a better BLEU since then.
-        train_seconds: wall time of this call.
+    Args:
+        model_config: the `TransformerConfig`.
+        config: the `TrainingConfig`.
+        model_dir: the training directory (`keras_transformer.model_dir` layout).
+        strategy: a `tf.distribute.Strategy`, e.g. `distribution.create_strategy(...)`
+            (default: the current one).
+        batch_tokens: the global token budget of one update (all replicas and micro-batches).
+        log: where console lines go (default: print).
     """
-
-    step: int = 0
-    stop_reason: str = "train_steps"
-    evaluation: dict = dataclasses.field(default_factory=dict)
-    best_bleu: Optional[float] = None
-    best_step: Optional[int] = None
-    evaluations_since_best: int = 0
-    train_seconds: float = 0.0
-
-    def observe_bleu(self, bleu: float, step: int) -> None:
-        if self.best_bleu is None or bleu > self.best_bleu:
-            self.best_bleu, self.best_step, self.evaluations_since_best = bleu, step, 0
-        else:
-            self.evaluations_since_best += 1
-
-
-def read_eval_history(model_dir: str) -> list[dict]:
-    """The evaluations recorded in MODEL_DIR/eval/history.json (oldest first)."""
-    path = os.path.join(model_dir, "eval", "history.json")
-    if not os.path.isfile(path):
-        return []
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)["evaluations"]
-
-
-def _projected_last_step(config: TrainingConfig, start_step: int, step: int, elapsed: float) -> int:
-    """The step this run will stop at: `train_steps`, or earlier where `max_train_minutes` runs out
-    at the rate of the steps so far (what the ETA and the progress bar count down to)."""
-    if not config.max_train_minutes or step <= start_step:
-        return config.train_steps
-    seconds_left = max(0.0, 60.0 * config.max_train_minutes - elapsed)
-    return min(config.train_steps, step + int(seconds_left * (step - start_step) / max(elapsed, 1e-9)))
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(max(seconds, 0))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    strategy = strategy or tf.distribute.get_strategy()
+    model, optimizer, step = build_model_and_optimizer(model_config, config, strategy)
+    checkpoints = Checkpoints(model_dir, model, optimizer, step, keep=config.keep_checkpoints, strategy=strategy)
+    return Trainer(model, optimizer, checkpoints, config, model_dir, strategy, batch_tokens, log)

@@ -14,6 +14,11 @@ target tokens. The modules, upstream to downstream:
   tokenizers   SentencePiece (BPE, unigram) and WordPiece tokenizers as tf.Modules
                made of tensorflow-text ops, with training, save and load.
   batching     token-budget length bucketing, `make_dataset`, `make_input_fn`.
+  data_config  `DataConfig`: a run's data set, tokenizer and batching in one frozen
+               dataclass (what the training command and `python -m pipelines` share).
+
+The special ids (PAD, UNK, BOS, EOS) are the model's (`keras_transformer.special_ids`);
+the tokenizers reserve them. Nothing here imports the rest of `keras_transformer/`.
 
 This file imports nothing heavy on purpose: `python -m pipelines` validates its
 inputs before TensorFlow is imported. Import the submodules directly, e.g.

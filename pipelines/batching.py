@@ -28,7 +28,9 @@ from typing import Callable, Optional, Sequence, Union
 import numpy as np
 import tensorflow as tf
 
+from keras_transformer.special_ids import PAD_ID
 from pipelines import tokenizers as tokenizers_lib
+from pipelines.data_config import check_batch_tokens
 
 PairsLike = Union[Sequence[tuple[str, str]], tf.data.Dataset]
 TOKENIZE_BATCH = 1024
@@ -51,9 +53,7 @@ def bucket_boundaries(max_length: int, min_length: int = 8, step: float = 1.1) -
 
 def bucket_batch_sizes(boundaries: Sequence[int], batch_tokens: int, max_length: int) -> list[int]:
     """Sequences per batch in each bucket: `batch_tokens // longest length in the bucket`."""
-    if batch_tokens < max_length:
-        raise ValueError(f"batch_tokens ({batch_tokens}) must be at least max_length "
-                         f"({max_length}), else one pair can exceed the budget")
+    check_batch_tokens(batch_tokens, max_length)
     longest = [b - 1 for b in boundaries] + [max_length]
     return [max(1, batch_tokens // length) for length in longest]
 
@@ -136,7 +136,7 @@ def make_dataset(pairs: PairsLike, tokenizer: tokenizers_lib.Tokenizer,
         bucket_boundaries=boundaries,
         bucket_batch_sizes=batch_sizes,
         padded_shapes=([None], [None]),
-        padding_values=(tokenizers_lib.PAD_ID, tokenizers_lib.PAD_ID),
+        padding_values=(PAD_ID, PAD_ID),
         drop_remainder=False)
     return ds.prefetch(tf.data.AUTOTUNE)
 

@@ -16,10 +16,11 @@ trains such a vocabulary from the training data and wraps it in a `tf.Module`:
     NOT round-trip: "Hi, you." comes back as "Hi , you .". Words with a character
     missing from the vocabulary become a single [UNK]. The vocabulary is learned
     with sentencepiece BPE over pre-tokenized words and converted to WordPiece form
-    ("##" marks a word-internal piece); tensorflow-text's own learner took about
-    70 s on Multi30k on this machine against about 1 s for this.
+    ("##" marks a word-internal piece), much faster than tensorflow-text's own
+    learner (docs/BENCHMARKS.md).
 
-Both share the special ids the model depends on: PAD=0, UNK=1, BOS=2, EOS=3.
+Both reserve the special ids the model depends on (`keras_transformer.special_ids`:
+PAD, UNK, BOS, EOS, the first four ids).
 `tokenize(tf.string[N]) -> tf.RaggedTensor(int32)[N, None]` (EOS appended only
 with `add_eos=True`); `detokenize(ids)` takes ragged or right-padded int32 [N, T]
 ids, ignores everything from the first EOS or PAD on, drops BOS, and returns
@@ -27,7 +28,9 @@ ids, ignores everything from the first EOS or PAD on, drops BOS, and returns
 
 On disk a tokenizer is a folder holding `tokenizer.json` (settings) and the model
 file (`tokenizer.model` or `vocab.txt`); `load(folder)` restores it and
-`tokenizer.asset_path` names the model file for `tf.saved_model.Asset`.
+`tokenizer.asset_path` names the model file for `tf.saved_model.Asset`. Each file is
+written to a temporary name and renamed, `tokenizer.json` last, so a folder with a
+`tokenizer.json` is complete (`is_saved`); `load_or_train_pair` reuses such a folder.
 """
 
 import dataclasses
@@ -35,7 +38,8 @@ import hashlib
 import io
 import json
 import os
-from typing import Iterable, Iterator, Optional, Sequence, Union
+import tempfile
+from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
 
 import sentencepiece as spm
 import tensorflow as tf
@@ -43,10 +47,8 @@ import tensorflow_text as tf_text
 from tensorflow.python.trackable import resource as tf_resource  # pylint: disable=g-direct-tensorflow-import
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece  # pylint: disable=g-direct-tensorflow-import
 
-PAD_ID = 0
-UNK_ID = 1
-BOS_ID = 2
-EOS_ID = 3
+from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, UNK_ID
+
 WORDPIECE_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[BOS]", "[EOS]")
 
 CONFIG_FILE = "tokenizer.json"
@@ -173,16 +175,34 @@ class Tokenizer(tf.Module):
                 "pad_id": PAD_ID, "unk_id": UNK_ID, "bos_id": BOS_ID, "eos_id": EOS_ID}
 
     def save(self, directory: str) -> str:
-        """Writes the model file and `tokenizer.json` into `directory`; returns it."""
+        """Writes the model file, then `tokenizer.json`, into `directory` (each atomically); returns it."""
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, self.model_file)
-        with open(path, "wb") as f:
-            f.write(self._model_bytes())
-        with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as f:
-            json.dump(self.settings(), f, indent=2)
-            f.write("\n")
+        _write_atomically(path, self._model_bytes())
+        settings = json.dumps(self.settings(), indent=2) + "\n"
+        _write_atomically(os.path.join(directory, CONFIG_FILE), settings.encode("utf-8"))
         self.asset_path = path
         return directory
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    """`data` into a temporary file beside `path`, renamed over it: never a half-written file."""
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 class SentencePieceTokenizer(Tokenizer):
@@ -203,9 +223,9 @@ class SentencePieceTokenizer(Tokenizer):
     def __init__(self, model: bytes, type: str = "bpe", lowercase: bool = False, name=None):  # pylint: disable=redefined-builtin
         processor = spm.SentencePieceProcessor(model_proto=model)
         specials = [processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id()]
-        if specials != [PAD_ID, UNK_ID, BOS_ID, EOS_ID]:
+        if specials != list(SPECIAL_IDS):
             raise ValueError(f"sentencepiece model has special ids (pad, unk, bos, eos) = "
-                             f"{specials}, expected {[PAD_ID, UNK_ID, BOS_ID, EOS_ID]}")
+                             f"{specials}, expected {list(SPECIAL_IDS)}")
         super().__init__(type, processor.get_piece_size(), lowercase, name=name)
         self._model = model
         self._sp = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
@@ -412,6 +432,38 @@ def save_pair(source: Tokenizer, target: Tokenizer, directory: str) -> str:
     source.save(os.path.join(directory, "source"))
     target.save(os.path.join(directory, "target"))
     return directory
+
+
+def is_saved(directory: str) -> bool:
+    """Whether `directory` holds a complete tokenizer pair written by `save_pair`."""
+    if os.path.isfile(os.path.join(directory, CONFIG_FILE)):
+        return True
+    return all(os.path.isfile(os.path.join(directory, side, CONFIG_FILE)) for side in ("source", "target"))
+
+
+def load_or_train_pair(directory: Optional[str], train_pairs: Callable[[], PairsLike],
+                       config: TokenizerConfig = TokenizerConfig(), save: bool = True
+                       ) -> tuple[Tokenizer, Tokenizer, bool]:
+    """The tokenizer pair saved in `directory`, or one trained on `train_pairs()` (and saved there).
+
+    A saved pair is always reused, never retrained, so the ids of a model trained with it stay
+    valid. `train_pairs` is called only when training is needed.
+
+    Args:
+        directory: where the pair is (or goes); None trains without saving.
+        train_pairs: returns the training pairs (a list or a dataset of string pairs).
+        config: how to train.
+        save: write a newly trained pair to `directory` (False, e.g., on a non-chief worker).
+
+    Returns:
+        `(source, target, trained)`; source and target are one object when shared.
+    """
+    if directory and is_saved(directory):
+        return (*load_pair(directory), False)
+    source, target = train_pair(train_pairs(), config)
+    if directory and save:
+        save_pair(source, target, directory)
+    return source, target, True
 
 
 def load_pair(directory: str) -> tuple[Tokenizer, Tokenizer]:

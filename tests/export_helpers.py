@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from keras_transformer import model_dir as model_dir_lib
 from keras_transformer.config import TransformerConfig
+from keras_transformer.losses import decoder_inputs
 from keras_transformer.model import Transformer
 from pipelines import grammar_corpus, tokenizers
 
@@ -26,7 +27,7 @@ MAX_LENGTH = 48
 def _train_briefly(model, tokenizer, pairs, steps, seed):
     source = tokenizer.tokenize([s for s, _ in pairs], add_eos=True).to_tensor()[:, :MAX_LENGTH]
     target = tokenizer.tokenize([t for _, t in pairs], add_eos=True).to_tensor()[:, :MAX_LENGTH]
-    decoder_inputs = tf.pad(target, [[0, 0], [1, 0]], constant_values=tokenizers.BOS_ID)[:, :-1]
+    inputs = decoder_inputs(target)  # (N, T): BOS + target[:, :-1]
     optimizer = keras.optimizers.Adam(3e-3)
     optimizer.build(model.trainable_variables)
 
@@ -43,7 +44,7 @@ def _train_briefly(model, tokenizer, pairs, steps, seed):
     rng = np.random.RandomState(seed)
     for _ in range(steps):
         rows = rng.randint(0, source.shape[0], size=32)
-        loss = step(tf.gather(source, rows), tf.gather(decoder_inputs, rows), tf.gather(target, rows))
+        loss = step(tf.gather(source, rows), tf.gather(inputs, rows), tf.gather(target, rows))
     return float(loss)
 
 

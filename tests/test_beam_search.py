@@ -7,6 +7,7 @@ limit, scored with the same rule (ended by EOS or truncated at the limit, log P 
 """
 
 import ast
+import functools
 import itertools
 import pathlib
 
@@ -17,6 +18,9 @@ import tensorflow as tf
 from keras_transformer import beam_search as bs
 
 PAD, A, BOS, EOS, B, C = 0, 1, 2, 3, 4, 5
+# The search takes the end id from its caller; these tests use the toy vocabulary's.
+beam_search = functools.partial(bs.beam_search, eos_id=EOS)
+greedy_search = functools.partial(bs.greedy_search, eos_id=EOS)
 V = 6
 
 
@@ -115,7 +119,7 @@ def test_length_penalty_formula():
     lengths = tf.constant([1, 2, 10])
     np.testing.assert_allclose(bs.length_penalty(lengths, 0.0).numpy(), [1.0, 1.0, 1.0])
     # With alpha = 0 the score is the raw log-probability.
-    seqs, scores = bs.beam_search(
+    seqs, scores = beam_search(
         markov_fn([MAIN]), *markov_inputs([0]), V, alpha=0.0, max_decode_length=4
     )
     assert unpad(seqs[0, 0]) == (B, EOS)
@@ -124,7 +128,7 @@ def test_length_penalty_formula():
 
 def test_known_best_beams_match_brute_force_with_per_example_limits():
     # Same table, limits 2 and 4: the limit changes the ranking (truncated "a a" enters at 2).
-    seqs, scores = bs.beam_search(
+    seqs, scores = beam_search(
         markov_fn([MAIN]), *markov_inputs([0, 0]), V, beam_size=4, alpha=0.6,
         max_decode_length=tf.constant([2, 4]),
     )
@@ -137,18 +141,18 @@ def test_known_best_beams_match_brute_force_with_per_example_limits():
         assert unpad(seqs[example]) == [s for _, s in expected]
         np.testing.assert_allclose(scores[example], [s for s, _ in expected], rtol=1e-5)
     # The best is not what greedy finds.
-    greedy_seqs, _ = bs.greedy_search(markov_fn([MAIN]), *markov_inputs([0]), max_decode_length=4)
+    greedy_seqs, _ = greedy_search(markov_fn([MAIN]), *markov_inputs([0]), max_decode_length=4)
     assert unpad(greedy_seqs[0]) == (A, A, A, A)
 
 
 def test_beam_one_equals_greedy():
     tables = [MAIN, SHORT]
     for alpha in (0.0, 0.6):
-        seqs, scores = bs.beam_search(
+        seqs, scores = beam_search(
             markov_fn(tables), *markov_inputs([0, 1]), V, beam_size=1, alpha=alpha,
             max_decode_length=4,
         )
-        greedy_seqs, log_probs = bs.greedy_search(
+        greedy_seqs, log_probs = greedy_search(
             markov_fn(tables), *markov_inputs([0, 1]), max_decode_length=4
         )
         np.testing.assert_array_equal(seqs[:, 0], greedy_seqs)
@@ -163,8 +167,8 @@ def test_beam_one_keeps_an_ended_hypothesis_greedy_drops():
     # beam_size=1 is not greedy in general: it keeps the best ended candidate among the top 2
     # of every step (tensor2tensor semantics). Here that is "EOS" at step 0.
     fn, (ids, cache) = markov_fn([EARLY_EOS]), markov_inputs([0])
-    seqs, _ = bs.beam_search(fn, ids, cache, V, beam_size=1, max_decode_length=4)
-    greedy_seqs, _ = bs.greedy_search(fn, ids, cache, max_decode_length=4)
+    seqs, _ = beam_search(fn, ids, cache, V, beam_size=1, max_decode_length=4)
+    greedy_seqs, _ = greedy_search(fn, ids, cache, max_decode_length=4)
     assert unpad(seqs[0, 0]) == (EOS,)
     assert unpad(greedy_seqs[0]) == (A, A, A, A)
 
@@ -203,7 +207,7 @@ def history_fn(record):
 
 def run_history_model(record=None):
     cache = {"history": tf.zeros([2, HISTORY_LEN + 1], tf.int32), "offset": tf.constant(OFFSETS)}
-    return bs.beam_search(
+    return beam_search(
         history_fn(record), tf.fill([2], BOS), cache, V, max_decode_length=HISTORY_LEN
     )
 
@@ -248,7 +252,7 @@ def test_cache_check_detects_a_wrong_gather(monkeypatch):
 
 
 def test_per_example_limits_truncate():
-    seqs, scores = bs.beam_search(
+    seqs, scores = beam_search(
         markov_fn([NO_EOS]), *markov_inputs([0, 0, 0]), V, max_decode_length=[1, 3, 6]
     )
     assert seqs.shape == (3, 4, 6)
@@ -258,7 +262,7 @@ def test_per_example_limits_truncate():
     assert scores[0, 3] == bs.NEG_INF
     assert unpad(seqs[1, 0]) == (A, A, A)
     np.testing.assert_allclose(scores[1, 0], np.log(0.125) / ((5 + 3) / 6) ** 0.6, rtol=1e-6)
-    greedy_seqs, _ = bs.greedy_search(markov_fn([NO_EOS]), *markov_inputs([0, 0]), [2, 5])
+    greedy_seqs, _ = greedy_search(markov_fn([NO_EOS]), *markov_inputs([0, 0]), [2, 5])
     assert unpad(greedy_seqs) == [(A, A), (A,) * 5]
 
 
@@ -270,7 +274,7 @@ def test_early_stop():
         calls.append(int(step))  # eager: one call per loop iteration
         return fn(ids, step, cache)
 
-    seqs, scores = bs.beam_search(counting_fn, *markov_inputs([0, 0]), V, max_decode_length=50)
+    seqs, scores = beam_search(counting_fn, *markov_inputs([0, 0]), V, max_decode_length=50)
     # 4 hypotheses have ended after step 1 (worst: "a EOS", log(0.01 * 0.97) / lp(2) = -4.23).
     # The best alive one has log-prob k * log(0.01) after k steps, and at best can score that
     # over lp(50) = 3.78: -3.65 after 3 steps, -4.87 after 4, so the loop stops after 4 of 50.
@@ -279,14 +283,14 @@ def test_early_stop():
     np.testing.assert_allclose(scores[0, 0], np.log(0.97), atol=1e-6)
     # With one answer wanted, the first finished "EOS" cannot be beaten: one step is enough.
     calls.clear()
-    seqs1, scores1 = bs.beam_search(
+    seqs1, scores1 = beam_search(
         counting_fn, *markov_inputs([0, 0]), V, max_decode_length=50, n_best=1
     )
     assert calls == [0]
     np.testing.assert_array_equal(seqs1[:, 0, :1], seqs[:, 0, :1])
     np.testing.assert_allclose(scores1[:, 0], scores[:, 0])
     calls.clear()
-    bs.greedy_search(counting_fn, *markov_inputs([0, 0]), 50)
+    greedy_search(counting_fn, *markov_inputs([0, 0]), 50)
     assert calls == [0]
 
 
@@ -304,7 +308,7 @@ class TableDecoder(tf.Module):
         def fn(ids, step, cache):
             return tf.gather_nd(self.log_tables, tf.stack([cache["table"], ids], axis=1)), cache
 
-        seqs, scores = bs.beam_search(
+        seqs, scores = beam_search(
             fn, tf.fill(tf.shape(table_ids), BOS), {"table": table_ids}, V,
             max_decode_length=max_len,
         )
@@ -314,7 +318,7 @@ class TableDecoder(tf.Module):
 def test_eager_tf_function_and_saved_model_agree(tmp_path):
     tables = [MAIN, SHORT, EOS_LIKELY]
     args = (tf.constant([0, 1, 2, 0]), tf.constant([4, 4, 6, 2]))
-    eager = bs.beam_search(
+    eager = beam_search(
         markov_fn(tables), *markov_inputs(args[0]), V, max_decode_length=args[1]
     )
     module = TableDecoder(tables)
@@ -330,17 +334,17 @@ def test_eager_tf_function_and_saved_model_agree(tmp_path):
 
     greedy = tf.function(bs.greedy_search, reduce_retracing=True)
     for table_ids in ([0, 1], [1, 0, 1]):
-        eager_greedy = bs.greedy_search(markov_fn(tables), *markov_inputs(table_ids), 4)
-        traced_greedy = greedy(markov_fn(tables), *markov_inputs(table_ids), tf.constant(4))
+        eager_greedy = greedy_search(markov_fn(tables), *markov_inputs(table_ids), 4)
+        traced_greedy = greedy(markov_fn(tables), *markov_inputs(table_ids), tf.constant(4), eos_id=EOS)
         for x, y in zip(eager_greedy, traced_greedy):
             np.testing.assert_array_equal(x, y)
 
 
 def test_empty_batch():
     ids, cache = markov_inputs(np.zeros([0], np.int32))
-    seqs, scores = bs.beam_search(markov_fn([MAIN]), ids, cache, V, max_decode_length=4, n_best=2)
+    seqs, scores = beam_search(markov_fn([MAIN]), ids, cache, V, max_decode_length=4, n_best=2)
     assert seqs.shape == (0, 2, 0) and scores.shape == (0, 2)
-    greedy_seqs, log_probs = bs.greedy_search(markov_fn([MAIN]), ids, cache, 4)
+    greedy_seqs, log_probs = greedy_search(markov_fn([MAIN]), ids, cache, 4)
     assert greedy_seqs.shape == (0, 0) and log_probs.shape == (0,)
 
 
@@ -352,8 +356,8 @@ def test_low_precision_and_masked_logits(dtype):
         logits, cache = fn(ids, step, cache)  # pad and BOS logits are -inf
         return tf.cast(logits, dtype), cache
 
-    seqs, scores = bs.beam_search(low_precision_fn, *markov_inputs([0]), V, max_decode_length=4)
-    ref_seqs, ref_scores = bs.beam_search(fn, *markov_inputs([0]), V, max_decode_length=4)
+    seqs, scores = beam_search(low_precision_fn, *markov_inputs([0]), V, max_decode_length=4)
+    ref_seqs, ref_scores = beam_search(fn, *markov_inputs([0]), V, max_decode_length=4)
     assert scores.dtype == tf.float32 and np.all(np.isfinite(scores))
     np.testing.assert_array_equal(seqs, ref_seqs)
     np.testing.assert_allclose(scores, ref_scores, atol=0.05)

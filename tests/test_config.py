@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 
 from keras_transformer import TABLE3, TransformerConfig
+from keras_transformer.config import DecodingConfig
 
 
 def test_base_and_big_presets_are_the_papers():
@@ -51,3 +52,13 @@ def test_unknown_preset_and_fields():
         TransformerConfig.preset("huge")
     with pytest.raises(ValueError, match="unknown TransformerConfig fields: colour"):
         TransformerConfig.from_dict({"colour": 1})
+
+
+def test_decoding_config_is_the_papers_search_and_checks_its_fields():
+    assert DecodingConfig() == DecodingConfig(beam_size=4, alpha=0.6, max_extra_length=50, n_best=1)  # section 6.1
+    assert DecodingConfig(beam_size=1).to_dict()["beam_size"] == 1  # greedy
+    for bad, field in [(dict(beam_size=0), "beam_size"), (dict(beam_size=2, n_best=3), "n_best"),
+                       (dict(alpha=-0.1), "alpha"), (dict(max_extra_length=-1), "max_extra_length"),
+                       (dict(beam_size=2.0), "beam_size")]:
+        with pytest.raises(ValueError, match=field):
+            DecodingConfig(**bad)

@@ -49,6 +49,26 @@ def test_cached_step_equals_full_prefix_step_under_tf_function():
     np.testing.assert_allclose(results[0], results[1], atol=1e-5)
 
 
+def test_the_search_cache_is_the_per_step_part_and_each_beam_reads_its_sentence_memory():
+    model = make_model()
+    encoder_outputs, source_mask = model.encode(SOURCE)
+    beam = 3
+    fn, cache = decoding.step_fn(model, encoder_outputs, source_mask, 5, beam_size=beam)
+    # What beam search expands and reorders: the self-attention keys/values only, one row per sentence.
+    expected = model.init_cache(4, 5)
+    tf.nest.assert_same_structure(cache, expected)
+    assert [t.shape for t in tf.nest.flatten(cache)] == [t.shape for t in tf.nest.flatten(expected)]
+    beams = tf.nest.map_structure(lambda t: tf.repeat(t, beam, axis=0), cache)  # as beam_search does
+    logits, new_cache = fn(tf.fill([4 * beam], 2), tf.constant(0), beams)
+    tf.nest.assert_same_structure(new_cache, beams)
+    memory = model.init_memory(encoder_outputs, source_mask)
+    reference, _ = model.decode_step(tf.fill([4], 2), 0, model.init_cache(4, 5), memory)
+    allowed = [i for i in range(VOCAB) if i not in (0, 2)]  # PAD and BOS are masked by fn
+    for b in range(beam):
+        np.testing.assert_allclose(tf.gather(logits[b::beam], allowed, axis=1),
+                                   tf.gather(reference, allowed, axis=1), atol=1e-5)
+
+
 def test_length_rule_and_empty_rows():
     model = make_model()
     limits = decoding.max_decode_lengths(model, SOURCE, max_extra_length=50)
@@ -89,10 +109,3 @@ def test_cross_attention_shape_and_rows_sum_to_one():
     assert attention.shape == (4, 2, 2, sequences.shape[2], 5)
     np.testing.assert_allclose(attention[0].sum(-1), 1.0, rtol=1e-5)
     assert (attention[1][..., 3:] == 0).all()  # no weight on source padding
-
-
-def test_decoding_config_checks():
-    with pytest.raises(ValueError, match="n_best"):
-        decoding.DecodingConfig(beam_size=2, n_best=3)
-    with pytest.raises(ValueError, match="max_extra_length"):
-        decoding.DecodingConfig(max_extra_length=-1)

@@ -7,7 +7,9 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import Transformer, TransformerConfig, label_smoothed_cross_entropy
-from keras_transformer import decoding, evaluation
+from keras_transformer import decoding, evaluation, metrics
+from keras_transformer.config import DecodingConfig
+from keras_transformer.losses import decoder_inputs
 
 CONFIG = TransformerConfig.tiny(vocab_size=20, max_length=32)
 SOURCE = np.array([[5, 6, 7, 3, 0], [8, 9, 3, 0, 0]], np.int32)
@@ -23,13 +25,13 @@ def model():
 
 
 def test_decoder_inputs_shift_right_behind_bos():
-    np.testing.assert_array_equal(evaluation.decoder_inputs(TARGET).numpy(), [[2, 10, 11, 3], [2, 12, 3, 0]])
+    np.testing.assert_array_equal(decoder_inputs(TARGET).numpy(), [[2, 10, 11, 3], [2, 12, 3, 0]])
 
 
 def test_evaluate_loss_matches_a_hand_computation(model):
     loss_fn = evaluation.make_loss_fn(model, label_smoothing=0.1)
     results = evaluation.evaluate_loss(loss_fn, [(SOURCE, TARGET), (SOURCE[:1], TARGET[:1])])
-    logits = model((SOURCE, evaluation.decoder_inputs(TARGET)))
+    logits = model((SOURCE, decoder_inputs(TARGET)))
     log_probs = tf.nn.log_softmax(logits).numpy()
     nll, count = [], 0
     for rows in (slice(0, 2), slice(0, 1)):
@@ -46,7 +48,7 @@ def test_evaluate_loss_matches_a_hand_computation(model):
 
 
 def test_translate_fn_is_decoding_translate_ids_traced_once(model):
-    translate = evaluation.make_translate_fn(model, beam_size=3, alpha=0.6, max_extra_length=4)
+    translate = evaluation.make_translate_fn(model, DecodingConfig(beam_size=3, alpha=0.6, max_extra_length=4))
     eager_ids, eager_scores = decoding.translate_ids(model, SOURCE, beam_size=3, max_extra_length=4)
     ids, scores = translate(tf.constant(SOURCE))
     np.testing.assert_array_equal(ids.numpy(), eager_ids.numpy()[:, 0, : ids.shape[1]])
@@ -74,21 +76,23 @@ def test_translate_corpus_batches_by_length_and_keeps_the_input_order():
 
 def test_corpus_bleu_is_sacrebleu_with_its_signature():
     refs = ["Der Hund läuft über die Wiese.", "Ein Mann fährt Fahrrad."]
-    score, signature = evaluation.corpus_bleu(refs, refs)
-    assert score == pytest.approx(100.0)
-    assert "case:mixed" in signature and "tok:13a" in signature and "nrefs:1" in signature
-    lower, _ = evaluation.corpus_bleu([r.lower() for r in refs], refs)
-    assert lower < 100.0  # cased
+    result = metrics.corpus_bleu(refs, refs)
+    assert result.score == pytest.approx(100.0)
+    assert "case:mixed" in result.signature and "tok:13a" in result.signature and "nrefs:1" in result.signature
+    assert str(result).startswith("BLEU = 100.00") and str(result).endswith(result.signature)
+    assert metrics.corpus_bleu([r.lower() for r in refs], refs).score < 100.0  # cased
     with pytest.raises(ValueError, match="2 hypotheses but 1 references"):
-        evaluation.corpus_bleu(refs, refs[:1])
+        metrics.corpus_bleu(refs, refs[:1])
 
 
 def test_evaluator_reports_loss_and_bleu(model):
     evaluator = evaluation.Evaluator(
-        [(SOURCE, TARGET)], [list(r[r != 0]) for r in SOURCE], ["a b", "c"],
-        lambda ids: [b"a b"] * int(ids.shape[0]), evaluation.EvalConfig(beam_size=1, max_sentences=1))
+        [(SOURCE, TARGET)], [list(SOURCE[0][SOURCE[0] != 0])], ["a b c d e"],
+        lambda ids: [b"a b c d e"] * int(ids.shape[0]), DecodingConfig(beam_size=1))
     results = evaluator(model)
     assert set(results) >= {"loss", "nll", "perplexity", "bleu", "signature"}
-    assert results["hypotheses"] == ["a b"] and 0.0 <= results["bleu"] <= 100.0
+    assert results["hypotheses"] == ["a b c d e"] and results["bleu"] == pytest.approx(100.0)
     with pytest.raises(ValueError, match="beam_size"):
-        evaluation.EvalConfig(beam_size=0)
+        DecodingConfig(beam_size=0)
+    with pytest.raises(ValueError, match="2 dev sentences but 1 references"):
+        evaluation.Evaluator(None, [[5, 3], [6, 3]], ["a"], lambda ids: [])

@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from export import ops, serving_module
+from export import ops, serving_module, versions
 from export_helpers import MAX_LENGTH, make_model_dir
 from keras_transformer import decoding, model_dir as model_dir_lib
+from keras_transformer.config import DecodingConfig
 from pipelines import tokenizers
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-DECODING = decoding.DecodingConfig(beam_size=4, alpha=0.6, max_extra_length=50)
+DECODING = DecodingConfig(beam_size=4, alpha=0.6, max_extra_length=50)
 
 LONG = " ".join(["Der große Hund sieht die kleine Katze."] * 130)  # about 5,000 characters
 BAD_INPUTS = {
@@ -212,7 +213,7 @@ def test_failed_export_leaves_no_version_and_versions_count_up(model_dir, tmp_pa
     assert sorted(os.listdir(out)) == ["3"]
     with pytest.raises(ValueError, match="already exists"):
         serving_module.export_saved_model(translator, str(out), version=3)
-    assert serving_module.next_version(str(out)) == 4
+    assert versions.next_version(str(out)) == 4
 
 
 def test_cli_errors_are_one_line(tmp_path):

@@ -69,16 +69,78 @@ def test_cached_decoding_equals_the_full_pass(overrides):
     model = _tiny(**overrides)
     encoder_outputs, source_mask = model.encode(SOURCE)
     full = model.decode(TARGET, encoder_outputs, source_mask)
-    steps, cache = [], model.init_cache(encoder_outputs, source_mask, max_length=TARGET.shape[1])
+    memory = model.init_memory(encoder_outputs, source_mask)
+    steps, cache = [], model.init_cache(2, max_length=TARGET.shape[1])
     for t in range(TARGET.shape[1]):
-        logits, cache = model.decode_step(TARGET[:, t], t, cache)
+        logits, cache = model.decode_step(TARGET[:, t], t, cache, memory)
         steps.append(logits)
     np.testing.assert_allclose(tf.stack(steps, axis=1), full, atol=1e-5)
     # The cache after T steps equals the cache of one pass over the whole prefix.
     x = model._embed_target(TARGET, 0, training=False)
-    _, prefill = model.decode_with_cache(x, 0, model.init_cache(encoder_outputs, source_mask, TARGET.shape[1]))
+    _, prefill = model._decode_cached(x, 0, model.init_cache(2, TARGET.shape[1]), memory)
+    tf.nest.assert_same_structure(cache, prefill)
     for a, b in zip(tf.nest.flatten(cache), tf.nest.flatten(prefill)):
         np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_cached_step_t_ignores_later_tokens_and_earlier_steps_ignore_token_t():
+    model = _tiny()
+    encoder_outputs, source_mask = model.encode(SOURCE)
+    memory = model.init_memory(encoder_outputs, source_mask)
+    changed = TARGET.copy()
+    changed[0, 3] = 40
+    runs = []
+    for target in (TARGET, changed):
+        cache, steps = model.init_cache(2, TARGET.shape[1]), []
+        for t in range(TARGET.shape[1]):
+            logits, cache = model.decode_step(target[:, t], t, cache, memory)
+            steps.append(logits.numpy())
+        runs.append(np.stack(steps, axis=1))  # (B, T, V)
+    np.testing.assert_array_equal(runs[1][0, :3], runs[0][0, :3])
+    assert not np.allclose(runs[1][0, 3:], runs[0][0, 3:])
+    np.testing.assert_array_equal(runs[1][1], runs[0][1])
+
+
+def test_init_memory_and_init_cache_structures():
+    model = _tiny(d_k=4, d_v=2)  # d_k != d_v, to tell keys from values
+    c = model.config
+    encoder_outputs, source_mask = model.encode(SOURCE)
+    memory = model.init_memory(encoder_outputs, source_mask)
+    assert sorted(memory) == ["layer_0", "layer_1", "source_mask"]
+    np.testing.assert_array_equal(memory["source_mask"], source_mask)
+    cache = model.init_cache(2, 9)
+    assert sorted(cache) == ["layer_0", "layer_1"]  # nothing static in the per-step structure
+    for i, layer in enumerate(model.decoder_layers):
+        # The memory is each layer's encoder-decoder W^K, W^V applied to the encoder output once.
+        expected = layer.cross_attention.project_key_value(encoder_outputs)
+        assert memory[f"layer_{i}"]["key"].shape == (2, c.num_heads, SOURCE.shape[1], 4)
+        assert memory[f"layer_{i}"]["value"].shape == (2, c.num_heads, SOURCE.shape[1], 2)
+        for name in ("key", "value"):
+            np.testing.assert_array_equal(memory[f"layer_{i}"][name], expected[name])
+        assert cache[f"layer_{i}"]["key"].shape == (2, c.num_heads, 9, 4)
+        assert cache[f"layer_{i}"]["value"].shape == (2, c.num_heads, 9, 2)
+        assert cache[f"layer_{i}"]["key"].dtype == layer.compute_dtype
+        assert not np.any(cache[f"layer_{i}"]["value"].numpy())
+    # Every leaf is batch-major: a beam search can expand either without knowing its layout.
+    beams = tf.nest.map_structure(lambda t: tf.repeat(t, 3, axis=0), (memory, cache))
+    assert all(leaf.shape[0] == 6 for leaf in tf.nest.flatten(beams))
+
+
+def test_decode_step_reads_the_memory_and_leaves_it_unchanged():
+    model = _tiny()
+    encoder_outputs, source_mask = model.encode(SOURCE)
+    memory = model.init_memory(encoder_outputs, source_mask)
+    before = tf.nest.map_structure(lambda t: t.numpy().copy(), memory)
+    cache = model.init_cache(2, 4)
+    logits, new_cache = model.decode_step(TARGET[:, 0], 0, cache, memory)
+    tf.nest.assert_same_structure(new_cache, cache)  # the step returns the per-step part only
+    for a, b in zip(tf.nest.flatten(memory), tf.nest.flatten(before)):
+        np.testing.assert_array_equal(a, b)
+    # The step uses the memory it is given, not the encoder output: another memory, other logits.
+    other = model.init_memory(encoder_outputs[::-1], source_mask[::-1])
+    swapped, _ = model.decode_step(TARGET[:, 0], 0, cache, other)
+    np.testing.assert_allclose(swapped[0], logits[1], atol=1e-5)
+    assert not np.allclose(swapped[0], logits[0])
 
 
 def test_decode_step_under_tf_function_with_a_longer_cache():
@@ -86,10 +148,12 @@ def test_decode_step_under_tf_function_with_a_longer_cache():
     encoder_outputs, source_mask = model.encode(SOURCE)
     full = model.decode(TARGET, encoder_outputs, source_mask)
     step = tf.function(model.decode_step)
-    cache = model.init_cache(encoder_outputs, source_mask, max_length=12)
+    memory = model.init_memory(encoder_outputs, source_mask)
+    cache = model.init_cache(tf.shape(encoder_outputs)[0], max_length=12)
     for t in range(TARGET.shape[1]):
-        logits, cache = step(tf.constant(TARGET[:, t]), tf.constant(t), cache)
+        logits, cache = step(tf.constant(TARGET[:, t]), tf.constant(t), cache, memory)
         np.testing.assert_allclose(logits, full[:, t], atol=1e-5)
+    assert step.experimental_get_tracing_count() == 1
 
 
 def test_keras_file_round_trip(tmp_path):
@@ -126,6 +190,7 @@ def test_mixed_bfloat16_runs_without_nan():
     assert logits.dtype == tf.float32 and np.isfinite(logits.numpy()).all()
     assert all(np.isfinite(g.numpy()).all() for g in grads)
     encoder_outputs, source_mask = model.encode(SOURCE)
-    cache = model.init_cache(encoder_outputs, source_mask, 4)
-    logits, _ = model.decode_step(TARGET[:, 0], 0, cache)
-    assert np.isfinite(logits.numpy()).all()
+    memory, cache = model.init_memory(encoder_outputs, source_mask), model.init_cache(2, 4)
+    assert cache["layer_0"]["key"].dtype == memory["layer_0"]["key"].dtype == tf.bfloat16
+    logits, _ = model.decode_step(TARGET[:, 0], 0, cache, memory)
+    assert logits.dtype == tf.float32 and np.isfinite(logits.numpy()).all()

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from pipelines import batching
 from pipelines import text_files
+from keras_transformer import special_ids
 from pipelines import tokenizers as tok_lib
 
 
@@ -39,7 +40,7 @@ def test_bucket_boundaries_are_geometric():
     boundaries = batching.bucket_boundaries(40)
     assert batching.bucket_batch_sizes(boundaries, 100, 40) == (
         [100 // (b - 1) for b in boundaries] + [100 // 40])
-    with pytest.raises(ValueError, match="batch_tokens .30. must be at least max_length .40."):
+    with pytest.raises(ValueError, match="batch_tokens=30 is smaller than one sentence but pairs of up to max_length=40"):
         batching.bucket_batch_sizes(boundaries, 30, 40)
 
 
@@ -53,9 +54,9 @@ def test_batches_keep_the_budget_and_the_format(pairs, tokenizer):
         assert source.shape[0] == target.shape[0]
         for row in list(source) + list(target):
             length = int(np.count_nonzero(row))
-            assert row[length - 1] == tok_lib.EOS_ID  # ids then EOS ...
+            assert row[length - 1] == special_ids.EOS_ID  # ids then EOS ...
             assert not row[length:].any()  # ... then PAD = 0
-            assert tok_lib.BOS_ID not in row[:length] and tok_lib.EOS_ID not in row[:length - 1]
+            assert special_ids.BOS_ID not in row[:length] and special_ids.EOS_ID not in row[:length - 1]
 
 
 def test_batches_hold_every_pair_aligned(pairs, tokenizer):

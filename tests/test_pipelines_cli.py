@@ -27,7 +27,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
     good = _write(tmp_path / "good.de", ["Eins.", "Zwei."])
     if case == "missing multi30k folder":
         named = str(tmp_path / "no_multi30k")
-        args = ["stats", "--dataset=multi30k_en_de", f"--manual_dir={named}"]
+        args = ["stats", "--dataset=multi30k_en_de", f"--data_dir={named}"]
     else:
         named = {
             "missing folder": str(tmp_path / "missing"),

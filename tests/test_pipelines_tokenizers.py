@@ -9,6 +9,7 @@ import sentencepiece as spm
 import tensorflow as tf
 
 from pipelines import text_files
+from keras_transformer import special_ids
 from pipelines import tokenizers as tok_lib
 
 # Cased text, punctuation, umlauts, sharp s, accents, and characters no training
@@ -51,13 +52,13 @@ def _round_trip(tokenizer, sentences):
 
 
 def test_special_ids_are_the_project_convention(bpe):
-    assert (tok_lib.PAD_ID, tok_lib.UNK_ID, tok_lib.BOS_ID, tok_lib.EOS_ID) == (0, 1, 2, 3)
+    assert (special_ids.PAD_ID, special_ids.UNK_ID, special_ids.BOS_ID, special_ids.EOS_ID) == (0, 1, 2, 3)
     processor = spm.SentencePieceProcessor(model_proto=bpe._model_bytes())
     assert [processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id()] == [0, 1, 2, 3]
     ids = bpe.tokenize(tf.constant(["Der Hund."]), add_eos=True)
     assert ids.dtype == tf.int32 and ids.shape.rank == 2
     row = ids[0].numpy()
-    assert row[-1] == tok_lib.EOS_ID and not np.isin(row[:-1], [0, 1, 2, 3]).any()
+    assert row[-1] == special_ids.EOS_ID and not np.isin(row[:-1], [0, 1, 2, 3]).any()
 
 
 @pytest.mark.parametrize("model_type", ["bpe", "unigram"])
@@ -79,10 +80,10 @@ def test_round_trip_on_multi30k_validation(shared_data):
 
 def test_detokenize_ignores_everything_after_eos_or_pad(bpe):
     ids = bpe.tokenize(tf.constant(["Der Hund.", "Ein Café, süß!"]), add_eos=True)
-    dense = ids.to_tensor(default_value=tok_lib.PAD_ID)  # (2, T)
+    dense = ids.to_tensor(default_value=special_ids.PAD_ID)  # (2, T)
     junk = tf.fill([2, 3], 57)  # ids after the first EOS/PAD must not show
     padded = tf.concat([dense, tf.zeros([2, 2], tf.int32), junk], axis=1)
-    with_bos = tf.concat([tf.fill([2, 1], tok_lib.BOS_ID), padded], axis=1)
+    with_bos = tf.concat([tf.fill([2, 1], special_ids.BOS_ID), padded], axis=1)
     expected = [b"Der Hund.", "Ein Café, süß!".encode()]
     for x in (dense, padded, with_bos, ids, tf.cast(padded, tf.int64)):
         assert bpe.detokenize(x).numpy().tolist() == expected
@@ -141,7 +142,7 @@ def test_wordpiece_ids_and_documented_whitespace_loss(pairs, tmp_path):
     sentences = [s for pair in pairs[:50] for s in pair]
     ids = tokenizer.tokenize(tf.constant(sentences), add_eos=True)
     assert ids.dtype == tf.int32
-    assert not np.isin(ids.flat_values.numpy(), [tok_lib.PAD_ID, tok_lib.UNK_ID, tok_lib.BOS_ID]).any()
+    assert not np.isin(ids.flat_values.numpy(), [special_ids.PAD_ID, special_ids.UNK_ID, special_ids.BOS_ID]).any()
     back = _round_trip(tokenizer, sentences)
     # Not exact: punctuation comes back space-separated ("Hund ."), documented.
     assert [b.replace(" ", "") for b in back] == [s.replace(" ", "") for s in sentences]
@@ -178,3 +179,26 @@ def test_vocab_size_is_an_upper_bound_on_a_small_corpus(pairs):
     tokenizer, _ = tok_lib.train_pair(pairs[:200], tok_lib.TokenizerConfig(vocab_size=37000))
     assert 300 < tokenizer.vocab_size < 37000
     assert _round_trip(tokenizer, HARD_CASES) == HARD_CASES
+
+
+def test_load_or_train_pair_reuses_a_saved_pair_and_never_retrains_it(tmp_path):
+    pairs = [("a red dog runs", "ein roter Hund rennt"), ("the cat sleeps", "die Katze schläft")] * 40
+    calls = []
+
+    def train_pairs():
+        calls.append(1)
+        return pairs
+
+    config = tok_lib.TokenizerConfig(vocab_size=320)
+    directory = str(tmp_path / "tok")
+    source, target, trained = tok_lib.load_or_train_pair(directory, train_pairs, config)
+    assert trained and source is target and calls == [1] and tok_lib.is_saved(directory)
+    stamp = (tmp_path / "tok" / tok_lib.SENTENCEPIECE_FILE).stat().st_mtime_ns
+    again, _, trained = tok_lib.load_or_train_pair(directory, train_pairs, tok_lib.TokenizerConfig(vocab_size=400))
+    assert not trained and calls == [1] and again.vocab_size == source.vocab_size  # loaded, not retrained
+    assert (tmp_path / "tok" / tok_lib.SENTENCEPIECE_FILE).stat().st_mtime_ns == stamp
+    assert not [p for p in (tmp_path / "tok").iterdir() if p.name.startswith(".tmp")]  # atomic writes leave none
+
+    separate = tok_lib.TokenizerConfig(vocab_size=320, shared=False)
+    src, tgt, trained = tok_lib.load_or_train_pair(str(tmp_path / "sep"), lambda: pairs, separate, save=False)
+    assert trained and src is not tgt and not tok_lib.is_saved(str(tmp_path / "sep"))

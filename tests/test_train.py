@@ -60,8 +60,8 @@ def assert_one_line_error(result, fragment):
 
 @pytest.mark.parametrize("flags, fragment", [
     (["--preset=huge"], "unknown preset 'huge'"),
-    (["--dataset=multi30k", "--data_dir=/nonexistent/multi30k"], "--data_dir=/nonexistent/multi30k: no such folder"),
-    (["--batch_tokens=100", "--max_length=256"], "--batch_tokens is smaller than one sentence"),
+    (["--dataset=multi30k", "--data_dir=/nonexistent/multi30k"], "data_dir /nonexistent/multi30k: no such folder"),
+    (["--batch_tokens=100", "--max_length=256"], "batch_tokens=100 is smaller than one sentence"),
 ])
 def test_bad_flags_end_with_one_error_line_and_exit_code_2(tmp_path, flags, fragment):
     assert_one_line_error(run(train_command(tmp_path / "run", *flags)), fragment)
@@ -69,7 +69,7 @@ def test_bad_flags_end_with_one_error_line_and_exit_code_2(tmp_path, flags, frag
 
 def test_batch_tokens_per_replica_smaller_than_one_sentence(tmp_path, flagfile):
     result = run(train_command(tmp_path / "run", "--cpu_replicas=2", "--batch_tokens=40", flagfile=flagfile))
-    assert_one_line_error(result, "split over 2 replica(s) and 1 micro-batch(es) it leaves 20 tokens")
+    assert_one_line_error(result, "split over 2 replica(s) and 1 micro-batch(es), leaves 20 tokens")
 
 
 def test_tiny_run_learns_resumes_and_refuses_another_model(tmp_path, flagfile):

@@ -1,17 +1,23 @@
-"""The custom training loop: loss normalisation, accumulation, resume, NaN stop, 1 vs 2 replicas."""
+"""The custom training loop: loss normalisation, accumulation, resume, NaN stop, 1 vs 2 replicas.
 
+The loop's parts are tested alone in test_reporting.py, test_checkpoints.py, test_early_stopping.py
+and test_distribution.py; here they run together on a tiny model."""
+
+import dataclasses
 import os
 import subprocess
 import sys
 import textwrap
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from keras_transformer import TransformerConfig, label_smoothed_cross_entropy
 from keras_transformer import trainer as trainer_lib
-from keras_transformer.evaluation import decoder_inputs
+from keras_transformer.checkpoints import Checkpoints
+from keras_transformer.losses import decoder_inputs
 
 CONFIG = TransformerConfig.tiny(vocab_size=30, max_length=16, dropout_rate=0.0)
 
@@ -68,7 +74,7 @@ def momentums(trainer):
 
 def test_loss_is_normalised_by_the_global_token_count(tmp_path):
     batches = make_batches(1)
-    trainer = trainer_lib.Trainer(CONFIG, training_config(train_steps=1), str(tmp_path), batch_tokens=24)
+    trainer = trainer_lib.build_trainer(CONFIG, training_config(train_steps=1), str(tmp_path), batch_tokens=24)
     source, target = batches[0]
     logits = trainer.model((source, decoder_inputs(target)), training=False)
     loss_sum, tokens = label_smoothed_cross_entropy(target, logits, CONFIG.label_smoothing)
@@ -82,9 +88,9 @@ def test_loss_is_normalised_by_the_global_token_count(tmp_path):
 def test_two_accumulated_micro_batches_equal_one_batch_of_both(tmp_path):
     a, b = make_batches(2, batch=2, seed=3)
     both = tuple(np.concatenate([a[i], b[i]]) for i in range(2))  # same length 6: no re-padding
-    one = trainer_lib.Trainer(CONFIG, training_config(), str(tmp_path / "one"), batch_tokens=24)
+    one = trainer_lib.build_trainer(CONFIG, training_config(), str(tmp_path / "one"), batch_tokens=24)
     one.train_step(iter(tf.data.Dataset.from_tensors(both)))
-    two = trainer_lib.Trainer(CONFIG, training_config(accumulation_steps=2), str(tmp_path / "two"),
+    two = trainer_lib.build_trainer(CONFIG, training_config(accumulation_steps=2), str(tmp_path / "two"),
                               batch_tokens=24)
     loss, tokens, _ = two.train_step(iter(tf.data.Dataset.from_tensors(a).concatenate(
         tf.data.Dataset.from_tensors(b))))
@@ -105,23 +111,23 @@ def test_two_accumulated_micro_batches_equal_one_batch_of_both(tmp_path):
 def test_resume_continues_the_step_counter_and_the_optimizer(tmp_path):
     batches = make_batches(2, length=5) + make_batches(2, length=8)  # bucketed shapes
     config = training_config(train_steps=4, checkpoint_every_steps=2)
-    first = trainer_lib.Trainer(CONFIG, config, str(tmp_path))
+    first = trainer_lib.build_trainer(CONFIG, config, str(tmp_path))
     assert first.restore() == 0
     first.train(input_fn_from(batches))
-    assert os.path.basename(first.manager.latest_checkpoint) == "ckpt-4"
-    resumed = trainer_lib.Trainer(CONFIG, training_config(train_steps=6, checkpoint_every_steps=2), str(tmp_path))
+    assert os.path.basename(first.checkpoints.manager.latest_checkpoint) == "ckpt-4"
+    resumed = trainer_lib.build_trainer(CONFIG, training_config(train_steps=6, checkpoint_every_steps=2), str(tmp_path))
     assert resumed.restore() == 4
     assert int(resumed.optimizer.iterations.numpy()) == 4  # the learning-rate position
     for x, y in zip(weights(first), weights(resumed)):
         np.testing.assert_array_equal(x, y)
     state = resumed.train(input_fn_from(batches))
     assert state.step == 6 and int(resumed.step.numpy()) == 6
-    assert [os.path.basename(p) for p in resumed.manager.checkpoints] == ["ckpt-2", "ckpt-4", "ckpt-6"]
+    assert [os.path.basename(p) for p in resumed.checkpoints.manager.checkpoints] == ["ckpt-2", "ckpt-4", "ckpt-6"]
     assert resumed._step_fns[1].experimental_get_tracing_count() == 1  # no retracing on new shapes
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
-    trainer = trainer_lib.Trainer(CONFIG, training_config(train_steps=10, checkpoint_every_steps=2),
+    trainer = trainer_lib.build_trainer(CONFIG, training_config(train_steps=10, checkpoint_every_steps=2),
                                   str(tmp_path))
     iterator = iter(tf.data.Dataset.from_generator(
         lambda: iter(make_batches(100)), output_signature=(tf.TensorSpec([None, None], tf.int32),) * 2))
@@ -136,21 +142,9 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     assert os.path.basename(tf.train.latest_checkpoint(str(tmp_path / "checkpoints"))) == "ckpt-2"
 
 
-def test_projected_last_step_follows_the_time_budget():
-    project = trainer_lib._projected_last_step  # pylint: disable=protected-access
-    budget = training_config(train_steps=20000, max_train_minutes=57)
-    # 100 steps in 150 s: 3,270 s left at 1.5 s a step is 2,180 more, so step 2,280 of 20,000.
-    assert project(budget, 0, 100, 150.0) == 2280
-    assert project(budget, 500, 600, 150.0) == 2780  # after a resume: this process's steps and time
-    assert project(budget, 0, 100, 3500.0) == 100  # the budget is spent: this is the last step
-    assert project(budget, 0, 0, 0.0) == 20000  # no rate yet
-    assert project(training_config(train_steps=1000, max_train_minutes=57), 0, 100, 150.0) == 1000
-    assert project(training_config(train_steps=20000), 0, 100, 150.0) == 20000  # no budget
-
-
 def test_eta_counts_down_to_the_time_budget_not_train_steps(tmp_path):
     lines = []
-    trainer = trainer_lib.Trainer(
+    trainer = trainer_lib.build_trainer(
         CONFIG, training_config(train_steps=10**6, max_train_minutes=0.05, log_every_steps=10),
         str(tmp_path), log=lines.append)
     traced = trainer.train(input_fn_from(make_batches(4))).step  # tracing spends most of the 3 s
@@ -164,6 +158,71 @@ def test_eta_counts_down_to_the_time_budget_not_train_steps(tmp_path):
     assert max(etas) <= 3, etas  # never more than the 3-second budget (was hours: 10^6 steps)
 
 
+def test_a_trainer_is_handed_its_model_optimizer_and_checkpoints(tmp_path):
+    config = training_config(train_steps=2, checkpoint_every_steps=1, precision="mixed_bfloat16")
+    model, optimizer, step = trainer_lib.build_model_and_optimizer(CONFIG, config)
+    assert keras.mixed_precision.global_policy().name == "float32"  # set while building, then restored
+    assert model.compute_dtype == "bfloat16" and int(step.numpy()) == 0
+    again, _, _ = trainer_lib.build_model_and_optimizer(CONFIG, config)  # the seed fixes the weights
+    for x, y in zip(model.weights, again.weights):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+    checkpoints = Checkpoints(str(tmp_path), model, optimizer, step, keep=1)
+    trainer = trainer_lib.Trainer(model, optimizer, checkpoints, config, str(tmp_path), log=[].append)
+    assert trainer.model is model and trainer.optimizer is optimizer and trainer.step is step
+    assert trainer.train(input_fn_from(make_batches(2))).step == 2
+    assert checkpoints.latest_name() == "ckpt-2"
+    keys = {name.split("/")[0] for name, _ in tf.train.list_variables(checkpoints.manager.latest_checkpoint)}
+    assert keys == {"model", "optimizer", "step", "save_counter", "_CHECKPOINTABLE_OBJECT_GRAPH"}
+
+
+def test_auto_precision_is_resolved_before_building():
+    config = training_config(precision="auto")  # a config may carry "auto" until the devices are known
+    with pytest.raises(ValueError, match="resolve_precision"):
+        trainer_lib.build_model_and_optimizer(CONFIG, config)
+    with pytest.raises(ValueError, match="precision must be"):
+        training_config(precision="float64")
+
+def test_evaluation_history_summaries_and_early_stopping_in_the_loop(tmp_path):
+    bleus = iter([10.0, 12.0, 11.0, 11.5, 11.9])
+
+    def evaluator(_model):
+        return {"loss": 1.5, "nll": 1.25, "perplexity": 3.5, "bleu": next(bleus), "signature": "sig",
+                "hypotheses": ["x"]}
+
+    lines = []
+    config = training_config(train_steps=20, eval_every_steps=1, early_stopping_patience=2, log_every_steps=1)
+    trainer = trainer_lib.build_trainer(CONFIG, config, str(tmp_path), log=lines.append)
+    state = trainer.train(input_fn_from(make_batches(4)), evaluator)
+    assert (state.step, state.stop_reason, state.evaluation["bleu"]) == (4, "early stopping", 11.5)
+    assert (state.best_bleu, state.best_step, state.evaluations_since_best) == (12.0, 2, 2)
+    assert lines[-1] == "early stopping at step 4: no better dev BLEU for 2 evaluations (best 12.00 at step 2)"
+    assert [line.split(" loss ")[0] for line in lines if line.startswith("step ")] == [
+        f"step {s}/20" for s in range(1, 5)]
+    assert trainer.checkpoints.latest_name() == "ckpt-4"  # saved on stopping
+    history = trainer_lib.read_eval_history(str(tmp_path))
+    assert [(r["step"], r["bleu"]) for r in history] == [(1, 10.0), (2, 12.0), (3, 11.0), (4, 11.5)]
+    assert "hypotheses" not in history[0]
+    scalars = {}
+    for directory in ("train", "eval"):
+        for path in tf.io.gfile.glob(str(tmp_path / directory / "events.out.tfevents.*")):
+            for event in tf.compat.v1.train.summary_iterator(path):
+                for value in event.summary.value:
+                    scalars.setdefault((directory, value.tag), {})[event.step] = float(tf.make_ndarray(value.tensor))
+    assert sorted(scalars) == [("eval", "bleu"), ("eval", "loss"), ("eval", "nll"), ("eval", "perplexity"),
+                               ("train", "gradient_norm"), ("train", "learning_rate"), ("train", "loss"),
+                               ("train", "tokens_per_second")]
+    assert scalars[("eval", "bleu")] == {1: 10.0, 2: 12.0, 3: 11.0, 4: 11.5}
+    assert sorted(scalars[("train", "loss")]) == [1, 2, 3, 4]
+    # A resumed run keeps the best BLEU and the count from history.json: its first evaluation
+    # without a better BLEU stops it.
+    resumed = trainer_lib.build_trainer(CONFIG, dataclasses.replace(config, eval_every_steps=2), str(tmp_path),
+                                        log=lines.append)
+    assert resumed.restore() == 4
+    state = resumed.train(input_fn_from(make_batches(4)), evaluator)
+    assert (state.step, state.stop_reason, state.best_bleu, state.best_step) == (6, "early stopping", 12.0, 2)
+    assert state.evaluations_since_best == 3
+
+
 REPLICA_SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
@@ -171,9 +230,9 @@ REPLICA_SCRIPT = textwrap.dedent("""
     tf = cli.start_tensorflow(cpu_replicas=int(sys.argv[1]))
     sys.path.insert(0, sys.argv[3])
     from test_trainer import CONFIG, make_batches, momentums, training_config, weights
-    from keras_transformer import trainer as trainer_lib
+    from keras_transformer import distribution, trainer as trainer_lib
     replicas = int(sys.argv[1])
-    strategy = trainer_lib.create_strategy(num_gpus=0, cpu_replicas=replicas)
+    strategy = distribution.create_strategy(num_gpus=0, cpu_replicas=replicas)
     assert strategy.num_replicas_in_sync == replicas
     global_batches = make_batches(3, batch=4, seed=7)
     # Replica r of step s gets rows [r * 4 / R, (r + 1) * 4 / R) of global batch s.
@@ -182,7 +241,7 @@ REPLICA_SCRIPT = textwrap.dedent("""
     def input_fn(context):
         return tf.data.Dataset.from_generator(
             lambda: iter(parts), output_signature=(tf.TensorSpec([None, None], tf.int32),) * 2)
-    trainer = trainer_lib.Trainer(CONFIG, training_config(train_steps=3), sys.argv[2], strategy)
+    trainer = trainer_lib.build_trainer(CONFIG, training_config(train_steps=3), sys.argv[2], strategy)
     state = trainer.train(input_fn)
     assert state.step == 3
     np.savez(sys.argv[2] + "/weights.npz", *weights(trainer))
@@ -220,15 +279,3 @@ def test_two_cpu_replicas_reach_the_same_weights_as_one(tmp_path):
     assert worst < 1e-4, worst
     print(f"1 vs 2 replicas after 3 steps: |weight difference| max {worst:.1e}, median {median:.1e}")
 
-
-def test_auto_precision_follows_the_hardware():
-    resolve = trainer_lib.resolve_precision
-    assert resolve("mixed_float16") == "mixed_float16"  # an explicit choice is kept
-    avx2, sapphire_rapids = {"avx", "avx2", "fma"}, {"avx2", "avx512f", "avx512_bf16", "amx_bf16"}
-    assert resolve("auto", gpu_capabilities=[], cpu_flags=avx2) == "float32"  # bf16 emulated: slower
-    assert resolve("auto", gpu_capabilities=[], cpu_flags=sapphire_rapids) == "mixed_bfloat16"
-    assert resolve("auto", gpu_capabilities=[(8, 0)] * 8, cpu_flags=avx2) == "mixed_bfloat16"  # A100
-    assert resolve("auto", gpu_capabilities=[(8, 0), (7, 0)], cpu_flags=avx2) == "mixed_float16"  # V100 present
-    assert resolve("auto", gpu_capabilities=[(6, 0)], cpu_flags=sapphire_rapids) == "float32"  # the paper's P100
-    assert resolve("auto", use_gpus=False, gpu_capabilities=[(8, 0)], cpu_flags=avx2) == "float32"  # --num_gpus=0
-    assert resolve("auto") in trainer_lib.PRECISIONS  # this machine

@@ -9,7 +9,9 @@ import pytest
 
 from export import serving_module
 from export_helpers import make_model_dir
-from keras_transformer import decoding, translate
+from keras_transformer import sorted_batches
+from keras_transformer.config import DecodingConfig
+from tasks import translation
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -28,7 +30,7 @@ def files(tmp_path_factory):
     pairs = make_model_dir(root / "run")[:20]
     (root / "source.txt").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
     (root / "reference.txt").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
-    translator, _ = serving_module.from_model_dir(str(root / "run"), decoding.DecodingConfig())
+    translator, _ = serving_module.from_model_dir(str(root / "run"), DecodingConfig())
     serving_module.export_saved_model(translator, str(root / "export"))
     return root
 
@@ -63,12 +65,12 @@ def test_bad_input_is_one_line(files, args, message):
 
 def test_batches_are_sorted_by_length_and_order_is_restored():
     lines = [b"a b c", b"a", b"a b c d e", b"", b"a b"]
-    batches = translate.length_sorted_batches(lines, 2)
-    assert batches == [[2, 0], [4, 1], [3]]
+    lengths = [(len(line.split()), len(line)) for line in lines]  # what translate_lines sorts by
+    assert sorted_batches.length_sorted_batches(lengths, 2, descending=True) == [[2, 0], [4, 1], [3]]
 
     def fake(batch):
         import tensorflow as tf  # pylint: disable=g-import-not-at-top
         return {"translations": tf.strings.upper(batch), "scores": tf.cast(tf.strings.length(batch), tf.float32)}
 
-    translations, _ = translate.translate_lines(fake, lines, 2, progress=False)
+    translations, _ = translation.translate_lines(fake, lines, 2, progress=False)
     assert translations == ["A B C", "A", "A B C D E", "", "A B"]

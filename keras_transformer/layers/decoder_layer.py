@@ -5,11 +5,16 @@ third sub-layer, which performs multi-head attention over the output of the
 encoder stack. [...] We also modify the self-attention sub-layer in the decoder
 stack to prevent positions from attending to subsequent positions."
 
-For decoding one token at a time the layer takes an explicit cache:
-`{"self": {"key", "value"}, "cross": {"key", "value"}}`, where the self-attention
-entries `(B, h, T_max, d)` are filled at `cache_index` by each call and the
-encoder-decoder entries are the encoder output's keys and values, projected
-once (`init_cache`).
+For decoding one token at a time the layer keeps apart what is fixed per sentence
+and what each step updates (as keras-hub's `TransformerDecoder` takes an explicit
+cache and index):
+
+* `init_memory(encoder_outputs)`: the encoder output projected once into the
+  encoder-decoder keys and values `{"key": (B, h, S, d_k), "value": (B, h, S, d_v)}`;
+  static for the whole sentence, read by every step (`memory=`).
+* `init_cache(batch_size, max_length)`: the empty self-attention keys and values
+  `{"key": (B, h, T_max, d_k), "value": (B, h, T_max, d_v)}`, which each call with
+  `cache=` and `cache_index=` fills at `cache_index` and returns.
 """
 
 from __future__ import annotations
@@ -33,9 +38,12 @@ class DecoderLayer(keras.layers.Layer):
 
     Call arguments:
         x: `(B, T, d_model)`, the (shifted) target embeddings or the previous layer.
-        encoder_outputs: `(B, S, d_model)`; unused when `cache` is given.
+        encoder_outputs: `(B, S, d_model)`; unused when `memory` is given.
         source_mask: bool `(B, S)`, True at real source tokens, or None.
-        cache: None for the full causal pass, or a dict as in the module docstring.
+        cache: None for the full causal pass, or the self-attention keys and
+            values of `init_cache` (or of a previous call), `(B, h, T_max, d)`.
+        memory: None (project `encoder_outputs`), or the encoder-decoder keys and
+            values of `init_memory`, `(B, h, S, d)`, projected once per sentence.
         cache_index: with a cache, the position of `x[:, 0]`; `x` may hold one
             token (incremental decoding) or several (e.g. a prefix at index 0).
         self_attention_mask: optional bool `(T, T_k)`, the causal mask; computed
@@ -45,12 +53,14 @@ class DecoderLayer(keras.layers.Layer):
 
     Returns:
         `(B, T, d_model)`; then the attention weights if asked for; then the
-        updated cache if one was given.
+        updated self-attention cache `{"key", "value"}` if one was given (the
+        memory is never changed, so it is not returned).
 
     Example:
         >>> layer = DecoderLayer(num_heads=8, key_dim=64, value_dim=64, d_ff=2048)
-        >>> cache = layer.init_cache(encoder_outputs, batch_size=2, max_length=20)
-        >>> y, cache = layer(x_t, source_mask=mask, cache=cache, cache_index=t)
+        >>> memory = layer.init_memory(encoder_outputs)          # once per sentence
+        >>> cache = layer.init_cache(batch_size=2, max_length=20)
+        >>> y, cache = layer(x_t, source_mask=mask, cache=cache, memory=memory, cache_index=t)
     """
 
     def __init__(
@@ -103,17 +113,27 @@ class DecoderLayer(keras.layers.Layer):
         self.feed_forward_residual.build(x_shape)
         self.built = True
 
-    def init_cache(self, encoder_outputs, max_length):
-        """An empty self-attention cache for `max_length` positions and the projected encoder output."""
-        batch_size = tf.shape(encoder_outputs)[0]
+    def init_cache(self, batch_size, max_length):
+        """The empty self-attention cache: `{"key": (B, h, T_max, d_k), "value": (B, h, T_max, d_v)}`.
+
+        Zeros in the layer's compute dtype; each step writes its keys and values at
+        its position, and the causal mask hides the positions not written yet.
+        """
         dtype = self.compute_dtype
         return {
-            "self": {
-                "key": tf.zeros([batch_size, self.num_heads, max_length, self.key_dim], dtype),
-                "value": tf.zeros([batch_size, self.num_heads, max_length, self.value_dim], dtype),
-            },
-            "cross": self.cross_attention.project_key_value(encoder_outputs),
+            "key": tf.zeros([batch_size, self.num_heads, max_length, self.key_dim], dtype),
+            "value": tf.zeros([batch_size, self.num_heads, max_length, self.value_dim], dtype),
         }
+
+    def init_memory(self, encoder_outputs):
+        """The encoder output `(B, S, d_model)` projected once into encoder-decoder keys and values.
+
+        Returns `{"key": (B, h, S, d_k), "value": (B, h, S, d_v)}`, head-major: static
+        for the sentence, so a step reads it instead of projecting the encoder
+        output again (section 3.2.3: "the memory keys and values come from the
+        output of the encoder").
+        """
+        return self.cross_attention.project_key_value(encoder_outputs)
 
     def call(
         self,
@@ -121,36 +141,38 @@ class DecoderLayer(keras.layers.Layer):
         encoder_outputs=None,
         source_mask=None,
         cache=None,
+        memory=None,
         cache_index=None,
         self_attention_mask=None,
         return_attention_scores=False,
         training=None,
     ):
-        self_cache = cross_cache = None
-        if cache is not None:
-            if cache_index is None:
-                raise ValueError("DecoderLayer: a cache needs a cache_index (the position of x[:, 0])")
-            self_cache, cross_cache = cache["self"], cache["cross"]
+        if cache is not None and cache_index is None:
+            raise ValueError("DecoderLayer: a cache needs a cache_index (the position of x[:, 0])")
+        if memory is None and encoder_outputs is None:
+            raise ValueError("DecoderLayer: give encoder_outputs or their projected memory (init_memory)")
         self_mask = self_attention_mask
         if self_mask is None:
-            key_length = None if cache is None else tf.shape(self_cache["key"])[2]
+            key_length = None if cache is None else tf.shape(cache["key"])[2]  # (B, h, T_max, d_k)
             self_mask = causal_mask(tf.shape(x)[1], key_length, 0 if cache_index is None else cache_index)  # (T, T_k)
         cross_mask = None if source_mask is None else source_mask[:, tf.newaxis, :]  # (B, 1, S)
-        scores, new_cache = {}, {"cross": cross_cache}
+        scores, new_cache = {}, None
 
         def self_attention(y):
+            nonlocal new_cache
             outputs = self.self_attention(
-                y, y, attention_mask=self_mask[tf.newaxis], cache=self_cache, cache_index=cache_index,
+                y, y, attention_mask=self_mask[tf.newaxis], cache=cache, cache_index=cache_index,
                 return_attention_scores=True, training=training,
             )
-            if self_cache is not None:
-                new_cache["self"] = outputs[2]
+            if cache is not None:
+                new_cache = outputs[2]  # {"key", "value"}: (B, h, T_max, d)
             scores["self"] = outputs[1]
             return outputs[0]
 
         def cross_attention(y):
+            # With a memory: a static cache (no cache_index), read instead of projected.
             y, scores["cross"] = self.cross_attention(
-                y, encoder_outputs, attention_mask=cross_mask, cache=cross_cache,
+                y, encoder_outputs, attention_mask=cross_mask, cache=memory,
                 return_attention_scores=True, training=training,
             )
             return y

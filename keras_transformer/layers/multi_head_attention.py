@@ -77,8 +77,8 @@ def project_jointly(x: tf.Tensor, projections) -> list[tf.Tensor]:
     Self-attention projects the same positions by W^Q, W^K and W^V, and
     encoder-decoder attention the encoder output by W^K and W^V: one
     (B*T, d_model) x (d_model, 3 h d_k) product instead of three (d_model, h d_k)
-    ones, which on TensorFlow's CPU kernels runs at about 1.4x their rate
-    (`docs/BENCHMARKS.md`). The variables stay those of the separate
+    ones: one wider matmul keeps the matrix units busier than three narrow ones
+    (measured in docs/BENCHMARKS.md). The variables stay those of the separate
     `HeadProjection`s, so checkpoints do not change.
 
     Args:
@@ -119,9 +119,9 @@ class HeadProjection(keras.layers.Layer):
     W has shape `input_shape + output_shape` and b has shape `output_shape`: `(d_model,)
     -> (h, d_k)` is W^Q (and W^K, W^V) for all heads at once, `(h, d_v) -> (d_model,)` is
     W^O applied to the concatenated heads; the layout of `keras.layers.EinsumDense` in
-    `keras.layers.MultiHeadAttention`. The product is one 2-D matmul over all positions:
-    on TensorFlow's CPU kernels the backward pass of the equivalent einsum was 5x its
-    forward pass, against 2x here.
+    `keras.layers.MultiHeadAttention`. The product is one 2-D matmul over all positions,
+    whose backward pass is two matmuls of the same size; the equivalent rank-3 einsum's
+    backward pass is much slower on TensorFlow's CPU kernels (docs/BENCHMARKS.md).
 
     Args:
         input_shape_: tuple of ints, the trailing axes of x that are contracted.

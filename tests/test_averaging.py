@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import Transformer, TransformerConfig
-from keras_transformer import average_checkpoints
+from keras_transformer import averaging
 from keras_transformer import model_dir as model_dir_lib
 
 CONFIG = TransformerConfig.tiny(vocab_size=20, max_length=16)
@@ -37,7 +37,7 @@ def write_checkpoints(model_dir, steps):
 
 def test_average_of_three_checkpoints_is_the_numpy_mean(tmp_path):
     saved = write_checkpoints(tmp_path, [10, 20, 30, 40])
-    path = average_checkpoints.average_last(str(tmp_path), 3)
+    path = averaging.average_last(str(tmp_path), 3)
     assert path == str(tmp_path / "averaged" / "ckpt-40")
     restored, used = model_dir_lib.restore_model(str(tmp_path))  # prefers averaged/
     assert used == path
@@ -49,7 +49,7 @@ def test_average_of_three_checkpoints_is_the_numpy_mean(tmp_path):
 def test_too_few_checkpoints_is_a_one_line_error(tmp_path):
     write_checkpoints(tmp_path, [10])
     with pytest.raises(ValueError, match="holds 1 checkpoint"):
-        average_checkpoints.recent_checkpoints(str(tmp_path), 2)
+        averaging.recent_checkpoints(str(tmp_path), 2)
     result = subprocess.run(
         [sys.executable, "-m", "keras_transformer.average_checkpoints", f"--model_dir={tmp_path}",
          "--num_checkpoints=5"], capture_output=True, text=True, timeout=120,
@@ -63,9 +63,9 @@ def test_relative_model_dir(tmp_path, monkeypatch):
     """`--model_dir=runs/x`, as the README writes it: paths must not get the directory twice."""
     saved = write_checkpoints(tmp_path / "runs" / "x", [10, 20])
     monkeypatch.chdir(tmp_path)
-    assert average_checkpoints.recent_checkpoints(os.path.join("runs", "x"), 2) == [
+    assert averaging.recent_checkpoints(os.path.join("runs", "x"), 2) == [
         os.path.join("runs", "x", model_dir_lib.CHECKPOINT_DIR, f"ckpt-{s}") for s in (10, 20)]
-    path = average_checkpoints.average_last(os.path.join("runs", "x"), 2)
+    path = averaging.average_last(os.path.join("runs", "x"), 2)
     model, _ = model_dir_lib.restore_model(str(tmp_path / "runs" / "x"), path)
     floats = [i for i, v in enumerate(model.variables) if v.dtype == "float32"]
     np.testing.assert_allclose(model.variables[floats[0]].numpy(),

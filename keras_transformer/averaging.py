@@ -1,0 +1,69 @@
+"""Checkpoint averaging (section 6.1).
+
+"For the base models, we used a single model obtained by averaging the last 5
+checkpoints, which were written at 10-minute intervals. For the big models, we
+averaged the last 20 checkpoints."
+
+    path = average_last(model_dir, 5)    # MODEL_DIR/averaged/ckpt-<last step>
+
+reads MODEL_DIR/checkpoints (the most recent K of `tf.train.CheckpointManager`'s list),
+averages every model variable and writes a model-only checkpoint that
+`keras_transformer.model_dir.restore_model` (translation, export) prefers over the latest
+training checkpoint. Optimizer slots are not averaged. The command line is
+`python -m keras_transformer.average_checkpoints`; training calls `average_last` at its end.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.model import Transformer
+
+
+def checkpoint_step(path: str) -> int:
+    """The step number of a checkpoint prefix ".../ckpt-1300" -> 1300."""
+    return int(path.rsplit("-", 1)[1])
+
+
+def recent_checkpoints(model_dir: str, count: int) -> list[str]:
+    """The `count` most recent checkpoint prefixes of MODEL_DIR/checkpoints, oldest first."""
+    if count < 1:
+        raise ValueError(f"--num_checkpoints must be positive, got {count}")
+    directory = os.path.join(model_dir, model_dir_lib.CHECKPOINT_DIR)
+    state = tf.train.get_checkpoint_state(directory)
+    if state is None or not state.all_model_checkpoint_paths:
+        raise FileNotFoundError(f"{directory}: no checkpoints to average")
+    paths = list(state.all_model_checkpoint_paths)  # already prefixed with `directory` when relative
+    if len(paths) < count:
+        raise ValueError(f"{directory} holds {len(paths)} checkpoint(s), fewer than the {count} asked for "
+                         "(train longer or keep more with --keep_checkpoints)")
+    return paths[-count:]
+
+
+def average_into(model, paths: list[str]) -> None:
+    """Sets every float variable of `model` (built) to its mean over the checkpoints `paths`;
+    the others (e.g. dropout seed states) keep the last checkpoint's value."""
+    sums = None
+    for path in paths:
+        tf.train.Checkpoint(model=model).read(path).expect_partial().assert_existing_objects_matched()
+        values = [v.numpy().astype(np.float64) for v in model.variables]
+        sums = values if sums is None else [s + v for s, v in zip(sums, values)]
+    for variable, total in zip(model.variables, sums):
+        if tf.as_dtype(variable.dtype).is_floating:
+            variable.assign((total / len(paths)).astype(tf.as_dtype(variable.dtype).as_numpy_dtype))
+
+
+def average_last(model_dir: str, count: int) -> str:
+    """Averages the last `count` checkpoints into MODEL_DIR/averaged; returns the new prefix."""
+    paths = recent_checkpoints(model_dir, count)
+    model = Transformer(model_dir_lib.read_config(model_dir))
+    model.build()
+    average_into(model, paths)
+    step = tf.Variable(checkpoint_step(paths[-1]), dtype=tf.int64)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step),
+                                         os.path.join(model_dir, model_dir_lib.AVERAGED_DIR), max_to_keep=1)
+    return manager.save(checkpoint_number=int(step.numpy()))

@@ -1,0 +1,127 @@
+"""A training run's checkpoints, and when to write them (section 6.1).
+
+"For the base models, we used a single model obtained by averaging the last 5 checkpoints,
+which were written at 10-minute intervals." (section 6.1)
+
+* `Checkpoints`: the model, the optimizer and the step counter under MODEL_DIR/checkpoints,
+  the last `keep` of them kept (for `average_checkpoints`); restore returns the step.
+* `CheckpointTimer`: save every N updates, every M minutes and at the end; it also tells
+  when `max_train_minutes` is spent, since that ends the run with a save too.
+
+    checkpoints = Checkpoints(model_dir, model, optimizer, step, keep=5)
+    start = checkpoints.restore()
+    timer = CheckpointTimer(every_steps=1000, every_minutes=10, last_step=100_000, started=time.time())
+    if timer.check(step, time.time()).save:
+        checkpoints.save()
+        timer.saved(time.time())
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, NamedTuple, Optional, Sequence
+
+import tensorflow as tf
+
+from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.distribution import is_chief, task_id
+
+
+
+class Checkpoints:
+    """`tf.train.Checkpoint(model=, optimizer=, step=)` and its `tf.train.CheckpointManager`.
+
+    A checkpoint holds the keys `model`, `optimizer` and `step` (the layout
+    `keras_transformer.model_dir` documents), numbered by `step`.
+
+    Args:
+        model_dir: the training directory; checkpoints go to MODEL_DIR/checkpoints.
+        model: the `Transformer`.
+        optimizer: its optimizer (the Adam of section 5.3, maybe in a `LossScaleOptimizer`).
+        step: the int64 `tf.Variable` counting updates.
+        keep: how many recent checkpoints to keep.
+        strategy: on a non-chief worker of a multi-worker strategy, saves go to
+            MODEL_DIR/workers/worker-<task id>: every worker takes part in a save, and only
+            the chief's copy is the run's. Restores always read the run's (the chief's).
+    """
+
+    def __init__(self, model_dir: str, model, optimizer, step: tf.Variable, keep: int = 5,
+                 strategy: Optional[tf.distribute.Strategy] = None):
+        self.model_dir = model_dir
+        self.step = step
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
+        self.directory = os.path.join(model_dir, model_dir_lib.CHECKPOINT_DIR)
+        save_directory = self.directory
+        if strategy is not None and not is_chief(strategy):
+            save_directory = os.path.join(model_dir, model_dir_lib.WORKERS_DIR, f"worker-{task_id(strategy)}")
+        self.manager = tf.train.CheckpointManager(self.checkpoint, save_directory, max_to_keep=keep)
+
+    def restore(self) -> int:
+        """Restores the latest checkpoint of the run (model, optimizer, step) if any; returns the step."""
+        latest = tf.train.latest_checkpoint(self.directory)
+        if latest:
+            self.checkpoint.restore(latest).assert_existing_objects_matched()
+        return int(self.step.numpy())
+
+    def save(self) -> Optional[str]:
+        """Saves a checkpoint numbered by the step; returns its path. TensorFlow writes the data
+        files first and the `checkpoint` state file last, so a crash mid-save leaves the previous
+        one as the latest."""
+        return self.manager.save(checkpoint_number=int(self.step.numpy()))
+
+    def latest_name(self) -> str:
+        """The latest checkpoint's name (e.g. "ckpt-2000"), or a phrase saying there is none."""
+        latest = tf.train.latest_checkpoint(self.directory)
+        return os.path.basename(latest) if latest else "none (no checkpoint was saved)"
+
+
+class Due(NamedTuple):
+    """What `CheckpointTimer.check` decided for one update."""
+
+    save: bool  # save a checkpoint now
+    out_of_time: bool  # max_train_minutes is spent: save and stop
+
+
+class CheckpointTimer:
+    """Decides after each update whether to save: every `every_steps` updates, when `every_minutes`
+    passed since the last save (section 6.1: 10-minute intervals), at `last_step`, and when the
+    time budget `budget_minutes` is spent.
+
+    The two clock decisions go through `agree` together, so that on a cluster every worker
+    saves (a collective operation) and stops at the same update even when their clocks straddle
+    a boundary; without clock-based settings `agree` is never called.
+
+    Args:
+        every_steps: save when the step is a multiple of this (0: never by count).
+        every_minutes: save when this much time passed since the last save (0: never by time).
+        budget_minutes: training time this process may spend (0: no limit).
+        last_step: the final update (`train_steps`), always saved.
+        started: `time.time()` when training started; the first interval counts from it.
+        agree: `flags -> flags` made the same on every worker, e.g.
+            `functools.partial(distribution.agree, strategy)` (default: as they are).
+    """
+
+    def __init__(self, every_steps: int = 0, every_minutes: float = 0.0, budget_minutes: float = 0.0,
+                 last_step: Optional[int] = None, started: float = 0.0,
+                 agree: Optional[Callable[[Sequence[bool]], Sequence[bool]]] = None):
+        self.every_steps = every_steps
+        self.every_minutes = every_minutes
+        self.budget_minutes = budget_minutes
+        self.last_step = last_step
+        self.started = started
+        self.last_save = started
+        self.agree = agree or tuple
+
+    def check(self, step: int, now: float) -> Due:
+        """The decision after update `step` at time `now` (`time.time()`)."""
+        out_of_time = bool(self.budget_minutes) and now - self.started >= 60.0 * self.budget_minutes
+        by_time = bool(self.every_minutes) and now - self.last_save >= 60.0 * self.every_minutes
+        if self.budget_minutes or self.every_minutes:  # the same settings on every worker
+            out_of_time, by_time = self.agree((out_of_time, by_time))
+        by_count = bool(self.every_steps) and step % self.every_steps == 0
+        at_end = self.last_step is not None and step >= self.last_step
+        return Due(save=by_count or by_time or at_end or out_of_time, out_of_time=out_of_time)
+
+    def saved(self, now: float) -> None:
+        """Notes a save at time `now`: the next `every_minutes` interval starts here."""
+        self.last_save = now

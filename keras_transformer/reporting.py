@@ -1,0 +1,174 @@
+"""Where a training run's numbers go: the console, TensorBoard, and MODEL_DIR/eval/history.json.
+
+* `Reporter`: one console line every `log_every_steps` updates (loss, learning rate of
+  equation (3), gradient norm, tokens per second, ETA) or a progress bar on a terminal, and
+  the same numbers as TensorBoard scalars in MODEL_DIR/train; each evaluation as a line and
+  as scalars in MODEL_DIR/eval.
+* `EvalHistory`: every evaluation of the run, resumes included, in MODEL_DIR/eval/history.json
+  (read back by early stopping on resume, and by the notebooks).
+* `projected_last_step`: the step the run will end at, what the ETA counts down to.
+
+    reporter = Reporter(config, model_dir, start_step, time.time(), learning_rate_fn, print)
+    reporter.train_step(step, loss, tokens, gradient_norm, time.time())
+    reporter.evaluation(step, results, seconds)
+
+Scalars are written with `tf.summary.scalar` (the `tensorboard` package): one float32 tensor
+per tag, readable with `tf.compat.v1.train.summary_iterator` and `tf.make_ndarray(value.tensor)`.
+Tags: "loss", "learning_rate", "gradient_norm", "tokens_per_second" (train); "loss", "nll",
+"perplexity", "bleu" (eval). Only the chief writes files; the other workers get no-op writers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Callable, Optional
+
+import keras
+import tensorflow as tf
+
+from keras_transformer import model_dir as model_dir_lib
+
+EVAL_SCALARS = ("loss", "nll", "perplexity", "bleu")
+
+
+def projected_last_step(config, start_step: int, step: int, elapsed: float) -> int:
+    """The step this run will stop at: `config.train_steps`, or earlier where `config.max_train_minutes`
+    runs out at the rate of the steps so far (what the ETA and the progress bar count down to).
+
+    Args:
+        config: a `TrainingConfig` (`train_steps`, `max_train_minutes`).
+        start_step: the step this process started (or resumed) at.
+        step: the last update made.
+        elapsed: seconds since this process started training.
+    """
+    if not config.max_train_minutes or step <= start_step:
+        return config.train_steps
+    seconds_left = max(0.0, 60.0 * config.max_train_minutes - elapsed)
+    return min(config.train_steps, step + int(seconds_left * (step - start_step) / max(elapsed, 1e-9)))
+
+
+def _clock(seconds: float) -> str:
+    """H:MM:SS."""
+    seconds = int(max(seconds, 0))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def write_scalars(writer, step: int, values: dict[str, Any]) -> None:
+    """Writes the numeric entries of `values` as TensorBoard scalars at `step`, then flushes."""
+    with writer.as_default(step=step):
+        for name, value in values.items():
+            if isinstance(value, (int, float)):
+                tf.summary.scalar(name, float(value))
+    writer.flush()
+
+
+class Reporter:
+    """Console lines, the progress bar and TensorBoard scalars of one `Trainer.train` call.
+
+    Args:
+        config: the `TrainingConfig` (`train_steps`, `max_train_minutes`, `log_every_steps`).
+        model_dir: the training directory; scalars go to MODEL_DIR/train and MODEL_DIR/eval.
+        start_step: the step training starts (or resumes) at.
+        started: `time.time()` when training started; the ETA and tokens/s count from it.
+        learning_rate: `step -> float`, the learning rate of update `step` (equation (3)).
+        log: where console lines go.
+        chief: False on the non-chief workers of a cluster: no files, no step lines.
+        interactive: show a `keras.utils.Progbar` instead of step lines (default: on the
+            chief when stdout is a terminal).
+    """
+
+    def __init__(self, config, model_dir: str, start_step: int, started: float,
+                 learning_rate: Callable[[int], float], log: Callable[[str], None], chief: bool = True,
+                 interactive: Optional[bool] = None):
+        self.config = config
+        self.start_step = start_step
+        self.started = started
+        self.learning_rate = learning_rate
+        self.log = log
+        self.chief = chief
+        self.interactive = (chief and sys.stdout.isatty()) if interactive is None else interactive
+        self.train_writer = self._writer(model_dir, model_dir_lib.TRAIN_DIR)
+        self.eval_writer = self._writer(model_dir, model_dir_lib.EVAL_DIR)
+        self.progbar = keras.utils.Progbar(max(1, config.train_steps - start_step)) if self.interactive else None
+        self._last_log = started
+        self._tokens_since_log = 0.0
+
+    def _writer(self, model_dir: str, name: str):
+        if not self.chief:
+            return tf.summary.create_noop_writer()
+        return tf.summary.create_file_writer(os.path.join(model_dir, name))
+
+    def train_step(self, step: int, loss: float, tokens: float, gradient_norm, now: float) -> None:
+        """Reports update `step`: the progress bar every step, a line and scalars every
+        `log_every_steps` and at `train_steps`.
+
+        Args:
+            step: the update just made.
+            loss: its loss per target token.
+            tokens: its number of non-padding target tokens (global batch).
+            gradient_norm: a float or scalar tensor, read only on the steps that are logged.
+            now: `time.time()` after the update.
+        """
+        c = self.config
+        self._tokens_since_log += tokens
+        last_step = projected_last_step(c, self.start_step, step, now - self.started)
+        if self.progbar is not None:
+            self.progbar.target = max(last_step, step + 1) - self.start_step  # the budget may end it first
+            self.progbar.update(step - self.start_step, [("loss", loss)])
+        if step % c.log_every_steps == 0 or step == c.train_steps:
+            rate = self._tokens_since_log / max(now - self._last_log, 1e-9)
+            values = {"loss": loss, "learning_rate": self.learning_rate(step),
+                      "gradient_norm": float(gradient_norm), "tokens_per_second": rate}
+            write_scalars(self.train_writer, step, values)
+            if not self.interactive and self.chief:
+                eta = (last_step - step) * (now - self.started) / max(step - self.start_step, 1)
+                of = c.train_steps if last_step == c.train_steps else f"~{last_step}"  # ~: by the budget
+                self.log(f"step {step}/{of} loss {loss:.4f} lr {values['learning_rate']:.2e} "
+                         f"|g| {values['gradient_norm']:.3f} {rate:,.0f} tok/s ETA {_clock(eta)}")
+            self._last_log, self._tokens_since_log = now, 0.0
+
+    def evaluation(self, step: int, results: dict, seconds: float) -> None:
+        """Reports an evaluation: `{"loss", "nll", "perplexity"}` and/or `{"bleu", "signature"}`."""
+        write_scalars(self.eval_writer, step, {k: v for k, v in results.items() if k in EVAL_SCALARS})
+        line = f"eval step {step}:"
+        if "loss" in results:
+            line += f" dev loss {results['loss']:.4f} nll {results['nll']:.4f} ppl {results['perplexity']:.2f}"
+        if "bleu" in results:
+            line += f" BLEU {results['bleu']:.2f} ({results['signature']})"
+        self.log(f"{line} [{seconds:.0f} s]")
+
+
+def read_eval_history(model_dir: str) -> list[dict]:
+    """The evaluations recorded in MODEL_DIR/eval/history.json (oldest first)."""
+    path = os.path.join(model_dir, model_dir_lib.EVAL_DIR, model_dir_lib.HISTORY_FILE)
+    if not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)["evaluations"]
+
+
+class EvalHistory:
+    """MODEL_DIR/eval/history.json: `{"evaluations": [{"step", "loss", ..., "bleu", ...}, ...]}`.
+
+    Loads the records of earlier runs in the directory; `append` adds one and rewrites the
+    file atomically (never half-written), so a resumed run continues the same history.
+
+    Args:
+        model_dir: the training directory.
+        write: False on the non-chief workers: records are kept in memory only.
+    """
+
+    def __init__(self, model_dir: str, write: bool = True):
+        self.path = os.path.join(model_dir, model_dir_lib.EVAL_DIR, model_dir_lib.HISTORY_FILE)
+        self.write = write
+        self.records = read_eval_history(model_dir)
+
+    def append(self, step: int, results: dict) -> dict:
+        """Records the evaluation at `step` (without its "hypotheses"); returns the record."""
+        record = {"step": step, **{k: v for k, v in results.items() if k != "hypotheses"}}
+        self.records.append(record)
+        if self.write:
+            model_dir_lib.write_json_atomically(self.path, {"evaluations": self.records})
+        return record

@@ -1,0 +1,92 @@
+"""The flags the commands share, defined once, and the frozen configs they parse into.
+
+    from tasks import flags as task_flags
+    task_flags.define_decoding_flags()          # --beam_size --alpha --max_extra_length
+    ...
+    decoding = task_flags.decoding_config()     # keras_transformer.config.DecodingConfig
+
+Only entry points call these (the library never reads flags): training defines the
+decoding flags with the prefix "eval_" (its dev translations), translation and export
+without one; training and `python -m pipelines` share the data flags. Invalid values end
+as one `error:` line (absl's bounds, or the configs' `ValueError`).
+"""
+
+from __future__ import annotations
+
+from absl import flags
+
+FLAGS = flags.FLAGS
+
+_DECODING_HELP = {
+    "beam_size": "Beam size (section 6.1; paper: 4); 1 = greedy search.",
+    "alpha": "Length penalty exponent alpha (section 6.1; paper: 0.6).",
+    "max_extra_length": "At most source tokens (EOS included) + this many output tokens (paper: 50).",
+}
+
+
+def define_decoding_flags(prefix: str = "") -> None:
+    """--{prefix}beam_size, --{prefix}alpha, --{prefix}max_extra_length (`DecodingConfig`'s fields)."""
+    flags.DEFINE_integer(f"{prefix}beam_size", 4, _DECODING_HELP["beam_size"], lower_bound=1)
+    flags.DEFINE_float(f"{prefix}alpha", 0.6, _DECODING_HELP["alpha"], lower_bound=0.0)
+    flags.DEFINE_integer(f"{prefix}max_extra_length", 50, _DECODING_HELP["max_extra_length"], lower_bound=0)
+
+
+def decoding_flag_names(prefix: str = "") -> tuple[str, ...]:
+    return tuple(f"{prefix}{name}" for name in _DECODING_HELP)
+
+
+def decoding_config(prefix: str = ""):
+    """The `DecodingConfig` of the flags defined by `define_decoding_flags(prefix)`."""
+    from keras_transformer.config import DecodingConfig  # pylint: disable=g-import-not-at-top
+
+    return DecodingConfig(beam_size=FLAGS[f"{prefix}beam_size"].value, alpha=FLAGS[f"{prefix}alpha"].value,
+                          max_extra_length=FLAGS[f"{prefix}max_extra_length"].value)
+
+
+def define_model_size_flags(num_layers=None, d_model=None, d_ff=None, num_heads=None) -> None:
+    """--num_layers --d_model --d_ff --num_heads (section 3, Table 3). Training leaves the defaults
+    None (the preset's values); the benchmarks give a model size of their own."""
+    flags.DEFINE_integer("num_layers", num_layers, "N, the layers of the encoder and of the decoder "
+                         "(unset: the preset's).")
+    flags.DEFINE_integer("d_model", d_model, "d_model, the width of every sub-layer output (unset: the preset's).")
+    flags.DEFINE_integer("d_ff", d_ff, "d_ff, the feed-forward inner width (unset: the preset's).")
+    flags.DEFINE_integer("num_heads", num_heads, "h, the attention heads (unset: the preset's).")
+
+
+def define_data_flags() -> None:
+    """The flags of `pipelines.data_config.DataConfig` (section 5.1), and --seed."""
+    flags.DEFINE_string("dataset", "embedded", "embedded, multi30k, wmt14, files, or a full "
+                        "pipelines.sources name such as multi30k_en_de.")
+    flags.DEFINE_string("source_lang", "en", "Source language (multi30k, wmt14).")
+    flags.DEFINE_string("target_lang", "de", "Target language (multi30k, wmt14).")
+    flags.DEFINE_string("data_dir", None, "Where the data set's files are: multi30k: the original .gz "
+                        "files; wmt14: the tensorflow-datasets folder; files: the folder --source_file and "
+                        "--target_file are relative to.")
+    flags.DEFINE_string("tfds_dir", None, "Where tensorflow-datasets prepares multi30k (default ~/tensorflow_datasets).")
+    flags.DEFINE_string("source_file", None, "files: source text, '{split}' replaced by train/validation/test.")
+    flags.DEFINE_string("target_file", None, "files: target text, '{split}' replaced likewise.")
+    flags.DEFINE_enum("tokenizer", "bpe", ["bpe", "unigram", "wordpiece"], "Subword model, trained on the "
+                      "training data when none is saved yet (paper: BPE).")
+    flags.DEFINE_integer("vocab_size", 37000, "Vocabulary size, an upper bound, special ids included "
+                         "(paper: about 37,000 shared).")
+    flags.DEFINE_boolean("shared_vocab", True, "One vocabulary and embedding for both sides (section 3.4).")
+    flags.DEFINE_boolean("lowercase", False, "Case-fold text before tokenizing.")
+    flags.DEFINE_integer("batch_tokens", 25000, "Source (and target) token budget of one batch, padding "
+                         "included; in training, of one update over all replicas and micro-batches "
+                         "(paper: about 25,000).")
+    flags.DEFINE_integer("max_length", 256, "Longest pair (tokens incl. EOS, either side) kept; in training "
+                         "also the model's max_length.")
+    flags.DEFINE_integer("seed", 0, "The run's seed: the embedded corpus, the tokenizer's sampling, the data "
+                         "order and, in training, the initial weights and dropout.")
+
+
+def data_config(dev_split: str = "validation"):
+    """The `DataConfig` of the flags defined by `define_data_flags`."""
+    from pipelines import data_config as data_config_lib  # pylint: disable=g-import-not-at-top
+
+    return data_config_lib.DataConfig(
+        dataset=data_config_lib.dataset_name(FLAGS.dataset, FLAGS.source_lang, FLAGS.target_lang),
+        data_dir=FLAGS.data_dir, tfds_dir=FLAGS.tfds_dir, source_file=FLAGS.source_file,
+        target_file=FLAGS.target_file, dev_split=dev_split, tokenizer=FLAGS.tokenizer,
+        vocab_size=FLAGS.vocab_size, shared_vocab=FLAGS.shared_vocab, lowercase=FLAGS.lowercase,
+        batch_tokens=FLAGS.batch_tokens, max_length=FLAGS.max_length, seed=FLAGS.seed)

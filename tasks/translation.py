@@ -1,0 +1,294 @@
+"""The translation task: train on a data set, evaluate on a split, translate files.
+
+Sections 5 and 6.1 of "Attention Is All You Need" as three calls, each what one command does:
+
+    state = train(model_dir, data, model, training, decoding)     # python -m keras_transformer.train
+    results = evaluate(model_dir, data, decoding)                  # ... --evaluate_only
+    translate_file("test.en", "test.hyp", model_dir=model_dir)     # python -m keras_transformer.translate
+
+`train` wires `pipelines/` (pairs -> tokenizer -> token-budget batches) to the custom loop
+of `keras_transformer.trainer` and the dev evaluation of `keras_transformer.evaluation`;
+`translate_file` runs the export's `Translator` (built in process from a training directory)
+or a SavedModel, so a file is translated by the same graph TF Serving runs.
+
+Running `train` again on the same directory resumes: the tokenizer saved in
+MODEL_DIR/tokenizer on the first run is reused, never retrained, and the model must match
+MODEL_DIR/model_config.json. The data order after a resume is a fresh deterministic shuffle
+seeded by (seed, step), not the exact continuation of the interrupted epoch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+import time
+from typing import Callable, Optional
+
+from keras_transformer import cli
+from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.config import DecodingConfig, TransformerConfig
+from pipelines.data_config import DataConfig, check_batch_tokens
+
+
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+# Tokenizers and evaluation --------------------------------------------------------------
+
+
+def load_tokenizers(model_dir: str, data: DataConfig, save: bool = True, log: Callable[[str], None] = _print):
+    """MODEL_DIR/tokenizer if saved (ids stay stable across resumes), else trained on the
+    training split (section 5.1) and saved there when `save`. Returns (source, target)."""
+    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+
+    started = time.time()
+    with cli.silence_native_stderr():  # sentencepiece's C++ INFO lines
+        source, target, trained = tokenizers.load_or_train_pair(
+            os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR), lambda: data.load_pairs("train"),
+            data.tokenizer_config(), save=save)
+    if trained:
+        log(f"tokenizer: {data.tokenizer}, {source.vocab_size} ids, trained in {time.time() - started:.1f} s")
+    return source, target
+
+
+def build_evaluator(data: DataConfig, decoding: DecodingConfig, label_smoothing: float, source_tokenizer,
+                    target_tokenizer, bleu_sentences: Optional[int] = None):
+    """Dev loss and perplexity on `data.dev_split`, and BLEU on its first `bleu_sentences`
+    sentences (None: all; 0: no BLEU)."""
+    from keras_transformer.evaluation import Evaluator  # pylint: disable=g-import-not-at-top
+    from pipelines import batching  # pylint: disable=g-import-not-at-top
+
+    pairs = data.load_pair_list(data.dev_split)
+    loss_batches = batching.make_dataset(pairs, source_tokenizer, data.batch_tokens, data.max_length,
+                                         target_tokenizer=target_tokenizer, shuffle=False, cache=True)
+    if bleu_sentences == 0:
+        return Evaluator(loss_batches, decoding=decoding, label_smoothing=label_smoothing)
+    pairs = pairs[:bleu_sentences]
+    with cli.silence_native_stderr():
+        rows = source_tokenizer.tokenize([s for s, _ in pairs], add_eos=True).to_list()
+    return Evaluator(loss_batches, [row[: data.max_length] for row in rows], [t for _, t in pairs],
+                     target_tokenizer.detokenize, decoding, label_smoothing)
+
+
+# Training ------------------------------------------------------------------------------
+
+
+def check_resume(model_dir: str, config: TransformerConfig) -> None:
+    """The command's model must be the saved one: a mismatch is a one-line `ValueError`."""
+    if not os.path.isfile(os.path.join(model_dir, model_dir_lib.CONFIG_FILE)):
+        return
+    saved = model_dir_lib.read_config(model_dir).to_dict()
+    wanted = config.to_dict()
+    diff = [f"{k}={saved[k]!r} (saved) vs {wanted[k]!r} (flags)" for k in sorted(saved) if saved[k] != wanted.get(k)]
+    if diff:
+        raise ValueError(f"{model_dir} holds a different model: {'; '.join(diff)}; use another --model_dir")
+
+
+def sized_model(model: TransformerConfig, source_tokenizer, target_tokenizer) -> TransformerConfig:
+    """`model` with the trained vocabulary's sizes (section 3.4: one matrix when shared)."""
+    shared = model.share_embeddings
+    return dataclasses.replace(model, vocab_size=source_tokenizer.vocab_size,
+                               target_vocab_size=None if shared else target_tokenizer.vocab_size)
+
+
+def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, decoding: DecodingConfig,
+          *, bleu_sentences: Optional[int] = None, num_gpus: int = -1, cpu_replicas: int = 0,
+          log: Callable[[str], None] = _print):
+    """Trains (or resumes) a translation model in `model_dir`; returns the final `LoopState`.
+
+    Args:
+        model_dir: the training directory (`keras_transformer.model_dir` layout).
+        data: the data set, tokenizer and batching (section 5.1).
+        model: the architecture; its vocabulary sizes are replaced by the tokenizer's.
+        training: a `keras_transformer.trainer.TrainingConfig`; precision "auto" is resolved
+            for the devices used.
+        decoding: the dev translations' search (section 6.1).
+        bleu_sentences: dev sentences translated for BLEU (None: all; 0: none).
+        num_gpus, cpu_replicas: the devices (`keras_transformer.distribution.create_strategy`).
+        log: where console lines go.
+
+    Raises:
+        ValueError, FileNotFoundError: bad input, before any work is written.
+        keras_transformer.trainer.TrainingDiverged: the loss became NaN or infinite.
+    """
+    from keras_transformer import averaging, distribution  # pylint: disable=g-import-not-at-top
+    from keras_transformer import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+    from pipelines import batching  # pylint: disable=g-import-not-at-top
+
+    data.check_inputs("train")
+    strategy = distribution.create_strategy(num_gpus, cpu_replicas)
+    replicas = strategy.num_replicas_in_sync
+    auto = training.precision == "auto"
+    training = dataclasses.replace(
+        training, precision=distribution.resolve_precision(training.precision, use_gpus=num_gpus != 0))
+    check_batch_tokens(data.batch_tokens, data.max_length, replicas, training.accumulation_steps)
+    chief = distribution.is_chief(strategy)
+    source_tok, target_tok = load_tokenizers(model_dir, data, save=chief, log=log)
+    model = sized_model(model, source_tok, target_tok)
+    check_resume(model_dir, model)
+    if chief:
+        model_dir_lib.write_config(model_dir, model, training=training.to_dict(), data=dataclasses.asdict(data),
+                                   decoding=decoding.to_dict())
+    trainer = trainer_lib.build_trainer(model, training, model_dir, strategy, batch_tokens=data.batch_tokens,
+                                        log=log)
+    start = trainer.restore()
+    params = sum(int(v.shape.num_elements()) for v in trainer.model.trainable_variables)
+    log(f"{type(strategy).__name__} with {replicas} replica(s); {params:,} parameters; vocabulary "
+        f"{source_tok.vocab_size}; {training.precision}" + (" (auto)" if auto else "") + "; "
+        + (f"resumed at step {start}" if start else "starting at step 0"))
+    input_fn = batching.make_input_fn(
+        lambda: data.load_pairs("train"), source_tok, data.batch_tokens // training.accumulation_steps,
+        target_tokenizer=target_tok, max_length=data.max_length, shuffle=True, seed=data.seed * 1_000_003 + start,
+        repeat=True)
+    evaluator = build_evaluator(data, decoding, model.label_smoothing, source_tok, target_tok, bleu_sentences)
+    state = trainer.train(input_fn, evaluator)
+    if training.average_last and chief:
+        path = averaging.average_last(model_dir, training.average_last)
+        log(f"averaged the last {training.average_last} checkpoints into {path}")
+    return state
+
+
+# Evaluation of a trained model ---------------------------------------------------------------
+
+
+def evaluate(model_dir: str, data: DataConfig, decoding: DecodingConfig, bleu_sentences: Optional[int] = None,
+             log: Callable[[str], None] = _print) -> dict:
+    """Scores a trained model on `data.dev_split` (e.g. the test split, once, at the end) with the
+    averaged checkpoint (else the latest); writes the translations to MODEL_DIR/eval/.
+
+    Returns:
+        {"loss", "nll", "perplexity", "tokens"} and, with BLEU, {"bleu", "signature"}.
+    """
+    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+
+    if not os.path.isfile(os.path.join(model_dir, model_dir_lib.CONFIG_FILE)):
+        raise FileNotFoundError(f"{model_dir}: no {model_dir_lib.CONFIG_FILE}; train first")
+    data.check_inputs(data.dev_split)
+    tokenizer_dir = os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR)
+    if not tokenizers.is_saved(tokenizer_dir):
+        raise FileNotFoundError(f"{tokenizer_dir}: no saved tokenizer; the run cannot be evaluated")
+    source_tok, target_tok = tokenizers.load_pair(tokenizer_dir)
+    model, checkpoint = model_dir_lib.restore_model(model_dir)
+    evaluator = build_evaluator(data, decoding, model.config.label_smoothing, source_tok, target_tok,
+                                bleu_sentences)
+    started = time.time()
+    results = evaluator(model)
+    name = f"{data.dev_split}-{os.path.basename(os.path.dirname(checkpoint))}-{os.path.basename(checkpoint)}"
+    path = os.path.join(model_dir, model_dir_lib.EVAL_DIR, f"{name}-beam{decoding.beam_size}-alpha{decoding.alpha:g}.txt")
+    if "hypotheses" in results:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as file:
+            file.writelines(h + "\n" for h in results.pop("hypotheses"))
+        log(f"translations: {path}")
+    log(f"{data.dataset} [{data.dev_split}] with {checkpoint}, beam {decoding.beam_size}, alpha "
+        f"{decoding.alpha:g}, {time.time() - started:.0f} s: " + json.dumps(results))
+    return results
+
+
+# Translating files ------------------------------------------------------------------------------
+
+
+def read_lines(path: str) -> list[bytes]:
+    """The lines of a file or stdin ("-") as bytes, without line endings (invalid UTF-8 is kept)."""
+    if path == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{path}: no such file")
+        with open(path, "rb") as file:
+            data = file.read()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return [line.rstrip(b"\r") for line in lines]
+
+
+def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress: bool = True
+                    ) -> tuple[list[str], list[float]]:
+    """Runs `translate_fn(tf.string [N]) -> {"translations", "scores"}` (a `serving_default`) over
+    batches of similar length (words, then bytes), longest first.
+
+    Returns translations (str) and scores in the order of `lines`.
+    """
+    import keras  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    from keras_transformer import sorted_batches  # pylint: disable=g-import-not-at-top
+
+    bar = keras.utils.Progbar(len(lines), unit_name="sentence") if progress else None
+
+    def on_batch(done):
+        if bar is not None:
+            with contextlib.redirect_stdout(sys.stderr):  # stdout may carry the translations
+                bar.update(done)
+
+    def translate_batch(batch):
+        out = translate_fn(tf.constant(batch, tf.string))
+        return [(text.decode("utf-8"), float(score))
+                for text, score in zip(out["translations"].numpy(), out["scores"].numpy())]
+
+    lengths = [(len(line.split()), len(line)) for line in lines]
+    results = sorted_batches.map_in_input_order(translate_batch, lines, lengths, batch_size, descending=True,
+                                                on_batch=on_batch)
+    return [t for t, _ in results], [s for _, s in results]
+
+
+def translate_file(input_path: str, output_path: str = "-", *, model_dir: Optional[str] = None,
+                   export_dir: Optional[str] = None, decoding: DecodingConfig = DecodingConfig(),
+                   checkpoint: Optional[str] = None, reference: Optional[str] = None, batch_size: int = 32,
+                   progress: bool = True) -> Optional[str]:
+    """Translates a file (or stdin) line by line with a training directory or an export.
+
+    From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
+    process from the averaged or latest checkpoint (or `checkpoint`); `export_dir` loads the
+    SavedModel (a version folder, or a base folder whose highest version is used), whose
+    decoding settings were fixed at export time.
+
+    Returns:
+        With `reference`, sacreBLEU's report (score and signature) as text; else None.
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    from keras_transformer import metrics  # pylint: disable=g-import-not-at-top
+
+    if (model_dir is None) == (export_dir is None):
+        raise ValueError("give exactly one of model_dir and export_dir")
+    lines = read_lines(input_path)
+    if reference and not os.path.isfile(reference):
+        raise FileNotFoundError(f"{reference}: no such file")
+    start = time.perf_counter()
+    if model_dir:
+        from export import serving_module  # pylint: disable=g-import-not-at-top
+
+        translator, source = serving_module.from_model_dir(model_dir, decoding, checkpoint)
+        translate_fn = translator.serving_default
+    else:
+        import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (tokenizer ops)
+
+        from export import versions  # pylint: disable=g-import-not-at-top
+
+        source = versions.saved_model_path(export_dir)
+        translate_fn = tf.saved_model.load(source).signatures["serving_default"]
+    print(f"translating {len(lines)} sentences with {source}", file=sys.stderr)
+    translations, _ = translate_lines(translate_fn, lines, batch_size, progress)
+    text = "".join(t + "\n" for t in translations)
+    if output_path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
+        with open(output_path, "w", encoding="utf-8") as file:
+            file.write(text)
+    elapsed = time.perf_counter() - start
+    print(f"{len(lines)} sentences in {elapsed:.1f} s ({len(lines) / max(elapsed, 1e-9):.1f} sentences/s)",
+          file=sys.stderr)
+    if not reference:
+        return None
+    references = [line.decode("utf-8", errors="replace") for line in read_lines(reference)]
+    if len(references) != len(translations):
+        raise ValueError(f"{reference} has {len(references)} lines but the input has {len(translations)}")
+    return str(metrics.corpus_bleu(translations, references))

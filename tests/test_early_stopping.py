@@ -1,0 +1,39 @@
+"""Early stopping: patience on dev BLEU, strict improvement, resumed from the evaluation history."""
+
+from keras_transformer.early_stopping import EarlyStopping
+
+
+def test_stops_after_patience_evaluations_without_a_better_bleu():
+    stopper = EarlyStopping(patience=2)
+    decisions = []
+    for step, bleu in [(1, 10.0), (2, 12.0), (3, 12.0), (4, 11.0)]:  # equal is not better
+        stopper.observe(bleu, step)
+        decisions.append(stopper.should_stop)
+    assert decisions == [False, False, False, True]
+    assert (stopper.best_bleu, stopper.best_step, stopper.evaluations_since_best) == (12.0, 2, 2)
+    assert stopper.message(4) == ("early stopping at step 4: no better dev BLEU for 2 evaluations "
+                                  "(best 12.00 at step 2)")
+
+
+def test_a_better_bleu_resets_the_count():
+    stopper = EarlyStopping(patience=2, history=[{"step": 1, "bleu": 5.0}, {"step": 2, "bleu": 4.0}])
+    stopper.observe(6.0, 3)
+    assert not stopper.should_stop and (stopper.best_step, stopper.evaluations_since_best) == (3, 0)
+
+
+def test_patience_zero_never_stops():
+    stopper = EarlyStopping(patience=0)
+    for step in range(1, 20):
+        stopper.observe(1.0, step)
+    assert not stopper.should_stop and stopper.evaluations_since_best == 18
+
+
+def test_a_resumed_run_continues_from_the_history():
+    history = [{"step": 100, "bleu": 20.0}, {"step": 200, "loss": 2.0},  # no BLEU: skipped
+               {"step": 300, "bleu": None}, {"step": 400, "bleu": 19.0}, {"step": 500, "bleu": 18.5}]
+    stopper = EarlyStopping(patience=3, history=history)
+    assert (stopper.best_bleu, stopper.best_step, stopper.evaluations_since_best) == (20.0, 100, 2)
+    assert not stopper.should_stop
+    stopper.observe(19.9, 600)
+    assert stopper.should_stop
+    assert EarlyStopping(patience=2, history=history).should_stop  # already spent before the resume
