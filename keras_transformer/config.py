@@ -10,7 +10,7 @@ so each row of the table is a preset plus overrides:
 
 Variants are made with `dataclasses.replace` (or the presets' keyword overrides).
 `DecodingConfig` holds the settings of section 6.1's search, shared by dev evaluation,
-translation and export. Nothing below the entry points reads command-line flags, and
+translation and export; `TrainingConfig` those of the training loop (section 5). Nothing below the entry points reads command-line flags, and
 this module imports no TensorFlow, so a command can check its flags before TF starts.
 """
 
@@ -23,6 +23,7 @@ from keras_transformer.special_ids import PAD_ID
 
 POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
 LAYER_NORMS = ("post", "pre")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,6 +223,76 @@ class DecodingConfig:
             raise ValueError(f"max_extra_length must be an integer >= 0, got {self.max_extra_length!r}")
         if not isinstance(self.n_best, int) or not 1 <= self.n_best <= self.beam_size:
             raise ValueError(f"n_best must be in [1, beam_size={self.beam_size}], got {self.n_best!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig:
+    """Optimisation, checkpointing and evaluation settings of one training run (section 5).
+
+    Read by `keras_transformer.trainer`; kept here, without TensorFlow, so the training
+    command checks it before TensorFlow starts.
+
+    Attributes:
+        train_steps: updates to make in total (paper: 100k base, 300k big).
+        warmup_steps: linear warm-up of equation (3) (paper: 4000).
+        learning_rate_scale: multiplier on equation (3) (paper: 1.0).
+        clip_norm: clip the global gradient norm to this (0: no clipping, as in the paper).
+        accumulation_steps: micro-batches per update (1: none).
+        precision: "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic loss scaling);
+            or "auto", which `distribution.resolve_precision` turns into one of them for the
+            devices used before the model is built.
+        xla: compile the forward and backward pass with XLA.
+        checkpoint_every_steps: save every this many updates (0: never by count).
+        checkpoint_every_minutes: also save when this much time passed since the last save
+            (0: never by time; paper: 10).
+        keep_checkpoints: how many recent checkpoints to keep.
+        eval_every_steps: evaluate on the dev set every this many updates (0: only at the end).
+        early_stopping_patience: stop after this many evaluations without a better dev
+            BLEU (0: never).
+        max_train_minutes: stop cleanly (and checkpoint) after this much training time in
+            this process (0: no limit).
+        log_every_steps: console lines and TensorBoard scalars every this many updates.
+        average_last: after training, average the last this many checkpoints (section 6.1;
+            paper: 5 base, 20 big; 0: none). Done by the entry point.
+        seed: seeds the initial weights, dropout and the data order.
+    """
+
+    train_steps: int = 100_000
+    warmup_steps: int = 4000
+    learning_rate_scale: float = 1.0
+    clip_norm: float = 0.0
+    accumulation_steps: int = 1
+    precision: str = "float32"
+    xla: bool = False
+    checkpoint_every_steps: int = 1000
+    checkpoint_every_minutes: float = 0.0
+    keep_checkpoints: int = 5
+    eval_every_steps: int = 1000
+    early_stopping_patience: int = 0
+    max_train_minutes: float = 0.0
+    log_every_steps: int = 100
+    average_last: int = 0
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("train_steps", "warmup_steps", "accumulation_steps", "keep_checkpoints",
+                     "log_every_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in ("checkpoint_every_steps", "checkpoint_every_minutes", "eval_every_steps",
+                     "early_stopping_patience", "max_train_minutes", "clip_norm", "average_last"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.learning_rate_scale <= 0:
+            raise ValueError(f"learning_rate_scale must be positive, got {self.learning_rate_scale}")
+        if self.precision not in PRECISIONS + ("auto",):
+            raise ValueError(f"precision must be \"auto\" or one of {PRECISIONS}, got {self.precision!r}")
+        if self.average_last > self.keep_checkpoints:
+            raise ValueError(f"average_last ({self.average_last}) needs keep_checkpoints >= it, "
+                             f"got keep_checkpoints={self.keep_checkpoints}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -22,8 +22,6 @@ from typing import Iterable, Optional
 
 import tensorflow as tf
 
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
-
 
 def create_strategy(num_gpus: int = -1, cpu_replicas: int = 0) -> tf.distribute.Strategy:
     """The distribution strategy of a run (section 5.2: one machine with 8 GPUs).
@@ -114,7 +112,7 @@ def resolve_precision(precision: str, use_gpus: bool = True, gpu_capabilities=No
       and slower than float32: float32. Measured speeds are in docs/BENCHMARKS.md.
 
     Args:
-        precision: "auto" or one of `PRECISIONS` (returned as it is).
+        precision: "auto" or one of `config.PRECISIONS` (returned as it is).
         use_gpus: whether training runs on the local GPUs (`--num_gpus` != 0).
         gpu_capabilities: (major, minor) compute capabilities, for tests; by default
             read from this machine's GPUs.

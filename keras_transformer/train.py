@@ -89,7 +89,7 @@ def model_config():
 
 
 def training_config():
-    from keras_transformer.trainer import TrainingConfig  # pylint: disable=g-import-not-at-top
+    from keras_transformer.config import TrainingConfig  # pylint: disable=g-import-not-at-top
 
     return TrainingConfig(
         train_steps=FLAGS.train_steps, warmup_steps=FLAGS.warmup_steps,
@@ -109,6 +109,7 @@ def main(argv):
     data = task_flags.data_config(dev_split=FLAGS.dev_split)
     model = model_config()
     decoding = task_flags.decoding_config(prefix="eval_")
+    training = training_config()
     bleu_sentences = {0: None, -1: 0}.get(FLAGS.eval_max_sentences, max(FLAGS.eval_max_sentences, 0))
     data.check_inputs(data.dev_split if FLAGS.evaluate_only else "train")
     cli.start_tensorflow(cpu_replicas=FLAGS.cpu_replicas)
@@ -120,7 +121,6 @@ def main(argv):
         return
     from keras_transformer import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
 
-    training = training_config()
     try:
         state = translation.train(FLAGS.model_dir, data, model, training, decoding,
                                   bleu_sentences=bleu_sentences, num_gpus=FLAGS.num_gpus,

@@ -33,15 +33,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from keras_transformer.checkpoints import CheckpointTimer, Checkpoints
-from keras_transformer.config import TransformerConfig
-from keras_transformer.distribution import PRECISIONS, agree, is_chief
+from keras_transformer.config import PRECISIONS, TrainingConfig, TransformerConfig
+from keras_transformer.distribution import agree, is_chief
 from keras_transformer.early_stopping import EarlyStopping
 from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy
 from keras_transformer.model import Transformer
@@ -54,73 +54,6 @@ __all__ = ["LoopState", "Trainer", "TrainingConfig", "TrainingDiverged", "build_
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; nothing was saved after the last good checkpoint."""
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingConfig:
-    """Optimisation, checkpointing and evaluation settings of one run.
-
-    Attributes:
-        train_steps: updates to make in total (paper: 100k base, 300k big).
-        warmup_steps: linear warm-up of equation (3) (paper: 4000).
-        learning_rate_scale: multiplier on equation (3) (paper: 1.0).
-        clip_norm: clip the global gradient norm to this (0: no clipping, as in the paper).
-        accumulation_steps: micro-batches per update (1: none).
-        precision: "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic loss scaling);
-            or "auto", which `distribution.resolve_precision` turns into one of them for the
-            devices used before the model is built.
-        xla: compile the forward and backward pass with XLA.
-        checkpoint_every_steps: save every this many updates (0: never by count).
-        checkpoint_every_minutes: also save when this much time passed since the last save
-            (0: never by time; paper: 10).
-        keep_checkpoints: how many recent checkpoints to keep.
-        eval_every_steps: evaluate on the dev set every this many updates (0: only at the end).
-        early_stopping_patience: stop after this many evaluations without a better dev
-            BLEU (0: never).
-        max_train_minutes: stop cleanly (and checkpoint) after this much training time in
-            this process (0: no limit).
-        log_every_steps: console lines and TensorBoard scalars every this many updates.
-        average_last: after training, average the last this many checkpoints (section 6.1;
-            paper: 5 base, 20 big; 0: none). Done by the entry point.
-        seed: seeds the initial weights, dropout and the data order.
-    """
-
-    train_steps: int = 100_000
-    warmup_steps: int = 4000
-    learning_rate_scale: float = 1.0
-    clip_norm: float = 0.0
-    accumulation_steps: int = 1
-    precision: str = "float32"
-    xla: bool = False
-    checkpoint_every_steps: int = 1000
-    checkpoint_every_minutes: float = 0.0
-    keep_checkpoints: int = 5
-    eval_every_steps: int = 1000
-    early_stopping_patience: int = 0
-    max_train_minutes: float = 0.0
-    log_every_steps: int = 100
-    average_last: int = 0
-    seed: int = 0
-
-    def __post_init__(self):
-        for name in ("train_steps", "warmup_steps", "accumulation_steps", "keep_checkpoints",
-                     "log_every_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        for name in ("checkpoint_every_steps", "checkpoint_every_minutes", "eval_every_steps",
-                     "early_stopping_patience", "max_train_minutes", "clip_norm", "average_last"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.learning_rate_scale <= 0:
-            raise ValueError(f"learning_rate_scale must be positive, got {self.learning_rate_scale}")
-        if self.precision not in PRECISIONS + ("auto",):
-            raise ValueError(f"precision must be \"auto\" or one of {PRECISIONS}, got {self.precision!r}")
-        if self.average_last > self.keep_checkpoints:
-            raise ValueError(f"average_last ({self.average_last}) needs keep_checkpoints >= it, "
-                             f"got keep_checkpoints={self.keep_checkpoints}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass

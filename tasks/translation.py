@@ -104,7 +104,7 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         model_dir: the training directory (`keras_transformer.model_dir` layout).
         data: the data set, tokenizer and batching (section 5.1).
         model: the architecture; its vocabulary sizes are replaced by the tokenizer's.
-        training: a `keras_transformer.trainer.TrainingConfig`; precision "auto" is resolved
+        training: a `keras_transformer.config.TrainingConfig`; precision "auto" is resolved
             for the devices used.
         decoding: the dev translations' search (section 6.1).
         bleu_sentences: dev sentences translated for BLEU (None: all; 0: none).

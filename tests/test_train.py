@@ -62,6 +62,8 @@ def assert_one_line_error(result, fragment):
     (["--preset=huge"], "unknown preset 'huge'"),
     (["--dataset=multi30k", "--data_dir=/nonexistent/multi30k"], "data_dir /nonexistent/multi30k: no such folder"),
     (["--batch_tokens=100", "--max_length=256"], "batch_tokens=100 is smaller than one sentence"),
+    (["--train_steps=0"], "train_steps must be positive, got 0"),
+    (["--keep_checkpoints=2", "--average_checkpoints=5"], "average_last (5) needs keep_checkpoints >= it"),
 ])
 def test_bad_flags_end_with_one_error_line_and_exit_code_2(tmp_path, flags, fragment):
     assert_one_line_error(run(train_command(tmp_path / "run", *flags)), fragment)
