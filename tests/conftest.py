@@ -32,17 +32,3 @@ def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data folder not found: {SHARED_DATA}")
     return SHARED_DATA
-
-
-# The longest test files first: pytest-xdist (`--dist loadfile`) hands files to its workers in
-# collection order, so a long file collected last would run alone at the end (docs/BENCHMARKS.md).
-LONGEST_FIRST = ("test_readme_commands.py", "test_notebooks.py", "test_train.py", "test_trainer.py",
-                 "test_export.py", "test_translate.py")
-
-
-def pytest_collection_modifyitems(session, config, items):
-    def rank(item):
-        name = pathlib.Path(str(item.fspath)).name
-        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
-
-    items.sort(key=rank)  # stable: each file keeps its own order
