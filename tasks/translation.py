@@ -111,6 +111,9 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         num_gpus, cpu_replicas: the devices (`keras_transformer.distribution.create_strategy`).
         log: where console lines go.
 
+    The command checks `data`'s files before it calls this (`DataConfig.check_inputs`, a pass
+    over parallel text files), and `pipelines.sources.load_pairs` checks them again on reading.
+
     Raises:
         ValueError, FileNotFoundError: bad input, before any work is written.
         keras_transformer.trainer.TrainingDiverged: the loss became NaN or infinite.
@@ -119,7 +122,6 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
     from keras_transformer import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
     from pipelines import batching  # pylint: disable=g-import-not-at-top
 
-    data.check_inputs("train")
     strategy = distribution.create_strategy(num_gpus, cpu_replicas)
     replicas = strategy.num_replicas_in_sync
     auto = training.precision == "auto"
@@ -167,7 +169,6 @@ def evaluate(model_dir: str, data: DataConfig, decoding: DecodingConfig, bleu_se
 
     if not os.path.isfile(os.path.join(model_dir, model_dir_lib.CONFIG_FILE)):
         raise FileNotFoundError(f"{model_dir}: no {model_dir_lib.CONFIG_FILE}; train first")
-    data.check_inputs(data.dev_split)
     tokenizer_dir = os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR)
     if not tokenizers.is_saved(tokenizer_dir):
         raise FileNotFoundError(f"{tokenizer_dir}: no saved tokenizer; the run cannot be evaluated")
