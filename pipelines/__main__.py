@@ -38,7 +38,7 @@ def main(argv):
         raise ValueError("train_tokenizer needs --tokenizer_dir (where to save it)")
     data = task_flags.data_config()
     data.check_inputs("train")
-    if command == "stats":
+    if command == "stats" and FLAGS.split != "train":
         data.check_inputs(FLAGS.split)
     cli.start_tensorflow()
     logging.set_verbosity(logging.WARNING)  # tensorflow-datasets' INFO lines
