@@ -7,16 +7,24 @@
 writes OUT/<version>/ (default: the next integer in OUT) with the signatures
 `serving_default` (sentences -> translations, scores) and `translate_with_attention`
 (see export/serving_module.py and the README's serving section). The version folder
-appears at once (written beside it, renamed at the end) and only after the op check
-passed: stock TF Serving runs core TensorFlow and tensorflow-text ops only. Bad input
-(missing or incomplete training directory, existing version, bad flag) prints
-`error: <one line>` and exits with status 2.
+appears at once (written beside it in OUT/.tmp-<version>-<host>-<pid>-<token>/, renamed at
+the end) and only after the op check passed: stock TF Serving runs core TensorFlow and
+tensorflow-text ops only. It and its files get the modes the umask allows (0755 and 0644
+with umask 022), so a TF Serving user other than the exporter can read them. An export
+first removes the temporary folders that killed exports on this host left in OUT (one
+line each), never those of a running export or of another host.
+
+Bad input prints `error: <one line>` and exits with status 2, and writes nothing: a bad
+flag, an --export_dir that is a file, lies below a file or cannot be written, an existing
+--version (these before TensorFlow starts), a missing or incomplete training directory
+or a --checkpoint prefix without its .index file (these before the model is built).
 """
 
 from __future__ import annotations
 
 from absl import flags, logging
 
+from export import versions
 from keras_transformer import cli
 from tasks import flags as task_flags
 
@@ -34,6 +42,7 @@ def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     decoding = task_flags.decoding_config()
+    versions.check_export_dir(FLAGS.export_dir, FLAGS.version)
     tf = cli.start_tensorflow()
     tf.get_logger().setLevel("ERROR")
     logging.set_verbosity(logging.WARNING)

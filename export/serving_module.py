@@ -41,7 +41,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from typing import Callable, Optional
 
 import tensorflow as tf
@@ -207,12 +206,16 @@ def export_saved_model(
     version: Optional[int] = None,
     extra: Optional[dict] = None,
     check: Optional[Callable[[str], None]] = None,
+    log: Callable[[str], None] = print,
 ) -> str:
     """Saves `module` as `export_dir/<version>/` (TF Serving's layout), atomically.
 
     The SavedModel is written into a hidden temporary folder beside the version folder
     (TF Serving only loads integer-named folders) and renamed into place at the end, so a
-    failed export leaves no half-written version behind.
+    failed export leaves no half-written version behind, and a killed one a temporary folder
+    that the next export into `export_dir` removes (`versions.remove_stale_temporaries`). The
+    version folder and everything in it get the modes the umask allows (e.g. 0o755 and 0o644
+    with umask 022), so TF Serving can read it when it runs as another user.
 
     Args:
         module: the `Translator`.
@@ -222,18 +225,23 @@ def export_saved_model(
         extra: more JSON-able settings for assets.extra/export.json (e.g. the checkpoint).
         check: called with the temporary SavedModel folder before it is renamed into place;
             raise to abandon the export (e.g. `check_servable`).
+        log: where the line about each removed stale temporary folder goes.
 
     Returns:
         The path of the new version folder.
+
+    Raises:
+        ValueError: `export_dir` is (or is below) a file, is not writable, or the version exists
+            (`versions.check_export_dir`); nothing is written.
     """
     version = versions.next_version(export_dir) if version is None else version
     if not isinstance(version, int) or version < 0:
         raise ValueError(f"version must be an integer >= 0, got {version!r}")
+    versions.check_export_dir(export_dir, version)
     final = os.path.join(export_dir, str(version))
-    if os.path.exists(final):
-        raise ValueError(f"{final} already exists; pick another --version or leave it out")
     os.makedirs(export_dir, exist_ok=True)
-    temporary = tempfile.mkdtemp(dir=export_dir, prefix=f".tmp-{version}-")
+    versions.remove_stale_temporaries(export_dir, log)
+    temporary = versions.temporary_folder(export_dir, version)
     try:
         tf.saved_model.save(module, temporary, signatures=module.signatures())
         os.makedirs(os.path.join(temporary, "assets.extra"), exist_ok=True)
@@ -242,7 +250,7 @@ def export_saved_model(
             file.write("\n")
         if check is not None:
             check(temporary)
-        os.rename(temporary, final)
+        versions.publish(temporary, final)
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
@@ -256,6 +264,7 @@ def export_model_dir(
     checkpoint: Optional[str] = None,
     version: Optional[int] = None,
     check_ops: bool = True,
+    log: Callable[[str], None] = print,
 ) -> tuple[str, str, Translator]:
     """A training directory's model as `export_dir/<version>/` (what `python -m export` does).
 
@@ -266,13 +275,20 @@ def export_model_dir(
         checkpoint: a checkpoint prefix (default: averaged/, else the latest).
         version: the version folder (default: the next integer).
         check_ops: refuse an export with ops stock TF Serving lacks (`check_servable`).
+        log: where the line about each removed stale temporary folder goes.
 
     Returns:
         `(version folder, checkpoint exported, translator)`.
+
+    Raises:
+        FileNotFoundError, ValueError: bad input (a missing training
+            directory or checkpoint, an unusable `export_dir`, an existing version), raised
+            before the model is built.
     """
+    versions.check_export_dir(export_dir, version)
     translator, checkpoint = from_model_dir(model_dir, decoding_config, checkpoint)
     path = export_saved_model(translator, export_dir, version, extra={"checkpoint": checkpoint},
-                              check=check_servable if check_ops else None)
+                              check=check_servable if check_ops else None, log=log)
     return path, checkpoint, translator
 
 

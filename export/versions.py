@@ -3,19 +3,35 @@
     OUT/
       1/saved_model.pb ...
       2/saved_model.pb ...     <- TF Serving serves the highest version by default
+      .tmp-3-host-4242-1f2e3d4c/   <- an export being written (hidden: never a version)
 
 `next_version` numbers a new export; `saved_model_path` finds the SavedModel a user points
 at (a version folder, or a base folder whose highest complete version is used). Hidden
-folders such as the exporter's `.tmp-<version>-*` are never versions.
+folders such as the exporter's temporaries are never versions.
+
+The exporter (`export.serving_module.export_saved_model`) writes a version into
+`temporary_folder(OUT, version)`, `.tmp-<version>-<host>-<pid>-<token>`, and `publish`es it
+under its number. The name says who writes it, so `remove_stale_temporaries` can remove what
+a killed export left without touching a live one. `check_export_dir` raises the errors a user
+can make (the base folder is a file, cannot be created or written, the version exists)
+before anything is built. This module imports no TensorFlow: a command calls these checks
+before TensorFlow starts.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
+import shutil
+import socket
+from typing import Callable, Optional
+
+from keras_transformer import cli
 
 SAVED_MODEL_FILE = "saved_model.pb"
 _VERSION = re.compile(r"^[0-9]+$")
+_TEMPORARY = re.compile(r"^\.tmp-(?P<version>[0-9]+)-(?P<host>.+)-(?P<pid>[0-9]+)-[0-9a-f]{8}$")
 
 
 def versions(export_dir: str) -> list[int]:
@@ -43,3 +59,86 @@ def saved_model_path(export_dir: str) -> str:
         if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
             return path
     raise FileNotFoundError(f"{export_dir}: no {SAVED_MODEL_FILE} in it or in a version folder")
+
+
+# Writing a version ------------------------------------------------------------------
+
+
+def check_export_dir(export_dir: str, version: Optional[int] = None) -> None:
+    """Raises a one-line `ValueError` unless a version folder can be written into `export_dir`:
+    it is a writable folder or can be created as one (`cli.check_writable_folder`), and
+    `export_dir/<version>` (if `version` is given) does not exist yet. Writes nothing."""
+    cli.check_writable_folder(export_dir, "export_dir")
+    if version is not None and os.path.lexists(os.path.join(export_dir, str(version))):
+        raise ValueError(f"{os.path.join(export_dir, str(version))} already exists; pick another --version or "
+                         "leave it out")
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "localhost"
+
+
+def temporary_folder(export_dir: str, version: int) -> str:
+    """Creates and returns `export_dir/.tmp-<version>-<host>-<pid>-<token>`, with the mode the
+    umask allows (0o777 & ~umask, as `mkdir` gives; `tempfile.mkdtemp` would give 0o700)."""
+    while True:
+        path = os.path.join(export_dir, f".tmp-{version}-{_host()}-{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            os.mkdir(path, 0o777)
+            return path
+        except FileExistsError:
+            continue
+
+
+def publish(temporary: str, final: str) -> None:
+    """Renames a finished `temporary_folder` to its version folder `final`.
+
+    TF Serving often runs as another user than the exporter, so first every folder below gets
+    the folder's own mode (0o777 & ~umask) and every file that mode without execute bits
+    (0o666 & ~umask): TensorFlow and copied assets may carry narrower ones.
+    """
+    folder_mode = os.stat(temporary).st_mode & 0o777
+    for root, folders, files in os.walk(temporary):
+        for names, mode in ((folders, folder_mode), (files, folder_mode & 0o666)):
+            for name in names:
+                path = os.path.join(root, name)
+                if not os.path.islink(path):  # chmod would change the link's target
+                    os.chmod(path, mode)
+    os.rename(temporary, final)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_temporaries(export_dir: str, log: Callable[[str], None] = print) -> list[str]:
+    """Removes the temporary folders that killed exports left in `export_dir`; returns their paths.
+
+    A `.tmp-<version>-<host>-<pid>-<token>` folder is stale when `host` is this host and no
+    process `pid` runs here. Folders of other hosts (a shared file system), of live processes
+    and of other names (e.g. older exporters' `.tmp-<version>-<random>`, whose writer is not
+    known) are left alone. Logs one line per removed folder.
+    """
+    if not os.path.isdir(export_dir):
+        return []
+    removed = []
+    for name in sorted(os.listdir(export_dir)):
+        match = _TEMPORARY.match(name)
+        path = os.path.join(export_dir, name)
+        if not match or match["host"] != _host() or not os.path.isdir(path) or os.path.islink(path):
+            continue
+        pid = int(match["pid"])
+        if pid == os.getpid() or _alive(pid):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            removed.append(path)
+            log(f"removed {path}: the unfinished export of version {match['version']} by process {pid}, "
+                "which no longer runs")
+    return removed

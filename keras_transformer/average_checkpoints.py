@@ -3,8 +3,9 @@
     python -m keras_transformer.average_checkpoints --model_dir=runs/base --num_checkpoints=5
 
 writes MODEL_DIR/averaged/ckpt-<last step> (see `keras_transformer.averaging`), which
-translation and export then prefer over the latest checkpoint. Bad input prints one line
-`error: ...` and exits with status 2.
+translation and export then prefer over the latest checkpoint. Bad input (too few
+checkpoints, a damaged one among them) prints one line `error: ...` and exits with status 2,
+writing nothing.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ averaged the last 20 checkpoints."
 reads MODEL_DIR/checkpoints (the most recent K of `tf.train.CheckpointManager`'s list),
 averages every model variable and writes a model-only checkpoint that
 `keras_transformer.model_dir.restore_model` (translation, export) prefers over the latest
-training checkpoint. Optimizer slots are not averaged. The command line is
-`python -m keras_transformer.average_checkpoints`; training calls `average_last` at its end.
+training checkpoint. Optimizer slots are not averaged. A damaged checkpoint among the K
+stops the averaging with a one-line ValueError before anything is written. The command line
+is `python -m keras_transformer.average_checkpoints`; training calls `average_last` at its end.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_transformer import checkpoint_files
 from keras_transformer import model_dir as model_dir_lib
 from keras_transformer.model import Transformer
 
@@ -34,10 +36,9 @@ def recent_checkpoints(model_dir: str, count: int) -> list[str]:
     if count < 1:
         raise ValueError(f"--num_checkpoints must be positive, got {count}")
     directory = os.path.join(model_dir, model_dir_lib.CHECKPOINT_DIR)
-    state = tf.train.get_checkpoint_state(directory)
-    if state is None or not state.all_model_checkpoint_paths:
+    paths = checkpoint_files.listed_checkpoints(directory)  # already prefixed with `directory` when relative
+    if not paths:
         raise FileNotFoundError(f"{directory}: no checkpoints to average")
-    paths = list(state.all_model_checkpoint_paths)  # already prefixed with `directory` when relative
     if len(paths) < count:
         raise ValueError(f"{directory} holds {len(paths)} checkpoint(s), fewer than the {count} asked for "
                          "(train longer or keep more with --keep_checkpoints)")
@@ -58,8 +59,14 @@ def average_into(model, paths: list[str]) -> None:
 
 
 def average_last(model_dir: str, count: int) -> str:
-    """Averages the last `count` checkpoints into MODEL_DIR/averaged; returns the new prefix."""
+    """Averages the last `count` checkpoints into MODEL_DIR/averaged; returns the new prefix.
+
+    Raises:
+        ValueError: one of them is damaged (nothing is written; a previous average stays).
+    """
     paths = recent_checkpoints(model_dir, count)
+    for path in paths:
+        checkpoint_files.check_readable(path)
     model = Transformer(model_dir_lib.read_config(model_dir))
     model.build()
     average_into(model, paths)

@@ -4,7 +4,8 @@
 which were written at 10-minute intervals." (section 6.1)
 
 * `Checkpoints`: the model, the optimizer and the step counter under MODEL_DIR/checkpoints,
-  the last `keep` of them kept (for `average_checkpoints`); restore returns the step.
+  the last `keep` of them kept (for `average_checkpoints`); restore returns the step. A damaged
+  checkpoint (truncated, missing a file) is skipped with a warning for the one before it.
 * `CheckpointTimer`: save every N updates, every M minutes and at the end; it also tells
   when `max_train_minutes` is spent, since that ends the run with a save too.
 
@@ -18,14 +19,15 @@ which were written at 10-minute intervals." (section 6.1)
 
 from __future__ import annotations
 
+import glob
 import os
 from typing import Callable, NamedTuple, Optional, Sequence
 
 import tensorflow as tf
 
+from keras_transformer import checkpoint_files
 from keras_transformer import model_dir as model_dir_lib
 from keras_transformer.distribution import is_chief, task_id
-
 
 
 class Checkpoints:
@@ -43,31 +45,80 @@ class Checkpoints:
         strategy: on a non-chief worker of a multi-worker strategy, saves go to
             MODEL_DIR/workers/worker-<task id>: every worker takes part in a save, and only
             the chief's copy is the run's. Restores always read the run's (the chief's).
+        log: where the warning about a damaged checkpoint goes (default: a line on stderr).
     """
 
     def __init__(self, model_dir: str, model, optimizer, step: tf.Variable, keep: int = 5,
-                 strategy: Optional[tf.distribute.Strategy] = None):
+                 strategy: Optional[tf.distribute.Strategy] = None,
+                 log: Optional[Callable[[str], None]] = None):
         self.model_dir = model_dir
         self.step = step
+        self.log = log or checkpoint_files.warn_on_stderr
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
         self.directory = os.path.join(model_dir, model_dir_lib.CHECKPOINT_DIR)
         save_directory = self.directory
         if strategy is not None and not is_chief(strategy):
             save_directory = os.path.join(model_dir, model_dir_lib.WORKERS_DIR, f"worker-{task_id(strategy)}")
-        self.manager = tf.train.CheckpointManager(self.checkpoint, save_directory, max_to_keep=keep)
+        try:
+            self.manager = tf.train.CheckpointManager(self.checkpoint, save_directory, max_to_keep=keep)
+        except checkpoint_files.READ_ERRORS as error:  # a damaged `checkpoint` state file
+            state = os.path.join(save_directory, "checkpoint")
+            os.replace(state, state + ".damaged")
+            self.log(f"warning: {state} is unreadable ({type(error).__name__}); kept as checkpoint.damaged")
+            self.manager = tf.train.CheckpointManager(self.checkpoint, save_directory, max_to_keep=keep)
+        self.damaged: list[str] = []  # skipped by `restore`; moved aside by the next `save`
 
     def restore(self) -> int:
-        """Restores the latest checkpoint of the run (model, optimizer, step) if any; returns the step."""
-        latest = tf.train.latest_checkpoint(self.directory)
-        if latest:
-            self.checkpoint.restore(latest).assert_existing_objects_matched()
+        """Restores the run's newest readable checkpoint (model, optimizer, step) if any; returns the step.
+
+        The checkpoints of the run's list are tried newest first; each damaged one is skipped
+        with one warning line (`log`) and left as it is until the next `save` moves it aside.
+
+        Raises:
+            ValueError: checkpoints exist but none of them is readable.
+        """
+        listed = checkpoint_files.listed_checkpoints(self.directory, self.log)
+        readable, self.damaged = checkpoint_files.newest_readable(listed, self.log)
+        if readable:
+            self.checkpoint.restore(readable).assert_existing_objects_matched()
+        elif listed:
+            raise ValueError(f"{self.directory}: none of its {len(listed)} checkpoint(s) is readable (see the "
+                             "warnings above); restore one, or train in another --model_dir")
         return int(self.step.numpy())
 
     def save(self) -> Optional[str]:
         """Saves a checkpoint numbered by the step; returns its path. TensorFlow writes the data
         files first and the `checkpoint` state file last, so a crash mid-save leaves the previous
-        one as the latest."""
+        one as the latest.
+
+        The first save after `restore` skipped damaged checkpoints first renames their files
+        to `ckpt-<step>.damaged.*` (a save at the same step, or the `keep` rotation, would
+        otherwise delete them): kept for inspection, out of the run's way.
+        """
+        if self.manager.directory == self.directory:  # the chief's own checkpoints
+            for prefix in self.damaged:
+                self._move_aside(prefix)
+        self.damaged = []
         return self.manager.save(checkpoint_number=int(self.step.numpy()))
+
+    def _move_aside(self, prefix: str) -> None:
+        """Renames the files of the damaged checkpoint `prefix` to a free `prefix.damaged[-n]`."""
+        files = checkpoint_files.data_files(prefix)
+        if os.path.exists(prefix + ".index"):
+            files.append(prefix + ".index")
+        if not files:
+            return
+        target, n = prefix + ".damaged", 1
+        while glob.glob(glob.escape(target) + ".*"):
+            n += 1
+            target = f"{prefix}.damaged-{n}"
+        try:
+            for path in files:
+                os.rename(path, target + path[len(prefix):])
+        except OSError as error:
+            self.log(f"warning: could not move the damaged checkpoint {prefix} aside ({error})")
+            return
+        self.log(f"kept the damaged checkpoint {prefix} as {os.path.basename(target)}.*")
 
     def latest_name(self) -> str:
         """The latest checkpoint's name (e.g. "ckpt-2000"), or a phrase saying there is none."""

@@ -7,7 +7,9 @@
 
 Bad input (an unknown flag, a `ValueError` or `FileNotFoundError` raised for a
 user's mistake) ends with `error: <one line>` on stderr and exit code 2, never
-a traceback; set KT_DEBUG=1 to see the traceback.
+a traceback; Ctrl-C outside the training loop (which saves first, see
+`keras_transformer.interrupts`) ends with `error: interrupted` and exit code 130.
+Set KT_DEBUG=1 to see the traceback.
 
 Nothing here runs on import: the process-wide settings (environment variables,
 file descriptor 2) change only when an entry point calls `start_tensorflow` or
@@ -92,6 +94,22 @@ def start_tensorflow(cpu_replicas: int = 0):
     return tf
 
 
+def check_writable_folder(path: str, flag: str) -> None:
+    """Raises a one-line `ValueError` unless `path` is a folder this process can write in, or can
+    be created as one (its nearest existing ancestor is a writable folder). No side effects: an
+    entry point calls it before any work, so that a bad path never costs a training or a translation.
+    """
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"--{flag}={path}: is a file, not a folder")
+    ancestor = os.path.abspath(path)
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise ValueError(f"--{flag}={path}: {ancestor} is a file, not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"--{flag}={path}: {ancestor} is not writable")
+
+
 def fail(message: str, code: int = 2):
     """Prints `error: message` (one line) to stderr and exits."""
     print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
@@ -121,6 +139,10 @@ def run(main):
             if os.environ.get("KT_DEBUG"):
                 raise
             fail(error)
+        except KeyboardInterrupt as error:  # Ctrl-C where no handler of its own saves work
+            if os.environ.get("KT_DEBUG"):
+                raise
+            fail(f"interrupted{f' ({error})' if str(error) else ''}", code=130)
 
     silencer.start()
     try:

@@ -72,7 +72,7 @@ def task_id(strategy: tf.distribute.Strategy) -> Optional[int]:
 
 
 def agree(strategy: tf.distribute.Strategy, flags: Iterable[bool]) -> tuple[bool, ...]:
-    """`flags`, each true if it is true on any worker (a max over workers, one collective).
+    """`flags`, each true if it is true on any worker (a sum over workers, one collective).
 
     Decisions read from a local clock ("time to save", "out of time") can differ between
     workers by a step; every worker must then still save and stop at the same step, since a
@@ -83,8 +83,9 @@ def agree(strategy: tf.distribute.Strategy, flags: Iterable[bool]) -> tuple[bool
     if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         return flags
     values = tf.constant([float(f) for f in flags])
-    reduced = strategy.reduce(tf.distribute.ReduceOp.MAX, strategy.run(lambda: tf.identity(values)), axis=None)
-    return tuple(bool(v) for v in reduced.numpy())
+    # ReduceOp has SUM and MEAN only: a flag is true on some worker where the sum is positive.
+    reduced = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.identity(values)), axis=None)
+    return tuple(bool(v > 0) for v in reduced.numpy())
 
 
 def _cpu_flags() -> frozenset:

@@ -3,7 +3,9 @@
     MODEL_DIR/
       model_config.json     the TransformerConfig (and the run's other settings)
       tokenizer/            the subword tokenizer(s), written by pipelines/
-      checkpoints/          tf.train.CheckpointManager: ckpt-<step>.*, "checkpoint"
+      checkpoints/          tf.train.CheckpointManager: ckpt-<step>.*, "checkpoint"; a damaged
+                            checkpoint that resumed training skipped, renamed ckpt-<step>.damaged.*
+                            by its next save
       averaged/             the average of the last checkpoints (section 6.1), if made
       train/                TensorBoard scalars of training
       eval/                 TensorBoard scalars of the dev evaluations, history.json (every
@@ -12,18 +14,20 @@
 
 A checkpoint holds `model` (the Transformer's variables) and, for training,
 `optimizer` and `step`; `restore_model` reads only the model part, so
-translation and export work from either kind.
+translation and export work from either kind. A damaged checkpoint (see
+`keras_transformer.checkpoint_files`) is skipped with a warning for the one before it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
-from typing import Any, Optional
+import secrets
+from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
+from keras_transformer import checkpoint_files
 from keras_transformer.config import TransformerConfig
 from keras_transformer.model import Transformer
 
@@ -38,10 +42,15 @@ WORKERS_DIR = "workers"
 
 
 def write_json_atomically(path: str, values: dict[str, Any]) -> None:
-    """Writes JSON to a temporary file beside `path`, then renames it: never a half-written file."""
+    """Writes JSON to a temporary file beside `path`, then renames it: never a half-written file.
+
+    The file is created with mode 0o666 less the umask (0o644 under the usual 022), as `open`
+    would: readable by another user such as the model server (`tempfile.mkstemp` makes 0o600).
+    """
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    temporary = os.path.join(directory, f".tmp-{secrets.token_hex(8)}.json")
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the kernel applies the umask
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             json.dump(values, file, indent=2, sort_keys=True)
@@ -77,27 +86,53 @@ def read_config(model_dir: str) -> TransformerConfig:
     return TransformerConfig.from_dict(read_settings(model_dir)["model"])
 
 
-def latest_checkpoint(model_dir: str, prefer_averaged: bool = True) -> Optional[str]:
-    """The checkpoint to translate with: the averaged one if present (and preferred), else the latest."""
-    if prefer_averaged:
-        averaged = tf.train.latest_checkpoint(os.path.join(model_dir, AVERAGED_DIR))
-        if averaged:
-            return averaged
-    return tf.train.latest_checkpoint(os.path.join(model_dir, CHECKPOINT_DIR))
+def latest_checkpoint(model_dir: str, prefer_averaged: bool = True,
+                      warn: Callable[[str], None] = checkpoint_files.warn_on_stderr) -> Optional[str]:
+    """The checkpoint to translate with: the averaged one if readable (and preferred), else the
+    newest readable one of MODEL_DIR/checkpoints; None if there is none. `warn` gets one line
+    for each damaged checkpoint skipped.
+
+    Raises:
+        ValueError: checkpoints exist but none of them is readable.
+    """
+    folders = ([AVERAGED_DIR] if prefer_averaged else []) + [CHECKPOINT_DIR]
+    damaged = []
+    for folder in folders:
+        readable, skipped = checkpoint_files.newest_readable(
+            checkpoint_files.listed_checkpoints(os.path.join(model_dir, folder), warn), warn)
+        if readable:
+            return readable
+        damaged += skipped
+    if damaged:
+        raise ValueError(f"{model_dir}: no readable checkpoint in {' or '.join(f + '/' for f in folders)} "
+                         f"({len(damaged)} damaged, see the warnings above)")
+    return None
 
 
-def restore_model(model_dir: str, checkpoint: Optional[str] = None) -> tuple[Transformer, str]:
+def restore_model(model_dir: str, checkpoint: Optional[str] = None,
+                  warn: Callable[[str], None] = checkpoint_files.warn_on_stderr) -> tuple[Transformer, str]:
     """Builds the model of a training directory and loads its weights.
 
     Args:
         model_dir: a training directory.
-        checkpoint: a checkpoint prefix; default `latest_checkpoint(model_dir)`.
+        checkpoint: a checkpoint prefix; default `latest_checkpoint(model_dir)`, which skips
+            damaged checkpoints with a warning (`warn`).
 
     Returns:
         `(model, checkpoint_path)`.
+
+    Raises:
+        FileNotFoundError: no checkpoint, or no checkpoint `checkpoint`.
+        ValueError: `checkpoint` is damaged, or every checkpoint of the directory is.
     """
     config = read_config(model_dir)
-    checkpoint = checkpoint or latest_checkpoint(model_dir)
+    if checkpoint:
+        if not os.path.isfile(checkpoint + ".index"):
+            raise FileNotFoundError(f"{checkpoint}: no such checkpoint ({os.path.basename(checkpoint)}.index not "
+                                    "found; expected a prefix such as MODEL_DIR/checkpoints/ckpt-1000)")
+        checkpoint_files.check_readable(checkpoint)
+    else:
+        checkpoint = latest_checkpoint(model_dir, warn=warn)
     if not checkpoint:
         raise FileNotFoundError(f"{model_dir}: no checkpoint in {CHECKPOINT_DIR}/ or {AVERAGED_DIR}/")
     model = Transformer(config)

@@ -39,7 +39,7 @@ def projected_last_step(config, start_step: int, step: int, elapsed: float) -> i
 
     Args:
         config: a `TrainingConfig` (`train_steps`, `max_train_minutes`).
-        start_step: the step this process started (or resumed) at.
+        start_step: the step the rate is measured from (where this process started or resumed).
         step: the last update made.
         elapsed: seconds since this process started training.
     """
@@ -49,8 +49,20 @@ def projected_last_step(config, start_step: int, step: int, elapsed: float) -> i
     return min(config.train_steps, step + int(seconds_left * (step - start_step) / max(elapsed, 1e-9)))
 
 
-def _clock(seconds: float) -> str:
-    """H:MM:SS."""
+def eta_seconds(last_step: int, step: int, first: Optional[tuple[int, float]], now: float) -> Optional[float]:
+    """Seconds until `last_step` at the rate measured since `first` = (step, time) of this process's
+    first update, or None before there is a second update to measure. The first update is left
+    out: it includes tracing the step function, which can take longer than hundreds of updates.
+    """
+    if first is None or step <= first[0]:
+        return None
+    return (last_step - step) * (now - first[1]) / (step - first[0])
+
+
+def _clock(seconds: Optional[float]) -> str:
+    """H:MM:SS ("-:--:--" when not known yet)."""
+    if seconds is None:
+        return "-:--:--"
     seconds = int(max(seconds, 0))
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
@@ -94,6 +106,8 @@ class Reporter:
         self.progbar = keras.utils.Progbar(max(1, config.train_steps - start_step)) if self.interactive else None
         self._last_log = started
         self._tokens_since_log = 0.0
+        self._first: Optional[tuple[int, float]] = None  # (step, time) of this process's first update
+        self._bar_closed = False
 
     def _writer(self, model_dir: str, name: str):
         if not self.chief:
@@ -113,9 +127,12 @@ class Reporter:
         """
         c = self.config
         self._tokens_since_log += tokens
+        if self._first is None:
+            self._first = (step, now)
         last_step = projected_last_step(c, self.start_step, step, now - self.started)
         if self.progbar is not None:
-            self.progbar.target = max(last_step, step + 1) - self.start_step  # the budget may end it first
+            # The budget may end the run first; the bar ends (with its newline) only in `close`.
+            self.progbar.target = max(last_step, step + 1) - self.start_step
             self.progbar.update(step - self.start_step, [("loss", loss)])
         if step % c.log_every_steps == 0 or step == c.train_steps:
             rate = self._tokens_since_log / max(now - self._last_log, 1e-9)
@@ -123,14 +140,24 @@ class Reporter:
                       "gradient_norm": float(gradient_norm), "tokens_per_second": rate}
             write_scalars(self.train_writer, step, values)
             if not self.interactive and self.chief:
-                eta = (last_step - step) * (now - self.started) / max(step - self.start_step, 1)
+                eta = eta_seconds(last_step, step, self._first, now)
                 of = c.train_steps if last_step == c.train_steps else f"~{last_step}"  # ~: by the budget
                 self.log(f"step {step}/{of} loss {loss:.4f} lr {values['learning_rate']:.2e} "
                          f"|g| {values['gradient_norm']:.3f} {rate:,.0f} tok/s ETA {_clock(eta)}")
             self._last_log, self._tokens_since_log = now, 0.0
 
+    def close(self, step: int) -> None:
+        """Ends the progress bar at update `step` (the last of this process), "N/N" and a newline."""
+        if self.progbar is not None and not self._bar_closed:
+            self.progbar.target = max(step - self.start_step, 1)
+            self.progbar.update(self.progbar.target, finalize=True)
+            self._bar_closed = True
+
     def evaluation(self, step: int, results: dict, seconds: float) -> None:
-        """Reports an evaluation: `{"loss", "nll", "perplexity"}` and/or `{"bleu", "signature"}`."""
+        """Reports an evaluation: `{"loss", "nll", "perplexity"}` and/or `{"bleu", "signature"}`.
+        On a terminal, a progress bar still running is left on its line, not written over."""
+        if self.progbar is not None and not self._bar_closed:
+            print(flush=True)
         write_scalars(self.eval_writer, step, {k: v for k, v in results.items() if k in EVAL_SCALARS})
         line = f"eval step {step}:"
         if "loss" in results:

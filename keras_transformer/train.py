@@ -17,13 +17,18 @@ local GPUs; `--cpu_replicas=N` over N logical CPU devices; with `TF_CONFIG` set,
 `MultiWorkerMirroredStrategy` over several machines. `--batch_tokens` is the budget of
 one update over all replicas; `--accumulation_steps=k` splits it into k micro-batches.
 
-Bad flags end with one line `error: ...` and exit code 2; a NaN or infinite loss ends
-with `error: loss became NaN at step N; the last good checkpoint is ckpt-M` and exit code 1.
+Bad flags end with one line `error: ...` and exit code 2, before any work: the data files
+(UTF-8, line counts) and --model_dir are checked first. A NaN or infinite loss ends with
+`error: loss became NaN at step N; the last good checkpoint is ckpt-M` and exit code 1.
+Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves a checkpoint, says so and
+exits with 130 or 143; the same command then resumes there. One trainer at a time holds
+MODEL_DIR (a second one gets `error: ... is in use by pid N on HOST`).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 
 from absl import app, flags, logging
 
@@ -111,7 +116,12 @@ def main(argv):
     decoding = task_flags.decoding_config(prefix="eval_")
     training = training_config()
     bleu_sentences = {0: None, -1: 0}.get(FLAGS.eval_max_sentences, max(FLAGS.eval_max_sentences, 0))
-    data.check_inputs(data.dev_split if FLAGS.evaluate_only else "train")
+    if FLAGS.evaluate_only:
+        data.check_inputs(data.dev_split)
+    else:
+        cli.check_writable_folder(FLAGS.model_dir, "model_dir")
+        for split in dict.fromkeys(("train", data.dev_split)):
+            data.check_inputs(split)
     cli.start_tensorflow(cpu_replicas=FLAGS.cpu_replicas)
     logging.set_verbosity(logging.WARNING)  # TF's per-save "Sharding callback" INFO lines
     from tasks import translation  # pylint: disable=g-import-not-at-top
@@ -130,6 +140,11 @@ def main(argv):
     summary = {"step": state.step, "stop_reason": state.stop_reason,
                "train_minutes": round(state.train_seconds / 60, 2), "best_bleu": state.best_bleu,
                **{k: v for k, v in state.evaluation.items() if k != "hypotheses"}}
+    if state.signal is not None:
+        from keras_transformer import interrupts  # pylint: disable=g-import-not-at-top
+
+        print("interrupted: " + json.dumps(summary), flush=True)
+        sys.exit(interrupts.exit_code(state.signal))
     print("done: " + json.dumps(summary), flush=True)
 
 

@@ -43,6 +43,7 @@ from keras_transformer.checkpoints import CheckpointTimer, Checkpoints
 from keras_transformer.config import PRECISIONS, TrainingConfig, TransformerConfig
 from keras_transformer.distribution import agree, is_chief
 from keras_transformer.early_stopping import EarlyStopping
+from keras_transformer.interrupts import StopSignals, name as signal_name
 from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy
 from keras_transformer.model import Transformer
 from keras_transformer.reporting import EvalHistory, Reporter, read_eval_history
@@ -62,7 +63,8 @@ class LoopState:
 
     Attributes:
         step: the last update made.
-        stop_reason: "train_steps", "time budget" or "early stopping".
+        stop_reason: "train_steps", "time budget", "early stopping" or "interrupted".
+        signal: the signal number that interrupted the run (SIGINT, SIGTERM), else None.
         evaluation: the last evaluation's results (empty if none).
         best_bleu, best_step: the best dev BLEU of the run so far (resumes included).
         evaluations_since_best: evaluations without a better BLEU since then.
@@ -76,6 +78,7 @@ class LoopState:
     best_step: Optional[int] = None
     evaluations_since_best: int = 0
     train_seconds: float = 0.0
+    signal: Optional[int] = None
 
 
 def build_model_and_optimizer(model_config: TransformerConfig, config: TrainingConfig,
@@ -280,43 +283,81 @@ class Trainer:
         state = LoopState(step=step)
         history = EvalHistory(self.model_dir, write=self.chief)
         stopper = EarlyStopping(c.early_stopping_patience, history.records)
-        iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
         started = time.time()
+        if step >= c.train_steps or stopper.should_stop:  # the run had ended: finish what is missing
+            self._finish(state, evaluator, history, stopper, started)
+            return state
+        iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
         reporter = Reporter(c, self.model_dir, start_step, started, self.learning_rate, self.log, self.chief)
         timer = CheckpointTimer(c.checkpoint_every_steps, c.checkpoint_every_minutes, c.max_train_minutes,
                                 last_step=c.train_steps, started=started,
                                 agree=functools.partial(agree, self.strategy))
-        while step < c.train_steps:
-            loss, tokens, norm = self.train_step(iterator)  # step
-            loss, step = float(loss.numpy()), step + 1
-            if not np.isfinite(loss):
-                kind = "NaN" if np.isnan(loss) else "infinite"
-                raise TrainingDiverged(f"loss became {kind} at step {step}; the last good checkpoint "
-                                       f"is {self.checkpoints.latest_name()}")
-            now = time.time()
-            reporter.train_step(step, loss, float(tokens.numpy()), norm, now)  # report
-            due = timer.check(step, now)  # checkpoint
-            done = step >= c.train_steps or due.out_of_time
-            if due.save:
-                self.save()
-                timer.saved(time.time())
-            if evaluator is not None and ((c.eval_every_steps and step % c.eval_every_steps == 0) or done):
-                state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper)  # evaluate
-                if stopper.should_stop:  # stop
-                    self.log(stopper.message(step))
-                    if not done:
-                        self.save()
-                    state.stop_reason, done = "early stopping", True
-            if done:
-                if due.out_of_time and step < c.train_steps:
-                    state.stop_reason = "time budget"
-                    self.log(f"stopped at step {step}: --max_train_minutes={c.max_train_minutes:g} spent")
-                break
+        with StopSignals() as signals:
+            while step < c.train_steps:
+                loss, tokens, norm = self.train_step(iterator)  # step
+                loss, step = float(loss.numpy()), step + 1
+                if not np.isfinite(loss):
+                    kind = "NaN" if np.isnan(loss) else "infinite"
+                    raise TrainingDiverged(f"loss became {kind} at step {step}; the last good checkpoint "
+                                           f"is {self.checkpoints.latest_name()}")
+                now = time.time()
+                reporter.train_step(step, loss, float(tokens.numpy()), norm, now)  # report
+                # Ctrl-C or kill: every worker stops after the same update (one collective on a cluster).
+                (interrupted,) = agree(self.strategy, (signals.received is not None,))
+                if interrupted:
+                    reporter.close(step)
+                    self.save()
+                    state.stop_reason, state.signal = "interrupted", signals.received
+                    self.log(f"{signal_name(signals.received) if signals.received else 'a signal'} at step "
+                             f"{step}: saved {self.checkpoints.latest_name()}; run the same command to resume")
+                    break
+                due = timer.check(step, now)  # checkpoint
+                done = step >= c.train_steps or due.out_of_time
+                if due.save:
+                    self.save()
+                    timer.saved(time.time())
+                if done:
+                    reporter.close(step)  # the progress bar ends at this step
+                if evaluator is not None and ((c.eval_every_steps and step % c.eval_every_steps == 0) or done):
+                    state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper)  # evaluate
+                    if stopper.should_stop:  # stop
+                        self.log(stopper.message(step))
+                        if not done:
+                            self.save()
+                        state.stop_reason, done = "early stopping", True
+                if done:
+                    if due.out_of_time and step < c.train_steps:
+                        state.stop_reason = "time budget"
+                        self.log(f"stopped at step {step}: --max_train_minutes={c.max_train_minutes:g} spent")
+                    break
         state.step = step
         state.train_seconds = time.time() - started
         state.best_bleu, state.best_step = stopper.best_bleu, stopper.best_step
         state.evaluations_since_best = stopper.evaluations_since_best
         return state
+
+    def _finish(self, state: LoopState, evaluator, history: EvalHistory, stopper: EarlyStopping,
+                started: float) -> None:
+        """A run restarted after its last update: the final evaluation, if a kill prevented it
+        (it happens exactly once per run, in history.json), and the state of the finished run."""
+        step = state.step
+        if stopper.should_stop:
+            state.stop_reason = "early stopping"
+            self.log(f"the run stopped early before (best BLEU {stopper.best_bleu:.2f} at step "
+                     f"{stopper.best_step}); nothing to train")
+        else:
+            self.log(f"the run reached --train_steps={self.config.train_steps} before; nothing to train")
+        evaluated = [record for record in history.records if record.get("step") == step]
+        if evaluator is not None and not evaluated:
+            reporter = Reporter(self.config, self.model_dir, step, started, self.learning_rate, self.log,
+                                self.chief, interactive=False)
+            state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper)
+        elif evaluated:
+            state.evaluation = dict(evaluated[-1])
+            state.evaluation.pop("step", None)
+        state.train_seconds = time.time() - started
+        state.best_bleu, state.best_step = stopper.best_bleu, stopper.best_step
+        state.evaluations_since_best = stopper.evaluations_since_best
 
     def _evaluate(self, evaluator, step: int, reporter: Reporter, history: EvalHistory,
                   stopper: EarlyStopping) -> dict:
@@ -346,5 +387,6 @@ def build_trainer(model_config: TransformerConfig, config: TrainingConfig, model
     """
     strategy = strategy or tf.distribute.get_strategy()
     model, optimizer, step = build_model_and_optimizer(model_config, config, strategy)
-    checkpoints = Checkpoints(model_dir, model, optimizer, step, keep=config.keep_checkpoints, strategy=strategy)
+    checkpoints = Checkpoints(model_dir, model, optimizer, step, keep=config.keep_checkpoints, strategy=strategy,
+                              log=log)
     return Trainer(model, optimizer, checkpoints, config, model_dir, strategy, batch_tokens, log)

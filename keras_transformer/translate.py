@@ -5,20 +5,30 @@
     python -m keras_transformer.translate --export_dir=/tmp/serving/transformer --input=- --output=-
 
 One sentence per line. Lines are translated in batches of --batch_size sorted by length (less
-padding, fewer wasted beam steps) and written back in the input order, with a progress bar on
-stderr. Both sources run the same graph (`tasks.translation.translate_file`): from --model_dir
-the export's `Translator` (beam search with the cache, section 6.1: beam 4, alpha 0.6, at most
-source length + 50 tokens) is built in process from the averaged or latest checkpoint;
---export_dir loads the SavedModel (a version folder, or a base folder whose highest version is
-used) whose decoding settings were fixed at export time.
+padding, fewer wasted beam steps) and written back in the input order. Both sources run the
+same graph (`tasks.translation.translate_file`): from --model_dir the export's `Translator`
+(beam search with the cache, section 6.1: beam 4, alpha 0.6, at most source length + 50
+tokens) is built in process from the averaged or latest checkpoint; --export_dir loads the
+SavedModel (a version folder, or a base folder whose highest version is used) whose decoding
+settings were fixed at export time.
+
+On stderr: a line naming the model, a progress bar only when stderr is a terminal (keras'
+bar is drawn with ANSI colour codes and carriage returns, noise in a file or a pipe), and a
+last line with the time and speed. The --output file is replaced atomically once every line
+is translated: a failed or interrupted run leaves an existing file as it was.
 
 With --reference, sacreBLEU's corpus BLEU and its signature are printed (to stdout when
---output is a file, else to stderr). Bad input (missing file or folder, line counts that
-differ, decoding flags with --export_dir) prints `error: <one line>` and exits with status 2.
+--output is a file, else to stderr). Bad input prints `error: <one line>`, exits with status 2
+and writes nothing; it is found before any sentence is translated: decoding flags with
+--export_dir, a missing --input or --reference, an --output that is a folder or whose folder
+is a file or not writable (these before TensorFlow starts), a --reference whose line count
+differs from the input's, a missing training directory, checkpoint or export (these before
+the model loads).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from absl import flags
@@ -52,6 +62,16 @@ def main(argv):
         if given:
             raise ValueError(f"{', '.join(given)}: only with --model_dir (an export has its decoding settings built in)")
     decoding = task_flags.decoding_config()
+    # The paths, before TensorFlow starts: a bad one must not cost a model load (translate_file
+    # checks them again, and the reference's line count, before it loads the model).
+    for flag in ("input", "reference"):
+        path = FLAGS[flag].value
+        if path not in (None, "-") and not os.path.isfile(path):
+            raise FileNotFoundError(f"--{flag}={path}: no such file")
+    if FLAGS.output != "-":
+        if os.path.isdir(FLAGS.output):
+            raise ValueError(f"--output={FLAGS.output}: is a folder, not a file")
+        cli.check_writable_folder(os.path.dirname(os.path.abspath(FLAGS.output)), "output")
     cli.start_tensorflow()
     from tasks import translation  # pylint: disable=g-import-not-at-top
 

@@ -42,6 +42,7 @@ are public so tests can build golden examples from chosen words.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 
 from pipelines import grammar_corpus_lexicon as lexicon
@@ -384,10 +385,19 @@ FRAME_WEIGHTS = {"acc": 40, "intr": 14, "dat": 6, "dat_acc": 8, "dir": 12, "be":
 SENTENCE_WEIGHTS = {"plain": 26, "adverb": 15, "question": 12, "subordinate": 30, "fronted": 17}
 TENSE_WEIGHTS = {"present": 45, "past": 30, "perfect": 25}
 MIN_WORDS, MAX_WORDS = 4, 25
+_NOUNS, _ADJECTIVES = tuple(lexicon.NOUNS), tuple(lexicon.ADJECTIVES)
+
+
+@functools.lru_cache(maxsize=None)
+def _tagged(entries: tuple, tags: tuple) -> tuple:
+    """The entries sharing a tag with `tags`, in lexicon order (computed once per tag set: the
+    generator asks for the same few sets hundreds of thousands of times)."""
+    wanted = set(tags)
+    return tuple(entry for entry in entries if wanted.intersection(entry.tags))
 
 
 def _nouns_with(tags, exclude=None):
-    return [entry for entry in lexicon.NOUNS if entry is not exclude and set(entry.tags) & set(tags)]
+    return [entry for entry in _tagged(_NOUNS, tuple(tags)) if entry is not exclude]
 
 
 def _random_determiner(rng, entry, plural, role):
@@ -415,7 +425,7 @@ def _random_noun_phrase(rng, tags, role, exclude=None, plural_rate=0.3):
 
 def _random_adjective(rng, entry, rate=0.35):
     """An adjective that fits the noun, or None."""
-    fitting = [adj for adj in lexicon.ADJECTIVES if set(adj.tags) & set(entry.tags)]
+    fitting = _tagged(_ADJECTIVES, tuple(entry.tags))
     return rng.choice(fitting) if fitting and rng.random() < rate else None
 
 
@@ -478,7 +488,7 @@ def _random_clause(rng, tense, top_level=False, negation_rate=0.15):
         clause = dataclasses.replace(clause, pp=_random_adjunct(rng, kind, subject))
     if frame == "be":
         tags = subject.noun.tags if isinstance(subject, NounPhrase) else ("person",)
-        fitting = [adj for adj in lexicon.ADJECTIVES if set(adj.tags) & set(tags)]
+        fitting = _tagged(_ADJECTIVES, tuple(tags))
         clause = dataclasses.replace(clause, predicate=rng.choice(fitting))
     if frame == "that":
         clause = dataclasses.replace(clause, that=_random_clause(rng, rng.choice(TENSES)))

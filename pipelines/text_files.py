@@ -7,10 +7,11 @@ stripped of surrounding whitespace (Multi30k's `train.de` has trailing spaces on
 
 `check_parallel_files` runs before anything is read into TensorFlow and raises a
 `DataError` with a one-line message naming the file for: a missing folder, a
-missing file, an unreadable gzip file, an empty file, and parallel files whose
-line counts differ. It imports no TensorFlow.
+missing file, an unreadable gzip file, an empty file, text that is not UTF-8
+(with the line number), and parallel files whose line counts differ. It imports no TensorFlow.
 """
 
+import codecs
 import gzip
 import os
 import zlib
@@ -47,11 +48,20 @@ def check_file(path: str) -> int:
     if not os.path.isfile(path):
         raise DataError(f"{path}: no such file")
     lines, last = 0, b"\n"
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
         with _open_binary(path) as f:
             while chunk := f.read(_CHUNK):
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as e:
+                    raise DataError(_not_utf8(path, lines, chunk, e)) from None
                 lines += chunk.count(b"\n")
                 last = chunk[-1:]
+            try:
+                decoder.decode(b"", final=True)
+            except UnicodeDecodeError as e:
+                raise DataError(_not_utf8(path, lines - (last == b"\n"), b"", e)) from None
     except (OSError, EOFError, zlib.error) as e:
         raise DataError(f"{path}: cannot read ({e})") from None
     if last != b"\n":
@@ -59,6 +69,14 @@ def check_file(path: str) -> int:
     if lines == 0:
         raise DataError(f"{path}: file is empty")
     return lines
+
+
+def _not_utf8(path: str, lines_before: int, chunk: bytes, error: UnicodeDecodeError) -> str:
+    """The message for invalid UTF-8 in `chunk`, which follows `lines_before` complete lines."""
+    start = max(error.start, 0)
+    line = lines_before + chunk[:start].count(b"\n") + 1
+    column = start - (chunk.rfind(b"\n", 0, start) + 1) + 1
+    return f"{path}: line {line}: not UTF-8 text ({error.reason} at byte {column} of the line)"
 
 
 def check_folder(folder: str, names=(), what: str = "data") -> None:

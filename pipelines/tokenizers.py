@@ -47,6 +47,7 @@ import tensorflow_text as tf_text
 from tensorflow.python.trackable import resource as tf_resource  # pylint: disable=g-direct-tensorflow-import
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece  # pylint: disable=g-direct-tensorflow-import
 
+from keras_transformer.cli import silence_native_stderr
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, UNK_ID
 
 WORDPIECE_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[BOS]", "[EOS]")
@@ -228,8 +229,9 @@ class SentencePieceTokenizer(Tokenizer):
                              f"{specials}, expected {list(SPECIAL_IDS)}")
         super().__init__(type, processor.get_piece_size(), lowercase, name=name)
         self._model = model
-        self._sp = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
-        self._sp._model_resource = _SharedSentencepieceModel(model)  # pylint: disable=protected-access
+        with silence_native_stderr():  # each model resource logs "normalizer.cc ... precompiled_charsmap is empty"
+            self._sp = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
+            self._sp._model_resource = _SharedSentencepieceModel(model)  # pylint: disable=protected-access
 
     @property
     def model_file(self) -> str:
@@ -377,8 +379,10 @@ PairsLike = Union[Sequence[tuple[str, str]], "tf.data.Dataset"]
 def iter_pairs(pairs: PairsLike) -> Iterator[tuple[str, str]]:
     """(source, target) str pairs from a list of pairs or a dataset of string pairs."""
     if isinstance(pairs, tf.data.Dataset):
-        for s, t in pairs.as_numpy_iterator():
-            yield s.decode("utf-8"), t.decode("utf-8")
+        # In batches: one element at a time, iterating a dataset costs ~0.4 ms per pair in Python.
+        for sources, targets in pairs.batch(4096).as_numpy_iterator():
+            for s, t in zip(sources, targets):
+                yield s.decode("utf-8"), t.decode("utf-8")
     else:
         yield from pairs
 
@@ -464,6 +468,16 @@ def load_or_train_pair(directory: Optional[str], train_pairs: Callable[[], Pairs
     if directory and save:
         save_pair(source, target, directory)
     return source, target, True
+
+
+def fingerprint(source: Tokenizer, target: Tokenizer) -> str:
+    """SHA-256 of a pair's settings and model bytes: a model's embedding rows are only valid with
+    the pair whose fingerprint it was trained with (recorded in model_config.json)."""
+    digest = hashlib.sha256()
+    for tokenizer in (source,) if source is target else (source, target):
+        digest.update(json.dumps(tokenizer.settings(), sort_keys=True).encode("utf-8"))
+        digest.update(tokenizer._model_bytes())  # pylint: disable=protected-access
+    return digest.hexdigest()
 
 
 def load_pair(directory: str) -> tuple[Tokenizer, Tokenizer]:

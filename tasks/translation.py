@@ -12,8 +12,8 @@ of `keras_transformer.trainer` and the dev evaluation of `keras_transformer.eval
 or a SavedModel, so a file is translated by the same graph TF Serving runs.
 
 Running `train` again on the same directory resumes: the tokenizer saved in
-MODEL_DIR/tokenizer on the first run is reused, never retrained, and the model must match
-MODEL_DIR/model_config.json. The data order after a resume is a fresh deterministic shuffle
+MODEL_DIR/tokenizer on the first run is reused, never retrained (a run whose tokenizer is
+lost is refused, not given a new one), and the model must match MODEL_DIR/model_config.json. The data order after a resume is a fresh deterministic shuffle
 seeded by (seed, step), not the exact continuation of the interrupted epoch.
 """
 
@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import glob
 import json
 import os
+import secrets
 import sys
 import time
 from typing import Callable, Optional
@@ -77,15 +79,43 @@ def build_evaluator(data: DataConfig, decoding: DecodingConfig, label_smoothing:
 # Training ------------------------------------------------------------------------------
 
 
-def check_resume(model_dir: str, config: TransformerConfig) -> None:
-    """The command's model must be the saved one: a mismatch is a one-line `ValueError`."""
+def check_run_files(model_dir: str) -> bool:
+    """Whether `model_dir` holds a run to resume; a one-line `ValueError` if that run has lost a
+    file it cannot go on without. Checked before any tokenizer is trained.
+
+    A run with checkpoints must keep its tokenizer (the embedding rows index its subwords: a new
+    tokenizer would silently give them other meanings) and its model_config.json.
+    """
+    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+
+    checkpoints = sorted(glob.glob(os.path.join(glob.escape(model_dir), model_dir_lib.CHECKPOINT_DIR, "ckpt-*.index")))
+    has_config = os.path.isfile(os.path.join(model_dir, model_dir_lib.CONFIG_FILE))
+    tokenizer_dir = os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR)
+    if checkpoints and not has_config:
+        raise ValueError(f"{model_dir} has checkpoints ({os.path.basename(checkpoints[-1])[:-6]}) but no "
+                         f"{model_dir_lib.CONFIG_FILE}: restore it from a backup, or use another --model_dir")
+    if (checkpoints or has_config) and not tokenizers.is_saved(tokenizer_dir):
+        raise ValueError(f"{tokenizer_dir}: missing or incomplete, but the run in {model_dir} was trained with "
+                         "it (a new tokenizer would give its embeddings other subwords): restore the folder, "
+                         "or use another --model_dir")
+    return bool(checkpoints or has_config)
+
+
+def check_resume(model_dir: str, config: TransformerConfig, tokenizer_fingerprint: Optional[str] = None) -> None:
+    """The command's model (and tokenizer) must be the saved one: a mismatch is a one-line `ValueError`."""
     if not os.path.isfile(os.path.join(model_dir, model_dir_lib.CONFIG_FILE)):
         return
+    settings = model_dir_lib.read_settings(model_dir)
     saved = model_dir_lib.read_config(model_dir).to_dict()
     wanted = config.to_dict()
     diff = [f"{k}={saved[k]!r} (saved) vs {wanted[k]!r} (flags)" for k in sorted(saved) if saved[k] != wanted.get(k)]
     if diff:
         raise ValueError(f"{model_dir} holds a different model: {'; '.join(diff)}; use another --model_dir")
+    recorded = settings.get("tokenizer", {}).get("sha256")
+    if tokenizer_fingerprint and recorded and recorded != tokenizer_fingerprint:
+        raise ValueError(f"{os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR)}: not the tokenizer the run was "
+                         f"trained with (sha256 {tokenizer_fingerprint[:12]}, recorded {recorded[:12]}); restore "
+                         "the original folder, or use another --model_dir")
 
 
 def sized_model(model: TransformerConfig, source_tokenizer, target_tokenizer) -> TransformerConfig:
@@ -114,13 +144,22 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
     The command checks `data`'s files before it calls this (`DataConfig.check_inputs`, a pass
     over parallel text files), and `pipelines.sources.load_pairs` checks them again on reading.
 
+    The chief holds `run_lock.RunLock(model_dir)` throughout (a second trainer on the directory
+    gets a one-line error) and first removes what a killed run left half-written. A run that
+    has checkpoints must still have its tokenizer and config (`check_run_files`); the
+    tokenizer's fingerprint is recorded in model_config.json and checked on every resume.
+    SIGINT or SIGTERM end the loop after the current update with a checkpoint
+    (`state.stop_reason == "interrupted"`, `state.signal`); then nothing is averaged. The end
+    of a run (the final evaluation, the average) happens once: started again after its last
+    update, a run only does what a kill left undone.
+
     Raises:
         ValueError, FileNotFoundError: bad input, before any work is written.
         keras_transformer.trainer.TrainingDiverged: the loss became NaN or infinite.
     """
-    from keras_transformer import averaging, distribution  # pylint: disable=g-import-not-at-top
+    from keras_transformer import distribution, run_lock  # pylint: disable=g-import-not-at-top
     from keras_transformer import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
-    from pipelines import batching  # pylint: disable=g-import-not-at-top
+    from pipelines import batching, tokenizers  # pylint: disable=g-import-not-at-top
 
     strategy = distribution.create_strategy(num_gpus, cpu_replicas)
     replicas = strategy.num_replicas_in_sync
@@ -129,29 +168,48 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         training, precision=distribution.resolve_precision(training.precision, use_gpus=num_gpus != 0))
     check_batch_tokens(data.batch_tokens, data.max_length, replicas, training.accumulation_steps)
     chief = distribution.is_chief(strategy)
-    source_tok, target_tok = load_tokenizers(model_dir, data, save=chief, log=log)
-    model = sized_model(model, source_tok, target_tok)
-    check_resume(model_dir, model)
-    if chief:
-        model_dir_lib.write_config(model_dir, model, training=training.to_dict(), data=dataclasses.asdict(data),
-                                   decoding=decoding.to_dict())
-    trainer = trainer_lib.build_trainer(model, training, model_dir, strategy, batch_tokens=data.batch_tokens,
-                                        log=log)
-    start = trainer.restore()
-    params = sum(int(v.shape.num_elements()) for v in trainer.model.trainable_variables)
-    log(f"{type(strategy).__name__} with {replicas} replica(s); {params:,} parameters; vocabulary "
-        f"{source_tok.vocab_size}; {training.precision}" + (" (auto)" if auto else "") + "; "
-        + (f"resumed at step {start}" if start else "starting at step 0"))
-    input_fn = batching.make_input_fn(
-        lambda: data.load_pairs("train"), source_tok, data.batch_tokens // training.accumulation_steps,
-        target_tokenizer=target_tok, max_length=data.max_length, shuffle=True, seed=data.seed * 1_000_003 + start,
-        repeat=True)
-    evaluator = build_evaluator(data, decoding, model.label_smoothing, source_tok, target_tok, bleu_sentences)
-    state = trainer.train(input_fn, evaluator)
-    if training.average_last and chief:
-        path = averaging.average_last(model_dir, training.average_last)
-        log(f"averaged the last {training.average_last} checkpoints into {path}")
+    with run_lock.RunLock(model_dir) if chief else contextlib.nullcontext():
+        if chief:
+            run_lock.remove_stale_temporaries(model_dir, log)
+        check_run_files(model_dir)
+        source_tok, target_tok = load_tokenizers(model_dir, data, save=chief, log=log)
+        model = sized_model(model, source_tok, target_tok)
+        fingerprint = tokenizers.fingerprint(source_tok, target_tok)
+        check_resume(model_dir, model, fingerprint)
+        if chief:
+            model_dir_lib.write_config(model_dir, model, training=training.to_dict(), data=dataclasses.asdict(data),
+                                       decoding=decoding.to_dict(), tokenizer={"sha256": fingerprint})
+        trainer = trainer_lib.build_trainer(model, training, model_dir, strategy, batch_tokens=data.batch_tokens,
+                                            log=log)
+        start = trainer.restore()
+        params = sum(int(v.shape.num_elements()) for v in trainer.model.trainable_variables)
+        log(f"{type(strategy).__name__} with {replicas} replica(s); {params:,} parameters; vocabulary "
+            f"{source_tok.vocab_size}; {training.precision}" + (" (auto)" if auto else "") + "; "
+            + (f"resumed at step {start}" if start else "starting at step 0"))
+        input_fn = batching.make_input_fn(
+            lambda: data.load_pairs("train"), source_tok, data.batch_tokens // training.accumulation_steps,
+            target_tokenizer=target_tok, max_length=data.max_length, shuffle=True,
+            seed=data.seed * 1_000_003 + start, repeat=True)
+        evaluator = build_evaluator(data, decoding, model.label_smoothing, source_tok, target_tok, bleu_sentences)
+        state = trainer.train(input_fn, evaluator)
+        if training.average_last and chief and state.stop_reason != "interrupted":
+            average_once(model_dir, training.average_last, state.step, log)
     return state
+
+
+def average_once(model_dir: str, count: int, step: int, log: Callable[[str], None] = _print) -> None:
+    """Averages the last `count` checkpoints into MODEL_DIR/averaged, unless the average of the
+    checkpoints up to `step` is already there (a finished run started again)."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    from keras_transformer import averaging  # pylint: disable=g-import-not-at-top
+
+    done = tf.train.latest_checkpoint(os.path.join(model_dir, model_dir_lib.AVERAGED_DIR))
+    if done and averaging.checkpoint_step(done) == step:
+        log(f"the last {count} checkpoints were averaged before: {done}")
+        return
+    path = averaging.average_last(model_dir, count)
+    log(f"averaged the last {count} checkpoints into {path}")
 
 
 # Evaluation of a trained model ---------------------------------------------------------------
@@ -198,6 +256,8 @@ def read_lines(path: str) -> list[bytes]:
     if path == "-":
         data = sys.stdin.buffer.read()
     else:
+        if os.path.isdir(path):
+            raise ValueError(f"{path}: is a folder, not a text file")
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{path}: no such file")
         with open(path, "rb") as file:
@@ -208,10 +268,48 @@ def read_lines(path: str) -> list[bytes]:
     return [line.rstrip(b"\r") for line in lines]
 
 
-def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress: bool = True
+def check_output_path(path: str) -> None:
+    """Raises a one-line `ValueError` unless translations can be written to `path` ("-" is
+    stdout): it is not a folder, and its folder is writable or can be created
+    (`cli.check_writable_folder`). Writes nothing."""
+    if path == "-":
+        return
+    if os.path.isdir(path):
+        raise ValueError(f"--output={path}: is a folder, not a file")
+    cli.check_writable_folder(os.path.dirname(os.path.abspath(path)), "output")
+
+
+def _write_text_atomically(path: str, text: str) -> None:
+    """`text` (UTF-8) into a temporary file beside `path`, then renamed over it: a reader never
+    sees a half-written file, and a failure leaves an earlier `path` as it was (the temporary
+    file is removed). The mode is what `open(path, "w")` gives: an existing file's, else 0o666
+    less the umask (`tempfile.mkstemp` would give 0o600)."""
+    path = os.path.realpath(path)  # through a link to its file, as open() writes
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    temporary = os.path.join(folder, f".{os.path.basename(path)}.tmp-{secrets.token_hex(4)}")
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the kernel applies the umask
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(text.encode("utf-8"))
+        if os.path.isfile(path):
+            os.chmod(temporary, os.stat(path).st_mode & 0o7777)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temporary)
+        raise
+
+
+def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress: Optional[bool] = None
                     ) -> tuple[list[str], list[float]]:
     """Runs `translate_fn(tf.string [N]) -> {"translations", "scores"}` (a `serving_default`) over
     batches of similar length (words, then bytes), longest first.
+
+    `progress` shows a `keras.utils.Progbar` on stderr; by default only when stderr is a
+    terminal: the bar always writes ANSI colour codes and redraws itself with backspaces and
+    carriage returns (keras' check for a terminal looks at stdout, and passes on any POSIX
+    system), which only a terminal shows as a bar.
 
     Returns translations (str) and scores in the order of `lines`.
     """
@@ -220,6 +318,8 @@ def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress:
 
     from keras_transformer import sorted_batches  # pylint: disable=g-import-not-at-top
 
+    if progress is None:
+        progress = sys.stderr.isatty()
     bar = keras.utils.Progbar(len(lines), unit_name="sentence") if progress else None
 
     def on_batch(done):
@@ -241,13 +341,20 @@ def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress:
 def translate_file(input_path: str, output_path: str = "-", *, model_dir: Optional[str] = None,
                    export_dir: Optional[str] = None, decoding: DecodingConfig = DecodingConfig(),
                    checkpoint: Optional[str] = None, reference: Optional[str] = None, batch_size: int = 32,
-                   progress: bool = True) -> Optional[str]:
+                   progress: Optional[bool] = None) -> Optional[str]:
     """Translates a file (or stdin) line by line with a training directory or an export.
 
     From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
     process from the averaged or latest checkpoint (or `checkpoint`); `export_dir` loads the
     SavedModel (a version folder, or a base folder whose highest version is used), whose
     decoding settings were fixed at export time.
+
+    Bad input is found before the model loads: an `output_path` that is a folder or cannot be
+    written (`check_output_path`), a missing input or reference, a reference whose line count
+    is not the input's. The output file is replaced at the end, atomically: a failure leaves
+    an existing file as it was. `progress`: the progress bar on stderr (default: when stderr
+    is a terminal, see `translate_lines`); the first and last lines on stderr (sentences and
+    model, time and speed) are always written.
 
     Returns:
         With `reference`, sacreBLEU's report (score and signature) as text; else None.
@@ -258,9 +365,13 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
 
     if (model_dir is None) == (export_dir is None):
         raise ValueError("give exactly one of model_dir and export_dir")
+    check_output_path(output_path)
     lines = read_lines(input_path)
-    if reference and not os.path.isfile(reference):
-        raise FileNotFoundError(f"{reference}: no such file")
+    references = None
+    if reference:
+        references = [line.decode("utf-8", errors="replace") for line in read_lines(reference)]
+        if len(references) != len(lines):
+            raise ValueError(f"{reference} has {len(references)} lines but the input ({input_path}) has {len(lines)}")
     start = time.perf_counter()
     if model_dir:
         from export import serving_module  # pylint: disable=g-import-not-at-top
@@ -273,7 +384,8 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
         from export import versions  # pylint: disable=g-import-not-at-top
 
         source = versions.saved_model_path(export_dir)
-        translate_fn = tf.saved_model.load(source).signatures["serving_default"]
+        with cli.silence_native_stderr():  # the tokenizer resource's "normalizer.cc" INFO lines
+            translate_fn = tf.saved_model.load(source).signatures["serving_default"]
     print(f"translating {len(lines)} sentences with {source}", file=sys.stderr)
     translations, _ = translate_lines(translate_fn, lines, batch_size, progress)
     text = "".join(t + "\n" for t in translations)
@@ -281,15 +393,10 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
-        with open(output_path, "w", encoding="utf-8") as file:
-            file.write(text)
+        _write_text_atomically(output_path, text)
     elapsed = time.perf_counter() - start
     print(f"{len(lines)} sentences in {elapsed:.1f} s ({len(lines) / max(elapsed, 1e-9):.1f} sentences/s)",
           file=sys.stderr)
-    if not reference:
+    if references is None:
         return None
-    references = [line.decode("utf-8", errors="replace") for line in read_lines(reference)]
-    if len(references) != len(translations):
-        raise ValueError(f"{reference} has {len(references)} lines but the input has {len(translations)}")
     return str(metrics.corpus_bleu(translations, references))

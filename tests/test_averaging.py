@@ -70,3 +70,21 @@ def test_relative_model_dir(tmp_path, monkeypatch):
     floats = [i for i, v in enumerate(model.variables) if v.dtype == "float32"]
     np.testing.assert_allclose(model.variables[floats[0]].numpy(),
                                (saved[0][floats[0]] + saved[1][floats[0]]) / 2, rtol=1e-6)
+
+
+def test_a_damaged_checkpoint_stops_the_averaging_and_keeps_the_previous_average(tmp_path):
+    write_checkpoints(tmp_path, [10, 20, 30])
+    first = averaging.average_last(str(tmp_path), 2)
+    averaged = {name: (tmp_path / "averaged" / name).read_bytes() for name in os.listdir(tmp_path / "averaged")}
+    data = tmp_path / "checkpoints" / "ckpt-20.data-00000-of-00001"
+    os.truncate(data, os.path.getsize(data) // 2)
+    damaged = data.read_bytes()
+    with pytest.raises(ValueError) as error:
+        averaging.average_last(str(tmp_path), 3)
+    assert str(error.value).startswith(f"checkpoint {tmp_path / 'checkpoints' / 'ckpt-20'} is damaged: "
+                                       "ckpt-20.data-00000-of-00001: ")
+    assert "\n" not in str(error.value)
+    assert {name: (tmp_path / "averaged" / name).read_bytes() for name in os.listdir(tmp_path / "averaged")} == averaged
+    assert model_dir_lib.latest_checkpoint(str(tmp_path)) == first
+    assert data.read_bytes() == damaged
+    assert averaging.average_last(str(tmp_path), 1).endswith("ckpt-30")  # the damaged one is not among them

@@ -1,11 +1,13 @@
-"""Checkpoints (keys, numbering, keep, restore, the worker directory) and the checkpoint timer."""
+"""Checkpoints (keys, numbering, keep, restore, the worker directory, damaged checkpoints) and the timer."""
 
 import os
 import types
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
+from keras_transformer import Transformer, TransformerConfig, checkpoint_files, create_optimizer
 from keras_transformer.checkpoints import CheckpointTimer, Checkpoints, Due
 
 
@@ -93,3 +95,155 @@ def test_timer_takes_the_clock_decisions_from_agree():
     assert calls == [(False, False)]  # (out of time, save by time), one call per check
     CheckpointTimer(every_steps=5, agree=another_worker_is_out_of_time).check(2, 10.0)
     assert len(calls) == 1  # no clock-based setting: no agreement (no collective) needed
+
+
+def saved_twice(tmp_path):
+    """ckpt-2 (kernel 2.0) and ckpt-4 (kernel 4.0) of a run; returns their prefixes."""
+    model, optimizer, step = parts()
+    checkpoints = Checkpoints(str(tmp_path), model, optimizer, step)
+    for s in (2, 4):
+        model.kernel.assign(tf.fill([2, 3], float(s)))
+        optimizer.iterations.assign(s)
+        step.assign(s)
+        checkpoints.save()
+    return [str(tmp_path / "checkpoints" / f"ckpt-{s}") for s in (2, 4)]
+
+
+def damage(prefix, part):
+    """Truncates the index or the data file of `prefix` to half (or deletes the data file)."""
+    path = prefix + (".index" if part == "index" else ".data-00000-of-00001")
+    if part == "missing data":
+        os.remove(path)
+        return None
+    os.truncate(path, os.path.getsize(path) // 2)
+    return path
+
+
+def contents(directory):
+    return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
+
+
+@pytest.mark.parametrize("part", ["index", "data", "missing data"])
+def test_restore_skips_a_damaged_checkpoint_for_the_one_before(tmp_path, part):
+    _, newest = saved_twice(tmp_path)
+    damaged = damage(newest, part)
+    before = contents(tmp_path / "checkpoints")
+    model, optimizer, step = parts(-1.0)
+    lines = []
+    assert Checkpoints(str(tmp_path), model, optimizer, step, log=lines.append).restore() == 2
+    np.testing.assert_array_equal(model.kernel.numpy(), np.full([2, 3], 2.0, np.float32))
+    assert int(optimizer.iterations.numpy()) == 2  # every variable from ckpt-2, none from ckpt-4
+    assert len(lines) == 1 and lines[0].startswith(f"warning: skipping damaged checkpoint {newest}: ")
+    assert os.path.basename(damaged or newest + ".data-00000-of-00001") in lines[0], lines
+    assert contents(tmp_path / "checkpoints") == before  # nothing moved, repaired or deleted
+
+
+@pytest.mark.parametrize("state", ["garbage", "empty", "missing"])
+def test_a_lost_or_damaged_state_file_falls_back_to_the_checkpoint_files(tmp_path, state):
+    saved_twice(tmp_path)
+    path = tmp_path / "checkpoints" / "checkpoint"
+    if state == "missing":
+        os.remove(path)
+    else:
+        path.write_bytes(b"" if state == "empty" else b"model_checkpoint_path: \x00\xff{{")
+    model, optimizer, step = parts(-1.0)
+    lines = []
+    assert Checkpoints(str(tmp_path), model, optimizer, step, log=lines.append).restore() == 4  # not 0
+    np.testing.assert_array_equal(model.kernel.numpy(), np.full([2, 3], 4.0, np.float32))
+    assert "missing or unreadable; using the 2 checkpoint file(s)" in lines[-1]
+    assert len(lines) == (1 if state == "missing" else 2)  # a damaged one is kept as checkpoint.damaged
+
+
+def test_restore_warns_on_stderr_by_default(tmp_path, capsys):
+    _, newest = saved_twice(tmp_path)
+    damage(newest, "index")
+    assert Checkpoints(str(tmp_path), *parts()).restore() == 2  # the constructor of before still works
+    assert capsys.readouterr().err.count("warning: skipping damaged checkpoint") == 1
+
+
+def test_no_readable_checkpoint_is_a_one_line_error_naming_the_folder(tmp_path):
+    for prefix in saved_twice(tmp_path):
+        damage(prefix, "data")
+    before = contents(tmp_path / "checkpoints")
+    lines = []
+    with pytest.raises(ValueError, match=r"checkpoints: none of its 2 checkpoint\(s\) is readable") as error:
+        Checkpoints(str(tmp_path), *parts(), log=lines.append).restore()
+    assert "\n" not in str(error.value) and str(tmp_path / "checkpoints") in str(error.value)
+    assert len(lines) == 2
+    assert contents(tmp_path / "checkpoints") == before
+
+
+def test_a_save_at_the_damaged_step_keeps_the_damaged_files_aside(tmp_path):
+    _, newest = saved_twice(tmp_path)
+    damaged = damage(newest, "data")
+    damaged_bytes = {name: (tmp_path / "checkpoints" / name).read_bytes() for name in ("ckpt-4.index",
+                                                                                      "ckpt-4.data-00000-of-00001")}
+    model, optimizer, step = parts()
+    lines = []
+    checkpoints = Checkpoints(str(tmp_path), model, optimizer, step, keep=2, log=lines.append)
+    assert checkpoints.restore() == 2 and damaged.endswith("ckpt-4.data-00000-of-00001")
+    model.kernel.assign(tf.fill([2, 3], 40.0))
+    step.assign(4)
+    assert os.path.basename(checkpoints.save()) == "ckpt-4"
+    assert lines[-1] == f"kept the damaged checkpoint {newest} as ckpt-4.damaged.*"
+    for name, data in damaged_bytes.items():  # byte for byte, under another name
+        assert (tmp_path / "checkpoints" / name.replace("ckpt-4.", "ckpt-4.damaged.")).read_bytes() == data
+    state = tf.train.get_checkpoint_state(str(tmp_path / "checkpoints"))
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == ["ckpt-2", "ckpt-4"]
+    step.assign(6)
+    checkpoints.save()  # keep=2: the rotation deletes ckpt-2, not the damaged files
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == [
+        "checkpoint", "ckpt-4.damaged.data-00000-of-00001", "ckpt-4.damaged.index", "ckpt-4.data-00000-of-00001",
+        "ckpt-4.index", "ckpt-6.data-00000-of-00001", "ckpt-6.index"]
+    fresh_model, fresh_optimizer, fresh_step = parts()
+    again = []
+    assert Checkpoints(str(tmp_path), fresh_model, fresh_optimizer, fresh_step, log=again.append).restore() == 6
+    assert again == []
+    assert checkpoint_files.checkpoint_problem(newest) is None  # the new ckpt-4 is whole
+
+
+def test_a_transformer_and_its_optimizer_come_whole_from_the_intact_checkpoint(tmp_path):
+    """The real model and Adam's slots: every variable equals the intact ckpt-2's, none the damaged ckpt-4's."""
+    config = TransformerConfig.tiny(vocab_size=20, max_length=8)
+
+    def built():
+        model = Transformer(config)
+        model.build()
+        optimizer = create_optimizer(config.d_model, warmup_steps=10)
+        optimizer.build(model.trainable_variables)
+        return model, optimizer, tf.Variable(0, dtype=tf.int64, trainable=False)
+
+    model, optimizer, step = built()
+    checkpoints = Checkpoints(str(tmp_path), model, optimizer, step)
+    rng = np.random.default_rng(0)
+    saved = {}
+    for s in (2, 4):
+        for v in model.variables + optimizer.variables:
+            if v.dtype == "float32":
+                v.assign(rng.normal(size=v.shape).astype(np.float32))
+        step.assign(s)
+        checkpoints.save()
+        saved[s] = [v.numpy() for v in model.variables + optimizer.variables]
+    damage(str(tmp_path / "checkpoints" / "ckpt-4"), "data")
+    model, optimizer, step = built()
+    assert Checkpoints(str(tmp_path), model, optimizer, step, log=[].append).restore() == 2
+    for restored, expected in zip(model.variables + optimizer.variables, saved[2]):
+        np.testing.assert_array_equal(restored.numpy(), expected)
+
+
+def test_checkpoint_problem_names_the_file_at_fault(tmp_path):
+    older, newest = saved_twice(tmp_path)
+    assert checkpoint_files.checkpoint_problem(older) is None
+    assert checkpoint_files.listed_checkpoints(str(tmp_path / "checkpoints")) == [older, newest]
+    assert checkpoint_files.listed_checkpoints(str(tmp_path / "nothing")) == []
+    os.truncate(newest + ".index", 0)
+    assert checkpoint_files.checkpoint_problem(newest).startswith("ckpt-4.index: ")
+    os.remove(newest + ".index")
+    assert checkpoint_files.checkpoint_problem(newest) == "ckpt-4.index: not found"
+    data = older + ".data-00000-of-00001"
+    flipped = bytearray(open(data, "rb").read())
+    flipped[len(flipped) // 2] ^= 0xFF  # same size, wrong bytes: the checksum tells
+    open(data, "wb").write(bytes(flipped))
+    assert checkpoint_files.checkpoint_problem(older).startswith("ckpt-2.data-00000-of-00001: ")
+    with pytest.raises(ValueError, match=r"checkpoint .*ckpt-2 is damaged: ckpt-2.data-00000-of-00001: "):
+        checkpoint_files.check_readable(older)

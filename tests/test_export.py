@@ -63,10 +63,18 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def exported(model_dir, tmp_path_factory):
-    """An export in OUT/1, and the loaded SavedModel."""
+    """An export in OUT/1, and the loaded SavedModel. Made with umask 022 from a tokenizer file
+    only its owner can read (as `tempfile.mkstemp` writes them): TensorFlow's asset copy keeps
+    that mode, the exporter must widen it."""
     out = tmp_path_factory.mktemp("serving") / "transformer"
     translator, _ = serving_module.from_model_dir(str(model_dir[0]), DECODING)
-    path = serving_module.export_saved_model(translator, str(out))
+    for tokenizer in (translator.source_tokenizer, translator.target_tokenizer):
+        os.chmod(tokenizer.asset_path, 0o600)
+    umask = os.umask(0o022)
+    try:
+        path = serving_module.export_saved_model(translator, str(out))
+    finally:
+        os.umask(umask)
     return pathlib.Path(path), tf.saved_model.load(path)
 
 
@@ -93,6 +101,15 @@ def test_layout_and_assets(exported):
     settings = json.loads((path / "assets.extra" / serving_module.SETTINGS_FILE).read_text())
     assert settings["decoding"] == DECODING.to_dict()
     assert settings["signatures"] == ["serving_default", "translate_with_attention"]
+
+
+def test_version_folder_and_files_have_the_modes_the_umask_allows(exported):
+    """TF Serving often runs as another user: with umask 022 every folder is 0755, every file 0644."""
+    path, _ = exported
+    modes = {str(p.relative_to(path)): p.stat().st_mode & 0o777 for p in path.rglob("*")}
+    assert path.stat().st_mode & 0o777 == 0o755
+    assert {name for name, mode in modes.items() if mode != (0o755 if (path / name).is_dir() else 0o644)} == set()
+    assert modes["assets/tokenizer.model"] == 0o644 and modes["variables"] == 0o755
 
 
 def test_moved_export_in_a_fresh_process_matches_in_process_beam_search(model_dir, tmp_path):
@@ -208,9 +225,15 @@ def test_failed_export_leaves_no_version_and_versions_count_up(model_dir, tmp_pa
 
     out = tmp_path / "out"
     (out / "3").mkdir(parents=True)
+    killed = subprocess.Popen([sys.executable, "-c", "pass"])  # an export killed while writing version 4
+    killed.wait()
+    stale = versions.temporary_folder(str(out), 4)
+    os.rename(stale, stale.replace(f"-{os.getpid()}-", f"-{killed.pid}-"))
+    lines = []
     with pytest.raises(ValueError, match="refused"):
-        serving_module.export_saved_model(translator, str(out), check=refuse)
-    assert sorted(os.listdir(out)) == ["3"]
+        serving_module.export_saved_model(translator, str(out), check=refuse, log=lines.append)
+    assert sorted(os.listdir(out)) == ["3"]  # the stale folder removed, the refused export's too
+    assert len(lines) == 1 and f"process {killed.pid}, which no longer runs" in lines[0]
     with pytest.raises(ValueError, match="already exists"):
         serving_module.export_saved_model(translator, str(out), version=3)
     assert versions.next_version(str(out)) == 4

@@ -58,6 +58,19 @@ def test_bad_files_give_one_line_naming_the_file(tmp_path, case):
         sources.load_pairs("files", source_file=bad, target_file=good)
 
 
+@pytest.mark.parametrize("compress", [False, True])
+def test_invalid_utf8_is_named_by_file_line_and_byte(tmp_path, compress):
+    data = b"Eins.\nZwei.\nDrei \xc3\x28 vier\n" + b"ok\n" * 5 + b"\xe2\x82"  # bad on line 3, cut on line 9
+    path = tmp_path / ("bad.en.gz" if compress else "bad.en")
+    path.write_bytes(gzip.compress(data) if compress else data)
+    with pytest.raises(DataError, match=r"bad\.en(\.gz)?: line 3: not UTF-8 text \(invalid continuation byte at "
+                                        r"byte 6 of the line\)"):
+        text_files.check_file(str(path))
+    path.write_bytes(data.replace(b"\xc3\x28", b"\xc3\xa4"))
+    with pytest.raises(DataError, match=r"line 9: not UTF-8 text"):
+        text_files.check_file(str(path))
+
+
 def test_multi30k_builder_counts_from_the_local_folder(shared_data, tmp_path):
     builder = multi30k.Multi30k(config="en-de", data_dir=str(tmp_path))
     builder.download_and_prepare(download_config=tfds.download.DownloadConfig(

@@ -88,6 +88,32 @@ def test_the_progress_bar_replaces_the_lines_on_a_terminal(tmp_path):
     assert sorted(read_scalars(tmp_path / "train")["loss"]) == [5, 10]  # the scalars are still written
 
 
+def test_the_eta_leaves_out_the_first_step_which_traces_the_step_function(tmp_path):
+    config = training_config(train_steps=100, log_every_steps=1)
+    reporter, lines = make_reporter(tmp_path, config, started=0.0, interactive=False)
+    reporter.train_step(1, 2.0, 50.0, 0.5, now=120.0)  # tracing: 2 minutes
+    reporter.train_step(2, 2.0, 50.0, 0.5, now=121.0)
+    reporter.train_step(3, 2.0, 50.0, 0.5, now=122.0)  # then 1 s a step: 97 steps left
+    assert [line.split("ETA ")[1] for line in lines] == ["-:--:--", "0:01:38", "0:01:37"]
+    assert reporting.eta_seconds(100, 3, None, 122.0) is None
+
+
+def test_the_progress_bar_ends_at_the_last_step_and_an_evaluation_starts_a_new_line(tmp_path, capsys):
+    config = training_config(train_steps=6, log_every_steps=100)
+    reporter, lines = make_reporter(tmp_path, config, interactive=True)
+    run_steps(reporter, range(1, 4), seconds_per_step=1.0)
+    capsys.readouterr()
+    reporter.evaluation(3, {"loss": 1.0, "nll": 0.75, "perplexity": 2.12}, 0.0)
+    assert capsys.readouterr().out == "\n"  # the bar keeps its line; the eval line goes below it
+    run_steps(reporter, range(4, 7), seconds_per_step=1.0)
+    reporter.close(6)
+    assert reporter.progbar.target == 6 and reporter.progbar._seen_so_far == 6  # "6/6", not "6/7"
+    assert capsys.readouterr().out.endswith("\n")
+    reporter.evaluation(6, {"loss": 1.0, "nll": 0.75, "perplexity": 2.12}, 0.0)
+    assert capsys.readouterr().out == ""  # the finished bar already ended its line
+    assert len(lines) == 2
+
+
 def test_evaluations_as_a_line_and_scalars(tmp_path):
     reporter, lines = make_reporter(tmp_path, interactive=False)
     results = {"loss": 1.5, "nll": 1.25, "perplexity": 3.49, "tokens": 120, "bleu": 20.125,

@@ -5,6 +5,7 @@ and test_distribution.py; here they run together on a tiny model."""
 
 import dataclasses
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -213,14 +214,66 @@ def test_evaluation_history_summaries_and_early_stopping_in_the_loop(tmp_path):
                                ("train", "tokens_per_second")]
     assert scalars[("eval", "bleu")] == {1: 10.0, 2: 12.0, 3: 11.0, 4: 11.5}
     assert sorted(scalars[("train", "loss")]) == [1, 2, 3, 4]
-    # A resumed run keeps the best BLEU and the count from history.json: its first evaluation
-    # without a better BLEU stops it.
-    resumed = trainer_lib.build_trainer(CONFIG, dataclasses.replace(config, eval_every_steps=2), str(tmp_path),
-                                        log=lines.append)
+    # Started again, the stopped run stays stopped: its end happened once.
+    again = trainer_lib.build_trainer(CONFIG, config, str(tmp_path), log=lines.append)
+    assert again.restore() == 4
+    state = again.train(input_fn_from(make_batches(4)), evaluator)
+    assert (state.step, state.stop_reason, state.best_bleu, state.evaluation["bleu"]) == (4, "early stopping", 12.0, 11.5)
+    assert lines[-1].startswith("the run stopped early before") and again.checkpoints.latest_name() == "ckpt-4"
+    # With more patience it resumes, keeping the best BLEU and the count from history.json: its
+    # first evaluation without a better BLEU stops it.
+    more = dataclasses.replace(config, eval_every_steps=2, early_stopping_patience=3)
+    resumed = trainer_lib.build_trainer(CONFIG, more, str(tmp_path), log=lines.append)
     assert resumed.restore() == 4
     state = resumed.train(input_fn_from(make_batches(4)), evaluator)
     assert (state.step, state.stop_reason, state.best_bleu, state.best_step) == (6, "early stopping", 12.0, 2)
     assert state.evaluations_since_best == 3
+
+
+def test_the_end_of_a_run_happens_once_also_when_a_kill_came_after_the_last_save(tmp_path):
+    calls = []
+
+    def evaluator(_model):
+        calls.append(1)
+        return {"loss": 1.5, "nll": 1.25, "perplexity": 3.5, "bleu": 20.0 + len(calls), "signature": "sig"}
+
+    config = training_config(train_steps=3, eval_every_steps=0, checkpoint_every_steps=1)
+    trainer = trainer_lib.build_trainer(CONFIG, config, str(tmp_path))
+    state = trainer.train(input_fn_from(make_batches(4)), evaluator)
+    assert (state.step, len(calls), state.best_bleu) == (3, 1, 21.0)
+    os.remove(tmp_path / "eval" / "history.json")  # as if killed between the last save and the evaluation
+    lines = []
+    again = trainer_lib.build_trainer(CONFIG, config, str(tmp_path), log=lines.append)
+    assert again.restore() == 3
+    state = again.train(input_fn_from(make_batches(4)), evaluator)
+    assert (state.step, state.stop_reason, len(calls), state.best_bleu) == (3, "train_steps", 2, 22.0)
+    assert lines[0] == "the run reached --train_steps=3 before; nothing to train"
+    assert lines[1].startswith("eval step 3: dev loss")
+    once_more = trainer_lib.build_trainer(CONFIG, config, str(tmp_path), log=lines.append)
+    once_more.restore()
+    state = once_more.train(input_fn_from(make_batches(4)), evaluator)
+    assert (len(calls), state.best_bleu, state.evaluation["bleu"]) == (2, 22.0, 22.0)  # evaluated before
+    assert [r["step"] for r in trainer_lib.read_eval_history(str(tmp_path))] == [3]
+
+
+def test_a_signal_finishes_the_update_saves_and_stops(tmp_path):
+    """SIGINT here; SIGTERM through the command in test_faults_training.py."""
+    signum = signal.SIGINT
+    lines = []
+
+    def log(line):
+        lines.append(line)
+        if line.startswith("step 2/"):
+            os.kill(os.getpid(), signum)  # as Ctrl-C or `kill` would, mid-run
+
+    config = training_config(train_steps=50, log_every_steps=1, checkpoint_every_steps=0)
+    trainer = trainer_lib.build_trainer(CONFIG, config, str(tmp_path), log=log)
+    state = trainer.train(input_fn_from(make_batches(4)), lambda model: pytest.fail("no evaluation when stopped"))
+    assert (state.step, state.stop_reason, state.signal) == (2, "interrupted", signum)
+    assert lines[-1] == f"{signal.Signals(signum).name} at step 2: saved ckpt-2; run the same command to resume"
+    assert signal.getsignal(signum) is not None and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    resumed = trainer_lib.build_trainer(CONFIG, config, str(tmp_path))
+    assert resumed.restore() == 2
 
 
 REPLICA_SCRIPT = textwrap.dedent("""

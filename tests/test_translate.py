@@ -43,6 +43,14 @@ def test_from_model_dir_with_reference_and_from_export_agree(files):
     assert report.startswith("BLEU = ") and "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in report
     hypotheses = (files / "hyp.txt").read_text(encoding="utf-8").splitlines()
     assert len(hypotheses) == 20
+    # stderr is a pipe: no progress bar (ANSI colours, carriage returns), plain lines only.
+    stderr = result.stderr.decode()
+    assert not any(code in stderr for code in ("\x1b[", "\r", "\b")), repr(stderr[-500:])
+    assert stderr.splitlines()[-1].startswith("20 sentences in ")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (files / "hyp.txt").stat().st_mode & 0o777 == 0o666 & ~umask  # as open() makes it, not mkstemp's 0600
+    assert not [name for name in os.listdir(files) if ".tmp-" in name]
 
     # The export (its base folder: the highest version is used), stdin to stdout, another batch size.
     result = run(f"--export_dir={files / 'export'}", "--input=-", "--output=-", "--batch_size=5",
@@ -74,3 +82,41 @@ def test_batches_are_sorted_by_length_and_order_is_restored():
 
     translations, _ = translation.translate_lines(fake, lines, 2, progress=False)
     assert translations == ["A B C", "A", "A B C D E", "", "A B"]
+
+
+def fake_translate(batch):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    return {"translations": batch, "scores": tf.zeros(tf.shape(batch), tf.float32)}
+
+
+def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
+    """keras' Progbar always writes ANSI colour codes and redraws with carriage returns; without
+    a terminal on stderr (here pytest's capture) nothing of it is written."""
+    lines = [b"a", b"b c", b"d"]
+    assert translation.translate_lines(fake_translate, lines, 2)[0] == ["a", "b c", "d"]
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out == ""
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    translation.translate_lines(fake_translate, lines, 2)
+    captured = capsys.readouterr()
+    assert "\x1b[" in captured.err and "3/3" in captured.err and captured.out == ""
+
+
+def test_output_file_is_replaced_atomically(tmp_path, monkeypatch):
+    path = tmp_path / "hyp.txt"
+    path.write_text("earlier\n", encoding="utf-8")
+    os.chmod(path, 0o600)
+
+    def fail(*args):
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", fail)
+        with pytest.raises(OSError, match="disk full"):
+            translation._write_text_atomically(str(path), "new\n")  # pylint: disable=protected-access
+    assert path.read_text(encoding="utf-8") == "earlier\n" and os.listdir(tmp_path) == ["hyp.txt"]
+
+    translation._write_text_atomically(str(path), "new\n")  # pylint: disable=protected-access
+    assert path.read_text(encoding="utf-8") == "new\n" and os.listdir(tmp_path) == ["hyp.txt"]
+    assert path.stat().st_mode & 0o777 == 0o600  # an existing file keeps its mode, as with open()

@@ -1,0 +1,26 @@
+"""SIGINT and SIGTERM during training become a request to stop (keras_transformer.interrupts)."""
+
+import os
+import signal
+
+import pytest
+
+from keras_transformer import interrupts
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_the_first_signal_is_noted_the_second_stops_at_once(signum):
+    before = signal.getsignal(signum)
+    with interrupts.StopSignals() as signals:
+        assert signals.received is None
+        os.kill(os.getpid(), signum)
+        assert signals.received == signum  # noted, nothing raised: the loop saves, then stops
+        with pytest.raises(KeyboardInterrupt, match="again: stopping without saving"):
+            os.kill(os.getpid(), signum)
+    assert signal.getsignal(signum) is before  # the previous handler is back
+
+
+def test_exit_codes_are_those_a_shell_shows():
+    assert interrupts.exit_code(signal.SIGINT) == 130
+    assert interrupts.exit_code(signal.SIGTERM) == 143
+    assert interrupts.name(signal.SIGTERM) == "SIGTERM"
