@@ -57,6 +57,9 @@ def test_from_model_dir_with_reference_and_from_export_agree(files):
                  stdin=(files / "source.txt").read_bytes())
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     assert result.stdout.decode("utf-8").splitlines() == hypotheses
+    # Two plain lines, without the tokenizer resource's "normalizer.cc ... precompiled_charsmap is empty".
+    assert [line.split(" ")[0] for line in result.stderr.decode().splitlines()] == ["translating", "20"], \
+        result.stderr.decode()[-1000:]
 
 
 @pytest.mark.parametrize("args, message", [
