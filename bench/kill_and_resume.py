@@ -44,6 +44,8 @@ from typing import Optional
 from absl import app, flags
 
 from export import versions
+from keras_transformer import model_dir as model_dir_lib
+from pipelines import tokenizers
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("kills", 20, "Training starts to SIGKILL.", lower_bound=0)
@@ -61,28 +63,17 @@ flags.DEFINE_float("export_max_seconds", 40.0, "Latest export kill, seconds afte
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
 TIMEOUT = 900  # seconds for a run that is not killed
-RECIPE = """\
---dataset=embedded
---preset=tiny
---num_layers=2
---d_model=32
---d_ff=64
---num_heads=2
---dropout_rate=0.0
---vocab_size=500
---batch_tokens=512
---max_length=32
---warmup_steps=30
---learning_rate_scale=2
+# The tests' tiny recipe, saving every 3 updates and logging every update (later lines win).
+with open(os.path.join(ROOT, "configs", "tiny.flags"), encoding="utf-8") as _file:
+    RECIPE = _file.read() + """\
 --checkpoint_every_steps=3
 --eval_every_steps=0
 --eval_max_sentences=-1
 --log_every_steps=1
 --train_steps=100000
 """
-# Training directory layout (keras_transformer/model_dir.py; that module imports TensorFlow,
-# which this process never needs).
-CHECKPOINT_DIR, TOKENIZER_DIR, TOKENIZER_FILE = "checkpoints", "tokenizer", "tokenizer.json"
+CHECKPOINT_DIR, TOKENIZER_DIR = model_dir_lib.CHECKPOINT_DIR, model_dir_lib.TOKENIZER_DIR
+TOKENIZER_FILE = tokenizers.CONFIG_FILE
 
 _RESUME = re.compile(r"resumed at step (\d+)|starting at (step 0)")
 _STEP = re.compile(r"^step (\d+)/", re.MULTILINE)
@@ -454,7 +445,7 @@ def main(argv):
     export = [sys.executable, "-m", "export", f"--model_dir={model_dir}", f"--export_dir={export_dir}"]
     print("command: python bench/kill_and_resume.py " + " ".join(sys.argv[1:]), flush=True)
     print(f"training: {' '.join(train[1:])} (cwd {ROOT}, TF_CPP_MIN_LOG_LEVEL=3)\nexport: {' '.join(export[1:])}\n"
-          f"recipe: {' '.join(RECIPE.split())}", flush=True)
+          f"recipe: {' '.join(line for line in RECIPE.splitlines() if line.startswith('--'))}", flush=True)
 
     rng, failures = random.Random(FLAGS.seed), []
     started = time.monotonic()

@@ -12,24 +12,7 @@ import time
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-TINY = """
---dataset=embedded
---preset=tiny
---num_layers=2
---d_model=32
---d_ff=64
---num_heads=2
---dropout_rate=0.0
---vocab_size=500
---batch_tokens=512
---max_length=32
---warmup_steps=30
---learning_rate_scale=2
---checkpoint_every_steps=10
---eval_beam_size=1
---eval_max_sentences=20
---log_every_steps=10
-"""
+TINY = (REPO / "configs" / "tiny.flags").read_text(encoding="utf-8")
 
 
 def train_command(model_dir, *flags, flagfile=None):
