@@ -285,8 +285,8 @@ class Trainer:
         stopper = EarlyStopping(c.early_stopping_patience, history.records)
         started = time.time()
         if step >= c.train_steps or stopper.should_stop:  # the run had ended: finish what is missing
-            self._finish(state, evaluator, history, stopper, started)
-            return state
+            self._finish(state, evaluator, history, stopper)
+            return self._final(state, stopper, started)
         iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
         reporter = Reporter(c, self.model_dir, start_step, started, self.learning_rate, self.log, self.chief)
         timer = CheckpointTimer(c.checkpoint_every_steps, c.checkpoint_every_minutes, c.max_train_minutes,
@@ -331,13 +331,17 @@ class Trainer:
                         self.log(f"stopped at step {step}: --max_train_minutes={c.max_train_minutes:g} spent")
                     break
         state.step = step
+        return self._final(state, stopper, started)
+
+    @staticmethod
+    def _final(state: LoopState, stopper: EarlyStopping, started: float) -> LoopState:
+        """`state` with this call's wall time and the run's best BLEU."""
         state.train_seconds = time.time() - started
         state.best_bleu, state.best_step = stopper.best_bleu, stopper.best_step
         state.evaluations_since_best = stopper.evaluations_since_best
         return state
 
-    def _finish(self, state: LoopState, evaluator, history: EvalHistory, stopper: EarlyStopping,
-                started: float) -> None:
+    def _finish(self, state: LoopState, evaluator, history: EvalHistory, stopper: EarlyStopping) -> None:
         """A run restarted after its last update: the final evaluation, if a kill prevented it
         (it happens exactly once per run, in history.json), and the state of the finished run."""
         step = state.step
@@ -349,15 +353,11 @@ class Trainer:
             self.log(f"the run reached --train_steps={self.config.train_steps} before; nothing to train")
         evaluated = [record for record in history.records if record.get("step") == step]
         if evaluator is not None and not evaluated:
-            reporter = Reporter(self.config, self.model_dir, step, started, self.learning_rate, self.log,
+            reporter = Reporter(self.config, self.model_dir, step, time.time(), self.learning_rate, self.log,
                                 self.chief, interactive=False)
             state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper)
         elif evaluated:
-            state.evaluation = dict(evaluated[-1])
-            state.evaluation.pop("step", None)
-        state.train_seconds = time.time() - started
-        state.best_bleu, state.best_step = stopper.best_bleu, stopper.best_step
-        state.evaluations_since_best = stopper.evaluations_since_best
+            state.evaluation = {k: v for k, v in evaluated[-1].items() if k != "step"}
 
     def _evaluate(self, evaluator, step: int, reporter: Reporter, history: EvalHistory,
                   stopper: EarlyStopping) -> dict:

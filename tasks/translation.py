@@ -106,7 +106,7 @@ def check_resume(model_dir: str, config: TransformerConfig, tokenizer_fingerprin
     if not os.path.isfile(os.path.join(model_dir, model_dir_lib.CONFIG_FILE)):
         return
     settings = model_dir_lib.read_settings(model_dir)
-    saved = model_dir_lib.read_config(model_dir).to_dict()
+    saved = TransformerConfig.from_dict(settings["model"]).to_dict()
     wanted = config.to_dict()
     diff = [f"{k}={saved[k]!r} (saved) vs {wanted[k]!r} (flags)" for k in sorted(saved) if saved[k] != wanted.get(k)]
     if diff:
