@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
-from keras_transformer import checkpoint_files
+from keras_transformer import atomic_files, checkpoint_files
 from keras_transformer.config import TransformerConfig
 from keras_transformer.model import Transformer
 
@@ -42,24 +41,9 @@ WORKERS_DIR = "workers"
 
 
 def write_json_atomically(path: str, values: dict[str, Any]) -> None:
-    """Writes JSON to a temporary file beside `path`, then renames it: never a half-written file.
-
-    The file is created with mode 0o666 less the umask (0o644 under the usual 022), as `open`
-    would: readable by another user such as the model server (`tempfile.mkstemp` makes 0o600).
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, f".tmp-{secrets.token_hex(8)}.json")
-    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the kernel applies the umask
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(values, file, indent=2, sort_keys=True)
-            file.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
+    """Writes `values` as indented, sorted JSON with `atomic_files.write_atomically`: never a
+    half-written file, and the mode the umask allows (0o644 under 022, not mkstemp's 0o600)."""
+    atomic_files.write_atomically(path, (json.dumps(values, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def write_config(model_dir: str, config: TransformerConfig, **extra: Any) -> str:

@@ -38,7 +38,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
 
 import sentencepiece as spm
@@ -47,6 +46,7 @@ import tensorflow_text as tf_text
 from tensorflow.python.trackable import resource as tf_resource  # pylint: disable=g-direct-tensorflow-import
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece  # pylint: disable=g-direct-tensorflow-import
 
+from keras_transformer.atomic_files import write_atomically
 from keras_transformer.cli import silence_native_stderr
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, UNK_ID
 
@@ -179,31 +179,11 @@ class Tokenizer(tf.Module):
         """Writes the model file, then `tokenizer.json`, into `directory` (each atomically); returns it."""
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, self.model_file)
-        _write_atomically(path, self._model_bytes())
+        write_atomically(path, self._model_bytes())
         settings = json.dumps(self.settings(), indent=2) + "\n"
-        _write_atomically(os.path.join(directory, CONFIG_FILE), settings.encode("utf-8"))
+        write_atomically(os.path.join(directory, CONFIG_FILE), settings.encode("utf-8"))
         self.asset_path = path
         return directory
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    """`data` into a temporary file beside `path`, renamed over it: never a half-written file."""
-    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 class SentencePieceTokenizer(Tokenizer):

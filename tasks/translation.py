@@ -24,12 +24,11 @@ import dataclasses
 import glob
 import json
 import os
-import secrets
 import sys
 import time
 from typing import Callable, Optional
 
-from keras_transformer import cli
+from keras_transformer import atomic_files, cli
 from keras_transformer import model_dir as model_dir_lib
 from keras_transformer.config import DecodingConfig, TransformerConfig
 from pipelines.data_config import DataConfig, check_batch_tokens
@@ -279,28 +278,6 @@ def check_output_path(path: str) -> None:
     cli.check_writable_folder(os.path.dirname(os.path.abspath(path)), "output")
 
 
-def _write_text_atomically(path: str, text: str) -> None:
-    """`text` (UTF-8) into a temporary file beside `path`, then renamed over it: a reader never
-    sees a half-written file, and a failure leaves an earlier `path` as it was (the temporary
-    file is removed). The mode is what `open(path, "w")` gives: an existing file's, else 0o666
-    less the umask (`tempfile.mkstemp` would give 0o600)."""
-    path = os.path.realpath(path)  # through a link to its file, as open() writes
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    temporary = os.path.join(folder, f".{os.path.basename(path)}.tmp-{secrets.token_hex(4)}")
-    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the kernel applies the umask
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(text.encode("utf-8"))
-        if os.path.isfile(path):
-            os.chmod(temporary, os.stat(path).st_mode & 0o7777)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(temporary)
-        raise
-
-
 def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress: Optional[bool] = None
                     ) -> tuple[list[str], list[float]]:
     """Runs `translate_fn(tf.string [N]) -> {"translations", "scores"}` (a `serving_default`) over
@@ -393,7 +370,7 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        _write_text_atomically(output_path, text)
+        atomic_files.write_atomically(output_path, text.encode("utf-8"))
     elapsed = time.perf_counter() - start
     print(f"{len(lines)} sentences in {elapsed:.1f} s ({len(lines) / max(elapsed, 1e-9):.1f} sentences/s)",
           file=sys.stderr)

@@ -106,20 +106,3 @@ def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
     assert "\x1b[" in captured.err and "3/3" in captured.err and captured.out == ""
 
 
-def test_output_file_is_replaced_atomically(tmp_path, monkeypatch):
-    path = tmp_path / "hyp.txt"
-    path.write_text("earlier\n", encoding="utf-8")
-    os.chmod(path, 0o600)
-
-    def fail(*args):
-        raise OSError("disk full")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(os, "replace", fail)
-        with pytest.raises(OSError, match="disk full"):
-            translation._write_text_atomically(str(path), "new\n")  # pylint: disable=protected-access
-    assert path.read_text(encoding="utf-8") == "earlier\n" and os.listdir(tmp_path) == ["hyp.txt"]
-
-    translation._write_text_atomically(str(path), "new\n")  # pylint: disable=protected-access
-    assert path.read_text(encoding="utf-8") == "new\n" and os.listdir(tmp_path) == ["hyp.txt"]
-    assert path.stat().st_mode & 0o777 == 0o600  # an existing file keeps its mode, as with open()

@@ -1,0 +1,40 @@
+"""Files written whole or not at all: the run's JSON, the tokenizer's files, translate's output.
+
+    write_atomically(path, data)   # bytes into `.tmp-<name>-<hex>` beside `path`, renamed over it
+
+A reader (a resumed run, TF Serving, a user's script) never sees a half-written file, and a
+failure or a kill leaves an earlier `path` as it was. A kill can leave the temporary file;
+`run_lock.remove_stale_temporaries` removes those of a training directory (`.tmp-*`). Imports
+no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Writes `data` to `path` through a temporary file beside it and `os.replace`.
+
+    The mode is what `open(path, "w")` gives: an existing file's, else 0o666 less the umask
+    (0o644 under the usual 022, readable by another user such as the model server;
+    `tempfile.mkstemp` would give 0o600). A link is written through to its file. On any
+    failure the temporary file is removed and the error raised.
+    """
+    path = os.path.realpath(path)
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    temporary = os.path.join(folder, f".tmp-{os.path.basename(path)}-{secrets.token_hex(4)}")
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the kernel applies the umask
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        if os.path.isfile(path):
+            os.chmod(temporary, os.stat(path).st_mode & 0o7777)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temporary)
+        raise
