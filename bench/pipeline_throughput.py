@@ -27,15 +27,20 @@ from absl import flags  # noqa: E402
 from tasks import flags as task_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("shared_data", os.environ.get(
-    "KT_SHARED_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")),
-    "Folder holding multi30k/; the embedded corpus is used if it is missing.")
-flags.DEFINE_integer("batch_tokens", 4096, "Token budget per batch and side, padding included.")
-flags.DEFINE_integer("max_length", 256, "Longest pair kept.")
-flags.DEFINE_integer("vocab_size", 8000, "Shared BPE vocabulary size.")
-flags.DEFINE_integer("epochs", 2, "Cached epochs timed after the first.")
-flags.DEFINE_integer("steps", 8, "Training steps timed (after 2 warm-up steps); 0 skips the step.")
-task_flags.define_model_size_flags(num_layers=3, d_model=256, d_ff=1024, num_heads=4)
+DEFAULT_SHARED_DATA = os.environ.get(
+    "KT_SHARED_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+
+
+def define_flags():
+    """This benchmark's flags, defined when it runs (bench/input_scale.py imports its functions)."""
+    flags.DEFINE_string("shared_data", DEFAULT_SHARED_DATA,
+                        "Folder holding multi30k/; the embedded corpus is used if it is missing.")
+    flags.DEFINE_integer("batch_tokens", 4096, "Token budget per batch and side, padding included.")
+    flags.DEFINE_integer("max_length", 256, "Longest pair kept.")
+    flags.DEFINE_integer("vocab_size", 8000, "Shared BPE vocabulary size.")
+    flags.DEFINE_integer("epochs", 2, "Cached epochs timed after the first.")
+    flags.DEFINE_integer("steps", 8, "Training steps timed (after 2 warm-up steps); 0 skips the step.")
+    task_flags.define_model_size_flags(num_layers=3, d_model=256, d_ff=1024, num_heads=4)
 
 
 def load_pairs():
@@ -58,7 +63,7 @@ def count(batch):
 def time_pipeline(pairs, tokenizer):
     from pipelines import batching  # pylint: disable=g-import-not-at-top
     ds = batching.make_dataset(pairs, tokenizer, FLAGS.batch_tokens, FLAGS.max_length,
-                               shuffle=True, seed=0, repeat=False, cache=True)
+                               shuffle=True, seed=0, repeat=False, cache="memory")
     seconds = []
     for _ in range(1 + FLAGS.epochs):  # epoch 0 fills the cache
         start = time.perf_counter()
@@ -70,15 +75,18 @@ def time_pipeline(pairs, tokenizer):
     return stats, [per_epoch / t for t in seconds]
 
 
-def time_step(batches, vocab_size):
+def time_step(batches, vocab_size, steps, *, num_layers, d_model, d_ff, num_heads):
+    """Times `steps` training steps (forward, backward, Adam) on `batches` after 2 warm-up steps.
+
+    Returns (tokens/s, pairs/s, parameters); the timed steps cycle through `batches[2:]`.
+    """
     import keras  # pylint: disable=g-import-not-at-top
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     from keras_transformer import Transformer, TransformerConfig  # pylint: disable=g-import-not-at-top
     from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy  # pylint: disable=g-import-not-at-top
 
-    config = TransformerConfig.base(vocab_size=vocab_size, num_layers=FLAGS.num_layers,
-                                    d_model=FLAGS.d_model, d_ff=FLAGS.d_ff,
-                                    num_heads=FLAGS.num_heads)
+    config = TransformerConfig.base(vocab_size=vocab_size, num_layers=num_layers,
+                                    d_model=d_model, d_ff=d_ff, num_heads=num_heads)
     model = Transformer(config)
     optimizer = keras.optimizers.Adam(1e-4, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
 
@@ -97,13 +105,14 @@ def time_step(batches, vocab_size):
 
     for source, target in batches[:2]:  # trace and warm up
         step(source, target).numpy()
-    tokens, start = 0, time.perf_counter()
-    for i in range(FLAGS.steps):
+    tokens, pairs, start = 0, 0, time.perf_counter()
+    for i in range(steps):
         source, target = batches[2 + i % (len(batches) - 2)]
         step(source, target).numpy()
         tokens += count((source, target))
+        pairs += int(source.shape[0])
     elapsed = time.perf_counter() - start
-    return tokens / elapsed, model.count_params()
+    return tokens / elapsed, pairs / elapsed, model.count_params()
 
 
 def main(argv):
@@ -129,7 +138,9 @@ def main(argv):
     ds = batching.make_dataset(pairs, tokenizer, FLAGS.batch_tokens, FLAGS.max_length,
                                shuffle=True, seed=1)
     batches = list(ds.take(2 + FLAGS.steps))
-    step_rate, params = time_step(batches, tokenizer.vocab_size)
+    step_rate, _, params = time_step(batches, tokenizer.vocab_size, FLAGS.steps,
+                                     num_layers=FLAGS.num_layers, d_model=FLAGS.d_model,
+                                     d_ff=FLAGS.d_ff, num_heads=FLAGS.num_heads)
     print(f"training step tokens/s: {step_rate:,.0f} (float32, {FLAGS.num_layers} layers, "
           f"d_model {FLAGS.d_model}, d_ff {FLAGS.d_ff}, {FLAGS.num_heads} heads, "
           f"{params / 1e6:.1f}M parameters, Adam, tf.function)")
@@ -139,4 +150,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

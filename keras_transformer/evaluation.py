@@ -1,4 +1,4 @@
-"""Dev-set evaluation: loss, perplexity and sacreBLEU of beam or greedy translations.
+"""Dev-set evaluation: loss, perplexity and sacreBLEU (BLEU, chrF, chrF++) of beam or greedy translations.
 
 Section 6.1 of "Attention Is All You Need": "We used beam search with a beam size of 4
 and length penalty alpha = 0.6 [...]. We set the maximum output length during inference
@@ -9,7 +9,7 @@ cross-entropy per target token; the smoothed loss is reported beside it.
     translate = make_translate_fn(model, DecodingConfig(beam_size=4, alpha=0.6))
     ids, scores = translate(source_ids)                      # int32 [B, S] -> [B, T], [B]
     hypotheses = translate_corpus(translate, source_id_lists, detokenize, batch_size=64)
-    bleu = metrics.corpus_bleu(hypotheses, references)      # sacreBLEU, cased, detokenized
+    scores = metrics.corpus_scores(hypotheses, references)  # sacreBLEU BLEU, chrF, chrF++: cased, detokenized
 
 This module knows no tokenizer: `detokenize` is any function from right-padded int32
 ids [N, T] to N strings, so the library stays independent of `pipelines/`.
@@ -113,11 +113,14 @@ def evaluate_loss(loss_fn: Callable, batches) -> dict[str, float]:
 
 
 class Evaluator:
-    """Dev loss, perplexity and (optionally) BLEU of a model, as run every N training steps.
+    """Dev loss, perplexity and (optionally) BLEU, chrF and chrF++ of a model, as run every N training steps.
+
+    BLEU is the paper's measure (section 6.1) and the one early stopping watches; chrF and
+    chrF++ (Popović 2015, 2017; not in the paper) are reported beside it.
 
     Args:
         loss_batches: a re-iterable of (source_ids, target_ids) dev batches, or None.
-        source_ids: one id list (EOS included) per dev sentence to translate, or None (no BLEU).
+        source_ids: one id list (EOS included) per dev sentence to translate, or None (no BLEU, chrF).
         references: the raw reference translations of those sentences.
         detokenize: ids [N, T] -> N strings.
         decoding: the `DecodingConfig` of the dev translations (n_best is not used).
@@ -142,7 +145,8 @@ class Evaluator:
         self._fns: dict = {}
 
     def __call__(self, model) -> dict:
-        """Returns {"loss", "nll", "perplexity", "tokens"} and, with sentences, {"bleu", "signature", "hypotheses"}."""
+        """Returns {"loss", "nll", "perplexity", "tokens"} and, with sentences, {"bleu", "signature", "chrf",
+        "chrf_signature", "chrf++", "chrf++_signature", "hypotheses"} (scores 0-100, `metrics.corpus_scores`)."""
         key = id(model)
         if key not in self._fns:
             self._fns = {key: (make_loss_fn(model, self.label_smoothing), make_translate_fn(model, self.decoding))}
@@ -152,7 +156,10 @@ class Evaluator:
             results.update(evaluate_loss(loss_fn, self.loss_batches))
         if self.source_ids:
             hypotheses = translate_corpus(translate_fn, self.source_ids, self.detokenize, self.batch_size)
-            bleu = metrics.corpus_bleu(hypotheses, self.references)
-            results["bleu"], results["signature"] = bleu.score, bleu.signature
+            scores = metrics.corpus_scores(hypotheses, self.references)
+            results["bleu"], results["signature"] = scores.bleu.score, scores.bleu.signature
+            results["chrf"], results["chrf_signature"] = scores.chrf.score, scores.chrf.signature
+            results["chrf++"], results["chrf++_signature"] = (scores.chrf_plus_plus.score,
+                                                              scores.chrf_plus_plus.signature)
             results["hypotheses"] = hypotheses
         return results

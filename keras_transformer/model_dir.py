@@ -11,6 +11,7 @@
       eval/                 TensorBoard scalars of the dev evaluations, history.json (every
                             evaluation of the run) and the translations of --evaluate_only
       workers/worker-<i>/   a non-chief worker's copy of each checkpoint (multi-worker runs)
+      cache/                the training pairs' tf.data disk cache (with --cache=disk)
 
 A checkpoint holds `model` (the Transformer's variables) and, for training,
 `optimizer` and `step`; `restore_model` reads only the model part, so
@@ -38,6 +39,7 @@ TRAIN_DIR = "train"
 EVAL_DIR = "eval"
 HISTORY_FILE = "history.json"  # in EVAL_DIR
 WORKERS_DIR = "workers"
+CACHE_DIR = "cache"
 
 
 def write_json_atomically(path: str, values: dict[str, Any]) -> None:

@@ -14,8 +14,9 @@
 
 Scalars are written with `tf.summary.scalar` (the `tensorboard` package): one float32 tensor
 per tag, readable with `tf.compat.v1.train.summary_iterator` and `tf.make_ndarray(value.tensor)`.
-Tags: "loss", "learning_rate", "gradient_norm", "tokens_per_second" (train); "loss", "nll",
-"perplexity", "bleu" (eval). Only the chief writes files; the other workers get no-op writers.
+Tags in train: "loss", "learning_rate", "gradient_norm", "tokens_per_second"; in eval: "loss",
+"nll", "perplexity", "bleu" (section 6.1), "chrf" and "chrf_pp" (chrF and chrF++: Popović 2015,
+2017, not in the paper). Only the chief writes files; the other workers get no-op writers.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ import tensorflow as tf
 
 from keras_transformer import model_dir as model_dir_lib
 
-EVAL_SCALARS = ("loss", "nll", "perplexity", "bleu")
+# An evaluation's result keys -> their TensorBoard tags. chrF++ is tagged "chrf_pp": tf.summary
+# writes "chrf++" as it is, but TF1's summary ops rename it "chrf__", and in TensorBoard's tag
+# filter (a regular expression) '+' is an operator.
+EVAL_SCALARS = {"loss": "loss", "nll": "nll", "perplexity": "perplexity", "bleu": "bleu", "chrf": "chrf",
+                "chrf++": "chrf_pp"}
 
 
 def projected_last_step(config, start_step: int, step: int, elapsed: float) -> int:
@@ -154,16 +159,22 @@ class Reporter:
             self._bar_closed = True
 
     def evaluation(self, step: int, results: dict, seconds: float) -> None:
-        """Reports an evaluation: `{"loss", "nll", "perplexity"}` and/or `{"bleu", "signature"}`.
+        """Reports an evaluation: `{"loss", "nll", "perplexity"}` and/or `{"bleu", "signature"}`, with
+        `{"chrf", "chrf++"}` when the evaluator gives them (`EVAL_SCALARS` names their tags).
         On a terminal, a progress bar still running is left on its line, not written over."""
         if self.progbar is not None and not self._bar_closed:
             print(flush=True)
-        write_scalars(self.eval_writer, step, {k: v for k, v in results.items() if k in EVAL_SCALARS})
+        scalars = {tag: results[key] for key, tag in EVAL_SCALARS.items() if key in results}
+        write_scalars(self.eval_writer, step, scalars)
         line = f"eval step {step}:"
         if "loss" in results:
             line += f" dev loss {results['loss']:.4f} nll {results['nll']:.4f} ppl {results['perplexity']:.2f}"
         if "bleu" in results:
             line += f" BLEU {results['bleu']:.2f} ({results['signature']})"
+        if "chrf" in results:
+            line += f" chrF {results['chrf']:.1f}"
+        if "chrf++" in results:
+            line += f" chrF++ {results['chrf++']:.1f}"
         self.log(f"{line} [{seconds:.0f} s]")
 
 

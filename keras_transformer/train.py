@@ -12,6 +12,16 @@ Running the same command again resumes from the latest checkpoint (model, optimi
 step, learning-rate position); the tokenizer saved in MODEL_DIR/tokenizer on the first
 run is reused, never retrained, and the model flags must match MODEL_DIR/model_config.json.
 
+Own data at scale (section 5.1 trained on 4.5M and 36M pairs): `--train_files` names one or
+more training corpora, shards by glob, mixed by weight (the log reports each corpus' share of
+the sampled pairs); `--cache=memory|disk|none` (default auto) says where tokenized pairs are
+kept between epochs. Fine-tuning: `--init_from=OTHER_RUN` starts a new run with that run's
+weights and tokenizer, a fresh optimizer and step 0:
+
+    python -m keras_transformer.train --flagfile=configs/demo.flags --model_dir=runs/news \
+        --init_from=runs/demo --train_files=news:data/news.{en,de}.gz --dataset=files \
+        --source_file=data/news.{split}.en --target_file=data/news.{split}.de
+
 Distribution (section 5.2: one machine, 8 P100 GPUs): `--num_gpus=8` mirrors over 8
 local GPUs; `--cpu_replicas=N` over N logical CPU devices; with `TF_CONFIG` set,
 `MultiWorkerMirroredStrategy` over several machines. `--batch_tokens` is the budget of
@@ -40,6 +50,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory: config, tokenizer, checkpoints, summaries.")
 task_flags.define_data_flags()
 flags.DEFINE_string("dev_split", "validation", "Split evaluated during training (never test when tuning).")
+flags.DEFINE_string("init_from", None, "Start a new run from another run's model: a training directory "
+                    "(its averaged, else latest checkpoint) or a checkpoint prefix. Its weights and tokenizer, a "
+                    "fresh optimizer, step 0; the architecture flags must match. Ignored on resume.")
 # Model (section 3, Table 3) --------------------------------------------------------------------
 flags.DEFINE_string("preset", "base", "Model preset: tiny, base, big or a Table 3 row such as 'C/N=4'.")
 task_flags.define_model_size_flags()
@@ -134,7 +147,7 @@ def main(argv):
     try:
         state = translation.train(FLAGS.model_dir, data, model, training, decoding,
                                   bleu_sentences=bleu_sentences, num_gpus=FLAGS.num_gpus,
-                                  cpu_replicas=FLAGS.cpu_replicas)
+                                  cpu_replicas=FLAGS.cpu_replicas, init_from=FLAGS.init_from)
     except trainer_lib.TrainingDiverged as error:
         cli.fail(error, code=1)
     summary = {"step": state.step, "stop_reason": state.stop_reason,

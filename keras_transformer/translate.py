@@ -17,13 +17,13 @@ bar is drawn with ANSI colour codes and carriage returns, noise in a file or a p
 last line with the time and speed. The --output file is replaced atomically once every line
 is translated: a failed or interrupted run leaves an existing file as it was.
 
-With --reference, sacreBLEU's corpus BLEU and its signature are printed (to stdout when
---output is a file, else to stderr). Bad input prints `error: <one line>`, exits with status 2
-and writes nothing; it is found before any sentence is translated: decoding flags with
---export_dir, a missing --input or --reference, an --output that is a folder or whose folder
-is a file or not writable (these before TensorFlow starts), a --reference whose line count
-differs from the input's, a missing training directory, checkpoint or export (these before
-the model loads).
+With --reference, sacreBLEU's corpus BLEU (section 6.1), chrF and chrF++ (Popović 2015, 2017;
+not in the paper), each with its signature, are printed (to stdout when --output is a file,
+else to stderr). Bad input prints `error: <one line>`, exits with status 2 and writes nothing;
+it is found before any sentence is translated: decoding flags with --export_dir, a missing
+--input or --reference, an --output that is a folder or whose folder is a file or not
+writable (these before TensorFlow starts), a --reference whose line count differs from the
+input's, a missing training directory, checkpoint or export (these before the model loads).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ flags.DEFINE_string("export_dir", None, "SavedModel from `python -m export`: a v
 flags.DEFINE_string("checkpoint", None, "With --model_dir: this checkpoint prefix instead of averaged/latest.")
 flags.DEFINE_string("input", "-", "Source sentences, one per line; '-' for stdin.")
 flags.DEFINE_string("output", "-", "Where to write translations, one per line; '-' for stdout.")
-flags.DEFINE_string("reference", None, "Reference translations, one per line: print sacreBLEU.")
+flags.DEFINE_string("reference", None, "Reference translations, one per line: print BLEU, chrF, chrF++.")
 task_flags.define_decoding_flags()
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
 flags.register_multi_flags_validator(

@@ -8,8 +8,8 @@ The pipeline (`make_dataset`), all inside `tf.data`:
 
   (source, target) strings -> [shard] -> tokenize in batches of 1,024 with the
   tensorflow-text tokenizer, EOS appended -> drop pairs longer than
-  `max_length` -> [cache] -> [shuffle with a seed] -> [repeat] ->
-  `bucket_by_sequence_length` -> prefetch.
+  `max_length` -> [cache in memory or on disk] -> [shuffle with a seed] -> [repeat]
+  -> [sample from several corpora by weight] -> `bucket_by_sequence_length` -> prefetch.
 
 A pair's length is max(source length, target length), EOS included. Bucket
 boundaries grow geometrically (8, 9, 10, ..., x -> max(x + 1, int(1.1 x)), as in
@@ -23,12 +23,14 @@ builds the decoder input by shifting the targets right with BOS.
 """
 
 import dataclasses
+import functools
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
 
 from keras_transformer.special_ids import PAD_ID
+from pipelines import corpora
 from pipelines import tokenizers as tokenizers_lib
 from pipelines.data_config import check_batch_tokens
 
@@ -91,29 +93,57 @@ def pair_length(source_ids, target_ids):
     return tf.maximum(tf.shape(source_ids)[0], tf.shape(target_ids)[0])
 
 
-def make_dataset(pairs: PairsLike, tokenizer: tokenizers_lib.Tokenizer,
+CACHE_MODES = ("memory", "disk", "none")
+
+
+def _tokenized(pairs, tokenizer, target_tokenizer, max_length: int, num_shards: int, shard_index: int,
+               cache: str, cache_path: Optional[str]) -> tf.data.Dataset:
+    """Tokenized pairs of at most `max_length` tokens a side, kept between epochs as `cache` says."""
+    ds = tokenize_pairs(pairs, tokenizer, target_tokenizer, num_shards, shard_index)
+    ds = ds.filter(lambda s, t: pair_length(s, t) <= max_length)
+    if cache == "memory":
+        ds = ds.cache()
+    elif cache == "disk":
+        if not cache_path:
+            raise ValueError("cache='disk' needs cache_path, a file prefix for tf.data's cache files")
+        suffix = f"-shard{shard_index}of{num_shards}" if num_shards > 1 else ""
+        ds = ds.cache(cache_path + suffix)
+    elif cache != "none":
+        raise ValueError(f"cache must be one of {CACHE_MODES}, got {cache!r}")
+    return ds
+
+
+def make_dataset(pairs: Union[PairsLike, corpora.Mixture], tokenizer: tokenizers_lib.Tokenizer,
                  batch_tokens: int = 25000, max_length: int = 256, *,
                  target_tokenizer: Optional[tokenizers_lib.Tokenizer] = None,
                  shuffle: bool = True, seed: int = 0, repeat: bool = False,
-                 shuffle_buffer: int = 200_000, cache: bool = True,
+                 shuffle_buffer: int = 200_000, cache: str = "memory", cache_path: Optional[str] = None,
                  min_bucket_length: int = 8, bucket_step: float = 1.1,
                  num_shards: int = 1, shard_index: int = 0) -> tf.data.Dataset:
     """Length-bucketed batches of token ids within a token budget (section 5.1).
 
     Args:
-        pairs: (source, target) str pairs, or a `tf.data.Dataset` of string pairs.
+        pairs: (source, target) str pairs, a `tf.data.Dataset` of string pairs, or a
+            `pipelines.corpora.Mixture` of several corpora: each is tokenized, cached,
+            shuffled and repeated on its own, then every pair is drawn from corpus i with
+            probability `weights[i]` (`tf.data.Dataset.sample_from_datasets`), and the
+            mixture's `counter` counts the pairs batched from each.
         tokenizer: the source tokenizer (and target one, when shared).
         batch_tokens: most positions, padding included, in each batch's source
             tensor and, separately, its target tensor (paper: about 25,000).
         max_length: pairs with more tokens (EOS included) on either side are dropped;
             `count_too_long` counts them.
         target_tokenizer: a separate target-side tokenizer, if not shared.
-        shuffle: shuffle pairs (a buffer of `shuffle_buffer`) before bucketing.
-        seed: the shuffle seed; the same seed gives the same batches in the same order.
-        repeat: repeat forever (each epoch reshuffled, still deterministic).
-        cache: keep the tokenized, filtered pairs in memory after the first epoch
-            (about 0.5 GB per million pairs of 30 + 30 ids; turn off for WMT on a
-            small machine).
+        shuffle: shuffle pairs (a buffer of `shuffle_buffer`, per corpus) before bucketing.
+        seed: the shuffle (and mixture) seed; the same seed gives the same batches in the same order.
+        repeat: repeat forever (each epoch reshuffled, still deterministic). A mixture without
+            `repeat` ends when its first corpus does.
+        shuffle_buffer: pairs held for shuffling (in memory whatever `cache` is).
+        cache: where the tokenized, filtered pairs are kept after the first epoch: "memory"
+            (fastest; grows with the corpus, about 0.5 GB per million pairs of 30 + 30 ids),
+            "disk" (`tf.data`'s file cache at `cache_path`; flat memory), "none" (read and
+            tokenize the text again each epoch; flat memory). docs/BENCHMARKS.md measures them.
+        cache_path: the file prefix of the "disk" cache (a shard or corpus suffix is added).
         min_bucket_length, bucket_step: the geometric bucket boundaries.
         num_shards, shard_index: read only this shard of the pairs (per input pipeline).
 
@@ -123,22 +153,39 @@ def make_dataset(pairs: PairsLike, tokenizer: tokenizers_lib.Tokenizer,
     """
     boundaries = bucket_boundaries(max_length, min_bucket_length, bucket_step)
     batch_sizes = bucket_batch_sizes(boundaries, batch_tokens, max_length)
-    ds = tokenize_pairs(pairs, tokenizer, target_tokenizer, num_shards, shard_index)
-    ds = ds.filter(lambda s, t: pair_length(s, t) <= max_length)
-    if cache:
-        ds = ds.cache()
-    if shuffle:
-        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        ds = ds.repeat()
+    mixture = pairs if isinstance(pairs, corpora.Mixture) else None
+    streams = []
+    for i, load in enumerate(mixture.loaders if mixture else [lambda: pairs]):
+        path = cache_path and (f"{cache_path}-{mixture.names[i]}" if mixture else cache_path)
+        ds = _tokenized(load(), tokenizer, target_tokenizer, max_length, num_shards, shard_index, cache, path)
+        if shuffle:
+            ds = ds.shuffle(shuffle_buffer, seed=seed + i, reshuffle_each_iteration=True)
+        if repeat:
+            ds = ds.repeat()
+        streams.append(ds.map(lambda s, t, i=i: (s, t, tf.constant(i, tf.int32))) if mixture else ds)
+    if mixture:
+        ds = tf.data.Dataset.sample_from_datasets(streams, list(mixture.weights), seed=seed,
+                                                  stop_on_empty_dataset=True)
+    else:
+        ds = streams[0]
     ds = ds.bucket_by_sequence_length(
-        element_length_func=pair_length,
+        element_length_func=lambda s, t, *_: pair_length(s, t),
         bucket_boundaries=boundaries,
         bucket_batch_sizes=batch_sizes,
-        padded_shapes=([None], [None]),
-        padding_values=(PAD_ID, PAD_ID),
+        padded_shapes=([None], [None], []) if mixture else ([None], [None]),
+        padding_values=(PAD_ID, PAD_ID, 0) if mixture else (PAD_ID, PAD_ID),
         drop_remainder=False)
+    if mixture:
+        ds = ds.map(functools.partial(_count, mixture.counter))
     return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def _count(counter: corpora.ShareCounter, source_ids, target_ids, corpus_ids):
+    """A mixture's batch without its corpus column, which `counter` counts on the way."""
+    counted = tf.numpy_function(lambda ids: (counter.add(ids), np.int32(0))[1], [corpus_ids], tf.int32,
+                                stateful=True)
+    with tf.control_dependencies([counted]):
+        return tf.identity(source_ids), tf.identity(target_ids)
 
 
 def make_input_fn(pairs: Union[PairsLike, Callable[[], PairsLike]],
@@ -159,6 +206,7 @@ def make_input_fn(pairs: Union[PairsLike, Callable[[], PairsLike]],
     """
 
     def input_fn(input_context: tf.distribute.InputContext) -> tf.data.Dataset:
+        # A Mixture's loaders, like `pairs()`, make the datasets inside each pipeline.
         per_replica = batch_tokens // input_context.num_replicas_in_sync
         return make_dataset(pairs() if callable(pairs) else pairs, tokenizer, per_replica,
                             num_shards=input_context.num_input_pipelines,

@@ -12,6 +12,14 @@ it, so the training command, `python -m pipelines` and a notebook describe data 
 `data_dir` means one thing everywhere: where the data set's files are (the Multi30k .gz
 files, the tensorflow-datasets folder of wmt14, the folder `files` paths are relative to).
 This module imports no TensorFlow.
+
+At scale (the paper's 4.5M and 36M pairs), `train_files` replaces the training split with one
+or more corpora mixed by weight (`pipelines.corpora`; dev and test still come from `dataset`),
+file paths may be glob patterns of shards, and `cache` says where the tokenized pairs are kept
+between epochs: "memory" (fastest, grows with the corpus), "disk" (a `tf.data` file cache in
+the training directory), "none" (read and tokenize again each epoch; memory stays flat), or
+"auto": memory for a corpus of at most `CACHE_MEMORY_TEXT_BYTES` of text, else none
+(`cache_mode`, whose reason the training log prints).
 """
 
 from __future__ import annotations
@@ -20,10 +28,16 @@ import dataclasses
 import os
 from typing import Optional
 
+from pipelines import corpora as corpora_lib
 from pipelines import sources
 from pipelines.errors import DataError
 
 DATASET_KINDS = ("embedded", "multi30k", "wmt14", "files")
+CACHE_MODES = ("auto", "memory", "disk", "none")
+# "auto" keeps a corpus in memory up to this much text (source + target, uncompressed): about
+# 1M sentence pairs of 25-30 words a side, whose tokenized cache takes about 0.5 GB of RAM
+# (docs/BENCHMARKS.md, bench/input_scale.py).
+CACHE_MEMORY_TEXT_BYTES = 256 << 20
 
 
 def dataset_name(dataset: str, source_lang: str = "en", target_lang: str = "de") -> str:
@@ -70,6 +84,11 @@ class DataConfig:
         batch_tokens: source (and target) tokens of one update, padding included (paper: 25,000).
         max_length: longest pair, in tokens with EOS, on either side; longer pairs are dropped.
         seed: the embedded corpus' generator seed and the tokenizer's sampling seed.
+        train_files: training corpora (`pipelines.corpora.Corpus`) that replace the training
+            split of `dataset`, mixed by their weights; () uses `dataset`'s.
+        cache: "auto", "memory", "disk" or "none": where tokenized training pairs are kept
+            between epochs (`cache_mode`).
+        shuffle_buffer: training pairs shuffled at a time (per corpus), each held in memory.
     """
 
     dataset: str = "embedded"
@@ -85,6 +104,9 @@ class DataConfig:
     batch_tokens: int = 25000
     max_length: int = 256
     seed: int = 0
+    train_files: tuple = ()
+    cache: str = "auto"
+    shuffle_buffer: int = 200_000
 
     def __post_init__(self):
         kind = sources.spec(self.dataset).kind
@@ -95,34 +117,114 @@ class DataConfig:
         if self.max_length < 1 or self.vocab_size < 1:
             raise ValueError(f"max_length and vocab_size must be positive, got {self.max_length}, {self.vocab_size}")
         check_batch_tokens(self.batch_tokens, self.max_length)
+        if self.cache not in CACHE_MODES:
+            raise ValueError(f"cache must be one of {', '.join(CACHE_MODES)}, got {self.cache!r}")
+        if self.shuffle_buffer < 1:
+            raise ValueError(f"shuffle_buffer must be positive, got {self.shuffle_buffer}")
+        object.__setattr__(self, "train_files", tuple(
+            c if isinstance(c, corpora_lib.Corpus) else corpora_lib.Corpus(**c) for c in self.train_files))
 
     @property
     def kind(self) -> str:
         """"embedded", "multi30k", "wmt14" or "files"."""
         return sources.spec(self.dataset).kind
 
-    def source_kwargs(self) -> dict:
-        """Keyword arguments of `pipelines.sources.load_pairs` for this data set."""
-        if self.kind == "files":
-            join = (lambda p: os.path.join(self.data_dir, p)) if self.data_dir else (lambda p: p)
-            return dict(source_file=join(self.source_file), target_file=join(self.target_file))
-        if self.kind == "multi30k":
+    def _join(self, path: str) -> str:
+        return os.path.join(self.data_dir, path) if self.data_dir else path
+
+    def source_kwargs(self, dataset: Optional[str] = None) -> dict:
+        """Keyword arguments of `pipelines.sources.load_pairs` for this data set (or `dataset`, a
+        registered data set found with this run's data_dir and tfds_dir)."""
+        kind = sources.spec(dataset or self.dataset).kind
+        if kind == "files":
+            return dict(source_file=self._join(self.source_file), target_file=self._join(self.target_file))
+        if kind == "multi30k":
             return dict(manual_dir=self.data_dir, data_dir=self.tfds_dir)
-        if self.kind == "wmt14":
+        if kind == "wmt14":
             return dict(data_dir=self.data_dir or self.tfds_dir)
         return dict(seed=self.seed)
 
+    def corpus_files(self, corpus) -> tuple[str, str]:
+        """A file corpus' source and target paths or patterns, relative ones under data_dir."""
+        return self._join(corpus.source), self._join(corpus.target)
+
     def check_inputs(self, split: str = "train") -> None:
-        """Checks the named folders and files of `split` (no TensorFlow); `DataError` if unusable."""
+        """Checks the named folders and files of `split` (no TensorFlow); `DataError` if unusable.
+        With `train_files`, the training split is every corpus: each shard pair is read once
+        (UTF-8, equal line counts)."""
+        from pipelines import text_files  # pylint: disable=g-import-not-at-top
+
         if self.data_dir and not os.path.isdir(self.data_dir):
             raise DataError(f"data_dir {self.data_dir}: no such folder")
-        kwargs = self.source_kwargs()
-        sources.check_inputs(self.dataset, split, **{k: v for k, v in kwargs.items()
-                                                     if k in ("manual_dir", "source_file", "target_file")})
+        if split == "train" and self.train_files:
+            for corpus in self.train_files:
+                if corpus.dataset:
+                    self._check_dataset(corpus.dataset, split)
+                    continue
+                try:
+                    text_files.check_parallel_files(*self.corpus_files(corpus))
+                except DataError as error:
+                    raise DataError(f"--train_files corpus {corpus.name}: {error}") from None
+            return
+        self._check_dataset(self.dataset, split)
+
+    def _check_dataset(self, dataset: str, split: str) -> None:
+        kwargs = self.source_kwargs(dataset)
+        sources.check_inputs(dataset, split, **{k: v for k, v in kwargs.items()
+                                                if k in ("manual_dir", "source_file", "target_file")})
 
     def load_pairs(self, split: str = "train"):
-        """`tf.data.Dataset` of (source, target) `tf.string` pairs of `split`, in a fixed order."""
+        """`tf.data.Dataset` of (source, target) `tf.string` pairs of `split`, in a fixed order.
+        With `train_files`, the training split is every corpus once, one after the other (what
+        the tokenizer is trained on); `training_pairs` gives the weighted mixture."""
+        if split == "train" and self.train_files:
+            return self.training_mixture().concatenated()
         return sources.load_pairs(self.dataset, split, **self.source_kwargs())
+
+    def load_corpus(self, corpus):
+        """One training corpus' pairs, one pass in a fixed order."""
+        if corpus.dataset:
+            return sources.load_pairs(corpus.dataset, "train", **self.source_kwargs(corpus.dataset))
+        from pipelines import text_files  # pylint: disable=g-import-not-at-top
+
+        return text_files.parallel_text_files(*self.corpus_files(corpus), validate=False)
+
+    def training_mixture(self) -> "corpora_lib.Mixture":
+        """The training corpora as a `pipelines.corpora.Mixture` (one corpus: `dataset`'s train split)."""
+        chosen = self.train_files or (corpora_lib.Corpus(name=self.dataset, dataset=self.dataset),)
+        return corpora_lib.mixture(chosen, self.load_corpus)
+
+    def training_pairs(self):
+        """What training batches: the pairs of the one training corpus (a dataset), or a
+        `Mixture` of several."""
+        if len(self.train_files) > 1:
+            return self.training_mixture()
+        if self.train_files:
+            return self.load_corpus(self.train_files[0])
+        return self.load_pairs("train")
+
+    def cache_mode(self) -> tuple[str, str]:
+        """("memory" | "disk" | "none", why): `cache`, or what "auto" chose for the training data."""
+        if self.cache != "auto":
+            return self.cache, "--cache"
+        kinds = [sources.spec(c.dataset).kind if c.dataset else "files" for c in self.train_files] or [self.kind]
+        if "wmt14" in kinds:
+            return "none", "auto: WMT 2014 has millions of pairs"
+        text = 0
+        for corpus, kind in zip(self.train_files or (None,), kinds):
+            if kind != "files":
+                continue
+            from pipelines import text_files  # pylint: disable=g-import-not-at-top
+
+            files = (self.corpus_files(corpus) if corpus is not None else
+                     tuple(sources.split_path(p, "train") for p in (self._join(self.source_file),
+                                                                     self._join(self.target_file))))
+            text += text_files.text_bytes(*files)
+        limit = CACHE_MEMORY_TEXT_BYTES
+        if text > limit:
+            return "none", f"auto: {text / 2**20:,.0f} MiB of training text > {limit >> 20} MiB"
+        return "memory", (f"auto: {text / 2**20:,.1f} MiB of training text <= {limit >> 20} MiB" if text
+                          else "auto: a small data set")
 
     def load_pair_list(self, split: str) -> list[tuple[str, str]]:
         """The (source, target) str pairs of `split` as a list (dev and test sets)."""

@@ -5,15 +5,23 @@ WMT and Multi30k releases the paper's data comes in (section 5.1). Lines are
 stripped of surrounding whitespace (Multi30k's `train.de` has trailing spaces on
 40 lines).
 
+A large corpus comes in shards: a path may be a glob pattern (`data/train-*.en.gz`), and the
+target pattern names each source shard's partner through the same wildcards
+(`data/train-*.de.gz`): `parallel_shards` pairs `train-007.en.gz` with `train-007.de.gz`, and
+`parallel_text_files` streams the shards interleaved, never reading a corpus into memory.
+
 `check_parallel_files` runs before anything is read into TensorFlow and raises a
 `DataError` with a one-line message naming the file for: a missing folder, a
-missing file, an unreadable gzip file, an empty file, text that is not UTF-8
-(with the line number), and parallel files whose line counts differ. It imports no TensorFlow.
+missing file, a pattern that matches nothing, a shard without its partner, an unreadable gzip
+file, an empty file, text that is not UTF-8 (with the line number), and parallel files whose
+line counts differ. It imports no TensorFlow.
 """
 
 import codecs
+import glob
 import gzip
 import os
+import re
 import zlib
 from typing import Iterator
 
@@ -92,15 +100,106 @@ def check_folder(folder: str, names=(), what: str = "data") -> None:
             raise DataError(f"{path}: file is empty")
 
 
+def is_pattern(path: str) -> bool:
+    """Whether `path` is a glob pattern (has `*`, `?` or `[`)."""
+    return glob.has_magic(os.fspath(path))
+
+
+_WILDCARD = re.compile(r"\*+|\?|\[[^\]]*\]")
+
+
+def _wildcards(pattern: str) -> list[str]:
+    return _WILDCARD.findall(pattern)
+
+
+def _capture(pattern: str) -> "re.Pattern":
+    """A regex matching what `pattern` matches, one group per wildcard."""
+    parts, last = [], 0
+    for match in _WILDCARD.finditer(pattern):
+        parts.append(re.escape(pattern[last:match.start()]))
+        token = match.group()
+        if token.startswith("*"):
+            parts.append("(.*)" if token.startswith("**") else "([^/]*)")
+        elif token == "?":
+            parts.append("([^/])")
+        else:
+            negate = token[1:2] == "!"
+            parts.append("([" + ("^" if negate else "") + token[1 + negate:-1].replace("\\", "\\\\") + "])")
+        last = match.end()
+    parts.append(re.escape(pattern[last:]))
+    return re.compile("".join(parts))
+
+
+def _fill(pattern: str, values) -> str:
+    values = iter(values)
+    return _WILDCARD.sub(lambda _: next(values), pattern)
+
+
+def parallel_shards(source_pattern: str, target_pattern: str) -> list[tuple[str, str]]:
+    """The (source, target) file pairs of a sharded corpus, sorted by source path.
+
+    Plain paths give one pair. Glob patterns must have the same wildcards in the same order:
+    each source shard's partner is the target pattern with the wildcards filled by what they
+    matched in the source path (`train-*.en.gz` -> `train-007.en.gz` <-> `train-007.de.gz`).
+
+    Raises:
+        DataError: a pattern that matches no file, wildcards that differ, or a shard of either
+            side without its partner (naming the missing file).
+    """
+    source_pattern, target_pattern = os.fspath(source_pattern), os.fspath(target_pattern)
+    if not (is_pattern(source_pattern) or is_pattern(target_pattern)):
+        return [(source_pattern, target_pattern)]
+    if len(_wildcards(source_pattern)) != len(_wildcards(target_pattern)):
+        raise DataError(f"{source_pattern} and {target_pattern}: the source and target patterns must have "
+                        "the same wildcards, which pair each source shard with its target shard")
+    sources = sorted(p for p in glob.glob(source_pattern) if os.path.isfile(p))
+    if not sources:
+        raise DataError(f"{source_pattern}: matches no file")
+    source_capture = _capture(source_pattern)
+    pairs = [(path, _fill(target_pattern, source_capture.fullmatch(path).groups())) for path in sources]
+    for source, target in pairs:
+        if not os.path.isfile(target):
+            raise DataError(f"{target}: no such file (the target shard of {source}, by {target_pattern})")
+    target_capture = _capture(target_pattern)
+    paired = {target for _, target in pairs}
+    for target in sorted(p for p in glob.glob(target_pattern) if os.path.isfile(p)):
+        if target not in paired:
+            source = _fill(source_pattern, target_capture.fullmatch(target).groups())
+            raise DataError(f"{source}: no such file (the source shard of {target}, by {source_pattern})")
+    return pairs
+
+
 def check_parallel_files(source_path: str, target_path: str) -> int:
-    """Checks both files of a pair and returns their common line count."""
-    source_lines = check_file(source_path)
-    target_lines = check_file(target_path)
-    if source_lines != target_lines:
-        raise DataError(
-                f"{target_path}: has {target_lines} lines but {source_path} has "
-                f"{source_lines}; parallel files must have the same number of lines")
-    return source_lines
+    """Checks both files of a pair (or every shard pair of two patterns, `parallel_shards`) and
+    returns their common line count (summed over the shards)."""
+    total = 0
+    for source, target in parallel_shards(source_path, target_path):
+        source_lines = check_file(source)
+        target_lines = check_file(target)
+        if source_lines != target_lines:
+            raise DataError(
+                    f"{target}: has {target_lines} lines but {source} has "
+                    f"{source_lines}; parallel files must have the same number of lines")
+        total += source_lines
+    return total
+
+
+def text_bytes(source_path: str, target_path: str) -> int:
+    """The uncompressed size in bytes of a pair of files or patterns: what a training run reads per
+    epoch (a gzip file's size is read from its trailer: exact below 4 GiB, else a lower bound)."""
+    total = 0
+    for pair in parallel_shards(source_path, target_path):
+        for path in pair:
+            size = os.path.getsize(path)
+            if is_gzip(path) and size >= 18:
+                with open(path, "rb") as f:
+                    f.seek(-4, os.SEEK_END)
+                    stored = int.from_bytes(f.read(4), "little")  # ISIZE: the size mod 2**32
+                while stored < size:  # above 4 GiB: a lower bound (text never shrinks when gzipped)
+                    stored += 1 << 32
+                size = stored
+            total += size
+    return total
 
 
 def read_lines(path: str) -> list[str]:
@@ -131,21 +230,37 @@ def read_parallel_pairs(source_path: str, target_path: str) -> list[tuple[str, s
     return list(iter_parallel_lines(source_path, target_path))
 
 
+SHARDS_READ_AT_ONCE = 16
+
+
 def parallel_text_files(source_path: str, target_path: str, validate: bool = True):
     """A `tf.data.Dataset` of stripped (source, target) `tf.string` scalars.
 
-    Streams the files with `tf.data.TextLineDataset` (gzip detected from the
-    file's first bytes), so it scales to WMT-sized corpora. With `validate`, the files are first
-    checked (one pass, no memory growth) and a `DataError` names any bad file.
+    Streams the files with `tf.data.TextLineDataset` (gzip detected from each file's first
+    bytes), so it scales to WMT-sized corpora: memory does not grow with the corpus. Glob
+    patterns (`parallel_shards`) are read interleaved, one line from each of up to 16 shards in
+    turn, in a fixed order (shuffling is the batching stage's job). With `validate`, the files
+    are first checked (one pass, no memory growth) and a `DataError` names any bad file.
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
     if validate:
         check_parallel_files(source_path, target_path)
+    shards = parallel_shards(source_path, target_path)
 
-    def lines(path):
-        compression = "GZIP" if is_gzip(os.fspath(path)) else ""
-        return tf.data.TextLineDataset(os.fspath(path), compression_type=compression)
+    def pairs(source, target, source_compression, target_compression):
+        return tf.data.Dataset.zip((tf.data.TextLineDataset(source, compression_type=source_compression),
+                                    tf.data.TextLineDataset(target, compression_type=target_compression)))
 
-    return tf.data.Dataset.zip((lines(source_path), lines(target_path))).map(
-            lambda s, t: (tf.strings.strip(s), tf.strings.strip(t)))
+    def compression(path):
+        return "GZIP" if is_gzip(path) else ""
+
+    if len(shards) == 1:
+        (source, target), = shards
+        ds = pairs(source, target, compression(source), compression(target))
+    else:
+        columns = [list(column) for column in zip(*[(s, t, compression(s), compression(t)) for s, t in shards])]
+        ds = tf.data.Dataset.from_tensor_slices(tuple(columns)).interleave(
+            pairs, cycle_length=min(len(shards), SHARDS_READ_AT_ONCE), block_length=1,
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return ds.map(lambda s, t: (tf.strings.strip(s), tf.strings.strip(t)))

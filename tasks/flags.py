@@ -78,10 +78,22 @@ def define_data_flags() -> None:
                          "also the model's max_length.")
     flags.DEFINE_integer("seed", 0, "The run's seed: the embedded corpus, the tokenizer's sampling, the data "
                          "order and, in training, the initial weights and dropout.")
+    flags.DEFINE_multi_string("train_files", [], "Training corpora instead of --dataset's train split (dev and "
+                              "test still come from --dataset), mixed by weight: [NAME:]CORPUS[:WEIGHT], comma-"
+                              "separated or repeated; CORPUS is a path pattern with a {SOURCE,TARGET} pair "
+                              "(globs select shards), e.g. web:data/web-*.{en,de}.gz:0.3, or a registered data "
+                              "set, e.g. embedded:0.7 (pipelines/corpora.py).")
+    flags.DEFINE_enum("cache", "auto", ["auto", "memory", "disk", "none"], "Where tokenized training pairs are "
+                      "kept between epochs: memory (fastest, grows with the corpus), disk (a tf.data cache in "
+                      "MODEL_DIR/cache), none (re-read each epoch; flat memory); auto: memory up to 256 MiB "
+                      "of training text, else none.")
+    flags.DEFINE_integer("shuffle_buffer", 200_000, "Training pairs shuffled at a time, per corpus (held in "
+                         "memory whatever --cache is).", lower_bound=1)
 
 
 def data_config(dev_split: str = "validation"):
     """The `DataConfig` of the flags defined by `define_data_flags`."""
+    from pipelines import corpora  # pylint: disable=g-import-not-at-top
     from pipelines import data_config as data_config_lib  # pylint: disable=g-import-not-at-top
 
     return data_config_lib.DataConfig(
@@ -89,4 +101,6 @@ def data_config(dev_split: str = "validation"):
         data_dir=FLAGS.data_dir, tfds_dir=FLAGS.tfds_dir, source_file=FLAGS.source_file,
         target_file=FLAGS.target_file, dev_split=dev_split, tokenizer=FLAGS.tokenizer,
         vocab_size=FLAGS.vocab_size, shared_vocab=FLAGS.shared_vocab, lowercase=FLAGS.lowercase,
-        batch_tokens=FLAGS.batch_tokens, max_length=FLAGS.max_length, seed=FLAGS.seed)
+        batch_tokens=FLAGS.batch_tokens, max_length=FLAGS.max_length, seed=FLAGS.seed,
+        train_files=corpora.parse_train_files(FLAGS.train_files), cache=FLAGS.cache,
+        shuffle_buffer=FLAGS.shuffle_buffer)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import glob
+import hashlib
 import json
 import os
 import sys
@@ -31,6 +32,7 @@ from typing import Callable, Optional
 from keras_transformer import atomic_files, cli
 from keras_transformer import model_dir as model_dir_lib
 from keras_transformer.config import DecodingConfig, TransformerConfig
+from pipelines import corpora
 from pipelines.data_config import DataConfig, check_batch_tokens
 
 
@@ -65,7 +67,7 @@ def build_evaluator(data: DataConfig, decoding: DecodingConfig, label_smoothing:
 
     pairs = data.load_pair_list(data.dev_split)
     loss_batches = batching.make_dataset(pairs, source_tokenizer, data.batch_tokens, data.max_length,
-                                         target_tokenizer=target_tokenizer, shuffle=False, cache=True)
+                                         target_tokenizer=target_tokenizer, shuffle=False, cache="memory")
     if bleu_sentences == 0:
         return Evaluator(loss_batches, decoding=decoding, label_smoothing=label_smoothing)
     pairs = pairs[:bleu_sentences]
@@ -100,11 +102,15 @@ def check_run_files(model_dir: str) -> bool:
     return bool(checkpoints or has_config)
 
 
-def check_resume(model_dir: str, config: TransformerConfig, tokenizer_fingerprint: Optional[str] = None) -> None:
-    """The command's model (and tokenizer) must be the saved one: a mismatch is a one-line `ValueError`."""
+def check_resume(model_dir: str, config: TransformerConfig, tokenizer_fingerprint: Optional[str] = None,
+                 init: Optional["InitSource"] = None) -> None:
+    """The command's model (and tokenizer) must be the saved one: a mismatch is a one-line `ValueError`.
+    A run started from another model (`init`) and not yet saved may change its training settings."""
     if not os.path.isfile(os.path.join(model_dir, model_dir_lib.CONFIG_FILE)):
         return
     settings = model_dir_lib.read_settings(model_dir)
+    if init is not None:
+        return
     saved = TransformerConfig.from_dict(settings["model"]).to_dict()
     wanted = config.to_dict()
     diff = [f"{k}={saved[k]!r} (saved) vs {wanted[k]!r} (flags)" for k in sorted(saved) if saved[k] != wanted.get(k)]
@@ -126,18 +132,23 @@ def sized_model(model: TransformerConfig, source_tokenizer, target_tokenizer) ->
 
 def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, decoding: DecodingConfig,
           *, bleu_sentences: Optional[int] = None, num_gpus: int = -1, cpu_replicas: int = 0,
-          log: Callable[[str], None] = _print):
+          init_from: Optional[str] = None, log: Callable[[str], None] = _print):
     """Trains (or resumes) a translation model in `model_dir`; returns the final `LoopState`.
 
     Args:
         model_dir: the training directory (`keras_transformer.model_dir` layout).
-        data: the data set, tokenizer and batching (section 5.1).
+        data: the data set, tokenizer and batching (section 5.1); its training corpora may be
+            several, mixed by weight (`data.train_files`), and `data.cache` says where the
+            tokenized pairs are kept between epochs (the log says what "auto" chose).
         model: the architecture; its vocabulary sizes are replaced by the tokenizer's.
         training: a `keras_transformer.config.TrainingConfig`; precision "auto" is resolved
             for the devices used.
         decoding: the dev translations' search (section 6.1).
         bleu_sentences: dev sentences translated for BLEU (None: all; 0: none).
         num_gpus, cpu_replicas: the devices (`keras_transformer.distribution.create_strategy`).
+        init_from: start a new run from another run's model (a training directory or a
+            checkpoint prefix, `InitSource`): its weights and its tokenizer, a fresh optimizer
+            and step 0. Ignored when `model_dir` already has checkpoints (that run resumes).
         log: where console lines go.
 
     The command checks `data`'s files before it calls this (`DataConfig.check_inputs`, a pass
@@ -153,7 +164,8 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
     update, a run only does what a kill left undone.
 
     Raises:
-        ValueError, FileNotFoundError: bad input, before any work is written.
+        ValueError, FileNotFoundError: bad input, before any work is written (a mismatched
+            `init_from` included: neither directory is touched).
         keras_transformer.trainer.TrainingDiverged: the loss became NaN or infinite.
     """
     from keras_transformer import distribution, run_lock  # pylint: disable=g-import-not-at-top
@@ -166,34 +178,209 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
     training = dataclasses.replace(
         training, precision=distribution.resolve_precision(training.precision, use_gpus=num_gpus != 0))
     check_batch_tokens(data.batch_tokens, data.max_length, replicas, training.accumulation_steps)
+    init = None
+    if not has_checkpoints(model_dir):
+        init = InitSource.resolve(init_from, model_dir) if init_from else recorded_init(model_dir)
+        if init is not None:
+            init.check(model_dir, model, data)
     chief = distribution.is_chief(strategy)
     with run_lock.RunLock(model_dir) if chief else contextlib.nullcontext():
         if chief:
             run_lock.remove_stale_temporaries(model_dir, log)
         check_run_files(model_dir)
+        if init is not None and chief:
+            init.copy_tokenizer(model_dir)
         source_tok, target_tok = load_tokenizers(model_dir, data, save=chief, log=log)
         model = sized_model(model, source_tok, target_tok)
         fingerprint = tokenizers.fingerprint(source_tok, target_tok)
-        check_resume(model_dir, model, fingerprint)
+        check_resume(model_dir, model, fingerprint, init)
         if chief:
             model_dir_lib.write_config(model_dir, model, training=training.to_dict(), data=dataclasses.asdict(data),
-                                       decoding=decoding.to_dict(), tokenizer={"sha256": fingerprint})
+                                       decoding=decoding.to_dict(), tokenizer={"sha256": fingerprint},
+                                       **({"init_from": init.record()} if init else {}))
         trainer = trainer_lib.build_trainer(model, training, model_dir, strategy, batch_tokens=data.batch_tokens,
                                             log=log)
         start = trainer.restore()
+        if start == 0 and init is not None:
+            init.load_weights(trainer.model)
         params = sum(int(v.shape.num_elements()) for v in trainer.model.trainable_variables)
         log(f"{type(strategy).__name__} with {replicas} replica(s); {params:,} parameters; vocabulary "
             f"{source_tok.vocab_size}; {training.precision}" + (" (auto)" if auto else "") + "; "
-            + (f"resumed at step {start}" if start else "starting at step 0"))
+            + (f"resumed at step {start}" if start else "starting at step 0")
+            + (f" from the weights of {init.checkpoint} (fresh optimizer)" if start == 0 and init else ""))
+        cache, why = data.cache_mode()
+        cache_path = prepare_disk_cache(model_dir, data, fingerprint, log) if cache == "disk" else None
+        pairs = data.training_pairs()
+        mixture = pairs if isinstance(pairs, corpora.Mixture) else None
+        log(f"input: cache {cache} ({why}), shuffle buffer {data.shuffle_buffer:,}"
+            + (f"; corpora {', '.join(f'{n} {100 * w:.1f}%' for n, w in zip(mixture.names, mixture.weights))}"
+               if mixture else ""))
         input_fn = batching.make_input_fn(
-            lambda: data.load_pairs("train"), source_tok, data.batch_tokens // training.accumulation_steps,
-            target_tokenizer=target_tok, max_length=data.max_length, shuffle=True,
-            seed=data.seed * 1_000_003 + start, repeat=True)
+            (lambda: pairs) if mixture else (lambda: data.training_pairs()), source_tok,
+            data.batch_tokens // training.accumulation_steps, target_tokenizer=target_tok,
+            max_length=data.max_length, shuffle=True, seed=data.seed * 1_000_003 + start, repeat=True,
+            shuffle_buffer=data.shuffle_buffer, cache=cache, cache_path=cache_path)
         evaluator = build_evaluator(data, decoding, model.label_smoothing, source_tok, target_tok, bleu_sentences)
+        if mixture:
+            evaluator = _logging_shares(evaluator, mixture, log)
         state = trainer.train(input_fn, evaluator)
+        if mixture and state.stop_reason == "interrupted":  # else the last evaluation logged them
+            log(f"sampled pairs: {mixture.counter.summary()}")
         if training.average_last and chief and state.stop_reason != "interrupted":
             average_once(model_dir, training.average_last, state.step, log)
     return state
+
+
+def _logging_shares(evaluator, mixture, log: Callable[[str], None]):
+    """`evaluator` that first logs each corpus' share of the pairs sampled so far."""
+
+    def evaluate(model):
+        log(f"sampled pairs: {mixture.counter.summary()}")
+        return evaluator(model)
+
+    return evaluate
+
+
+def prepare_disk_cache(model_dir: str, data: DataConfig, fingerprint: str, log: Callable[[str], None] = _print
+                       ) -> str:
+    """The file prefix of the training data's `tf.data` disk cache, MODEL_DIR/cache/train-<key>.
+
+    The key hashes what the cached ids depend on (the tokenizer, the corpora with their files'
+    sizes and times, `max_length`), so changed data never reads a stale cache; caches of other
+    keys are removed (the caller holds the run lock), and so are the lock and temporary files
+    a killed run left (tf.data refuses to write a cache while its lockfile exists).
+    """
+    from pipelines import text_files  # pylint: disable=g-import-not-at-top
+
+    files = []
+    for corpus in data.train_files:
+        if not corpus.dataset:
+            for pair in text_files.parallel_shards(*data.corpus_files(corpus)):
+                files += [(p, os.path.getsize(p), os.path.getmtime(p)) for p in pair]
+    inputs = {k: v for k, v in dataclasses.asdict(data).items()
+              if k in ("dataset", "data_dir", "source_file", "target_file", "train_files", "max_length", "seed")}
+    key = hashlib.sha256(json.dumps([fingerprint, inputs, files], sort_keys=True, default=str).encode()).hexdigest()
+    folder = os.path.join(model_dir, model_dir_lib.CACHE_DIR)
+    prefix = os.path.join(folder, f"train-{key[:16]}")
+    name = os.path.basename(prefix)
+
+    def is_stale(path):
+        base = os.path.basename(path)
+        ours = base[len(name):len(name) + 1] in (".", "-", "_") and base.startswith(name)
+        return not ours or base.endswith(".lockfile") or ".tempstate" in base
+
+    stale = [p for p in sorted(glob.glob(os.path.join(glob.escape(folder), "*"))) if is_stale(p)]
+    for path in stale:
+        os.remove(path)
+    if stale:
+        log(f"removed {len(stale)} stale or half-written cache file(s) from {folder}")
+    os.makedirs(folder, exist_ok=True)
+    return prefix
+
+
+# Starting from another run's model (fine-tuning) ----------------------------------------------
+
+# What may differ between a run and the model it starts from: training settings, not shapes.
+TRAINING_ONLY_FIELDS = ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "label_smoothing")
+
+
+def has_checkpoints(model_dir: str) -> bool:
+    return bool(glob.glob(os.path.join(glob.escape(model_dir), model_dir_lib.CHECKPOINT_DIR, "ckpt-*.index")))
+
+
+@dataclasses.dataclass(frozen=True)
+class InitSource:
+    """The model a new run starts from (`--init_from`): a training directory's averaged (else
+    newest readable) checkpoint, or a given checkpoint prefix in one.
+
+    Attributes:
+        run_dir: the training directory the weights and the tokenizer come from.
+        checkpoint: the checkpoint prefix read.
+    """
+
+    run_dir: str
+    checkpoint: str
+
+    @classmethod
+    def resolve(cls, path: str, model_dir: str) -> "InitSource":
+        """The run and checkpoint `path` names; a one-line error if it is neither a training
+        directory with a readable checkpoint nor a readable checkpoint prefix in one."""
+        from keras_transformer import checkpoint_files  # pylint: disable=g-import-not-at-top
+
+        if os.path.isfile(path + ".index"):
+            checkpoint_files.check_readable(path)
+            run_dir, checkpoint = os.path.dirname(os.path.dirname(os.path.abspath(path))), path
+        elif os.path.isdir(path):
+            run_dir, checkpoint = path, model_dir_lib.latest_checkpoint(path)
+            if checkpoint is None:
+                raise ValueError(f"--init_from={path}: no checkpoint in {model_dir_lib.CHECKPOINT_DIR}/ or "
+                                 f"{model_dir_lib.AVERAGED_DIR}/")
+        else:
+            raise FileNotFoundError(f"--init_from={path}: no such training directory or checkpoint prefix "
+                                    "(e.g. RUN/checkpoints/ckpt-1000)")
+        if os.path.abspath(run_dir) == os.path.abspath(model_dir):
+            raise ValueError(f"--init_from={path} is in --model_dir itself; to go on with that run, leave "
+                             "out --init_from (the same command resumes it)")
+        for name, test in ((model_dir_lib.CONFIG_FILE, os.path.isfile), (model_dir_lib.TOKENIZER_DIR, os.path.isdir)):
+            if not test(os.path.join(run_dir, name)):
+                raise FileNotFoundError(f"--init_from={path}: {os.path.join(run_dir, name)} not found (a model "
+                                        "is started from together with its run's config and tokenizer)")
+        return cls(run_dir=run_dir, checkpoint=checkpoint)
+
+    def record(self) -> dict:
+        return {"run_dir": os.path.abspath(self.run_dir), "checkpoint": os.path.abspath(self.checkpoint)}
+
+    def check(self, model_dir: str, model: TransformerConfig, data: DataConfig) -> None:
+        """A one-line `ValueError` unless this run's flags ask for the architecture and vocabulary
+        of the model it starts from. Reads only; writes nothing in either directory."""
+        from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+
+        tokenizer_dir = os.path.join(self.run_dir, model_dir_lib.TOKENIZER_DIR)
+        if not tokenizers.is_saved(tokenizer_dir):
+            raise FileNotFoundError(f"--init_from: {tokenizer_dir} is incomplete")
+        source, target = tokenizers.load_pair(tokenizer_dir)
+        settings = source.settings()
+        wanted = {"type": data.tokenizer, "lowercase": data.lowercase, "shared": data.shared_vocab}
+        have = {"type": settings["type"], "lowercase": settings["lowercase"], "shared": source is target}
+        diff = [f"{k}={have[k]!r} (there) vs {wanted[k]!r} (flags)" for k in wanted if have[k] != wanted[k]]
+        if diff:
+            raise ValueError(f"--init_from={self.run_dir}: its vocabulary differs: {'; '.join(diff)}")
+        ours = os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR)
+        if tokenizers.is_saved(ours) and tokenizers.fingerprint(*tokenizers.load_pair(ours)) != \
+                tokenizers.fingerprint(source, target):
+            raise ValueError(f"{ours} is not the tokenizer of --init_from={self.run_dir}; use another --model_dir")
+        there = model_dir_lib.read_config(self.run_dir).to_dict()
+        ours_model = sized_model(model, source, target).to_dict()
+        skip = set(TRAINING_ONLY_FIELDS) | ({"max_length"} if there["positional_encoding"] == "sinusoidal" else set())
+        diff = [f"{k}={there[k]!r} (there) vs {ours_model[k]!r} (flags)" for k in sorted(there)
+                if k not in skip and there[k] != ours_model.get(k)]
+        if diff:
+            raise ValueError(f"--init_from={self.run_dir}: a different architecture: {'; '.join(diff)}")
+
+    def copy_tokenizer(self, model_dir: str) -> None:
+        """Saves the tokenizer of the run started from as this run's (unless already there)."""
+        from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+
+        ours = os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR)
+        if not tokenizers.is_saved(ours):
+            with cli.silence_native_stderr():
+                tokenizers.save_pair(*tokenizers.load_pair(os.path.join(self.run_dir, model_dir_lib.TOKENIZER_DIR)),
+                                     ours)
+
+    def load_weights(self, model) -> None:
+        """Reads the model's weights (not the optimizer's state, not the step) from the checkpoint."""
+        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+        tf.train.Checkpoint(model=model).read(self.checkpoint).expect_partial().assert_existing_objects_matched()
+
+
+def recorded_init(model_dir: str) -> Optional[InitSource]:
+    """The `InitSource` model_config.json records for a run that has no checkpoint yet (a run
+    started with --init_from and stopped before its first save starts from it again)."""
+    if not os.path.isfile(os.path.join(model_dir, model_dir_lib.CONFIG_FILE)):
+        return None
+    record = model_dir_lib.read_settings(model_dir).get("init_from")
+    return InitSource(record["run_dir"], record["checkpoint"]) if record else None
 
 
 def average_once(model_dir: str, count: int, step: int, log: Callable[[str], None] = _print) -> None:
@@ -334,7 +521,8 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     model, time and speed) are always written.
 
     Returns:
-        With `reference`, sacreBLEU's report (score and signature) as text; else None.
+        With `reference`, sacreBLEU's report as text (`metrics.corpus_scores`): BLEU (section 6.1),
+        chrF and chrF++ (Popović 2015, 2017; not in the paper), each with its signature; else None.
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
@@ -376,4 +564,4 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
           file=sys.stderr)
     if references is None:
         return None
-    return str(metrics.corpus_bleu(translations, references))
+    return str(metrics.corpus_scores(translations, references))

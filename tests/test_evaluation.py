@@ -1,4 +1,4 @@
-"""Dev evaluation: teacher-forcing inputs, loss and perplexity, translation, sacreBLEU."""
+"""Dev evaluation: teacher-forcing inputs, loss and perplexity, translation, sacreBLEU (BLEU, chrF, chrF++)."""
 
 import math
 
@@ -74,17 +74,6 @@ def test_translate_corpus_batches_by_length_and_keeps_the_input_order():
     assert seen == [(2, 3), (2, 5)]  # sorted by length: little padding
 
 
-def test_corpus_bleu_is_sacrebleu_with_its_signature():
-    refs = ["Der Hund läuft über die Wiese.", "Ein Mann fährt Fahrrad."]
-    result = metrics.corpus_bleu(refs, refs)
-    assert result.score == pytest.approx(100.0)
-    assert "case:mixed" in result.signature and "tok:13a" in result.signature and "nrefs:1" in result.signature
-    assert str(result).startswith("BLEU = 100.00") and str(result).endswith(result.signature)
-    assert metrics.corpus_bleu([r.lower() for r in refs], refs).score < 100.0  # cased
-    with pytest.raises(ValueError, match="2 hypotheses but 1 references"):
-        metrics.corpus_bleu(refs, refs[:1])
-
-
 def test_evaluator_reports_loss_and_bleu(model):
     evaluator = evaluation.Evaluator(
         [(SOURCE, TARGET)], [list(SOURCE[0][SOURCE[0] != 0])], ["a b c d e"],
@@ -96,3 +85,21 @@ def test_evaluator_reports_loss_and_bleu(model):
         DecodingConfig(beam_size=0)
     with pytest.raises(ValueError, match="2 dev sentences but 1 references"):
         evaluation.Evaluator(None, [[5, 3], [6, 3]], ["a"], lambda ids: [])
+
+
+def test_evaluator_reports_chrf_and_chrf_plus_plus_of_its_hypotheses(model):
+    references = ["Ein Mann fährt Fahrrad.", "Ein Hund läuft über die Wiese."]
+    evaluator = evaluation.Evaluator(
+        None, [list(SOURCE[0][SOURCE[0] != 0]), list(SOURCE[1][SOURCE[1] != 0])], references,
+        lambda ids: ["Ein Mann fährt ein rotes Fahrrad.".encode()] * int(ids.shape[0]), DecodingConfig(beam_size=1))
+    results = evaluator(model)
+    assert results["hypotheses"] == ["Ein Mann fährt ein rotes Fahrrad."] * 2
+    scores = metrics.corpus_scores(results["hypotheses"], references)
+    assert results["bleu"] == scores.bleu.score and results["signature"] == scores.bleu.signature
+    assert results["chrf"] == scores.chrf.score and results["chrf_signature"] == scores.chrf.signature
+    assert results["chrf++"] == scores.chrf_plus_plus.score
+    assert results["chrf++_signature"] == scores.chrf_plus_plus.signature
+    assert isinstance(results["chrf"], float) and 0.0 < results["chrf"] < 100.0 and 0.0 < results["chrf++"] < 100.0
+    assert results["chrf"] != results["chrf++"]  # chrF++ also counts word n-grams
+    assert "nw:0" in results["chrf_signature"] and "nw:2" in results["chrf++_signature"]
+    assert "loss" not in results  # no dev batches: translations only

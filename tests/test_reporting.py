@@ -117,14 +117,18 @@ def test_the_progress_bar_ends_at_the_last_step_and_an_evaluation_starts_a_new_l
 def test_evaluations_as_a_line_and_scalars(tmp_path):
     reporter, lines = make_reporter(tmp_path, interactive=False)
     results = {"loss": 1.5, "nll": 1.25, "perplexity": 3.49, "tokens": 120, "bleu": 20.125,
-               "signature": "nrefs:1|case:mixed", "hypotheses": ["ein Haus"]}
+               "signature": "nrefs:1|case:mixed", "chrf": 55.125, "chrf_signature": "nrefs:1|nc:6|nw:0",
+               "chrf++": 53.1875, "chrf++_signature": "nrefs:1|nc:6|nw:2", "hypotheses": ["ein Haus"]}
     reporter.evaluation(4, results, 2.4)
     reporter.evaluation(8, {"loss": 1.0, "nll": 0.75, "perplexity": 2.12, "tokens": 120}, 0.2)
-    assert lines == ["eval step 4: dev loss 1.5000 nll 1.2500 ppl 3.49 BLEU 20.12 (nrefs:1|case:mixed) [2 s]",
+    assert lines == ["eval step 4: dev loss 1.5000 nll 1.2500 ppl 3.49 BLEU 20.12 (nrefs:1|case:mixed) "
+                     "chrF 55.1 chrF++ 53.2 [2 s]",
                      "eval step 8: dev loss 1.0000 nll 0.7500 ppl 2.12 [0 s]"]
     scalars = read_scalars(tmp_path / "eval")
-    assert sorted(scalars) == ["bleu", "loss", "nll", "perplexity"]
+    # "chrf++" as the tag "chrf_pp": a name TF1's summary ops keep and TensorBoard's regex filter matches.
+    assert sorted(scalars) == ["bleu", "chrf", "chrf_pp", "loss", "nll", "perplexity"]
     assert scalars["loss"] == {4: 1.5, 8: 1.0} and scalars["bleu"] == {4: 20.125}
+    assert scalars["chrf"] == {4: 55.125} and scalars["chrf_pp"] == {4: 53.1875}
 
 
 def test_a_non_chief_worker_writes_no_files_and_no_step_lines(tmp_path):
@@ -138,12 +142,12 @@ def test_a_non_chief_worker_writes_no_files_and_no_step_lines(tmp_path):
 def test_the_history_is_kept_across_resumes(tmp_path):
     assert reporting.read_eval_history(str(tmp_path)) == []
     history = reporting.EvalHistory(str(tmp_path))
-    record = history.append(100, {"loss": 2.0, "bleu": 10.0, "hypotheses": ["x"]})
-    assert record == {"step": 100, "loss": 2.0, "bleu": 10.0}  # no hypotheses
+    record = history.append(100, {"loss": 2.0, "bleu": 10.0, "chrf++": 30.0, "hypotheses": ["x"]})
+    assert record == {"step": 100, "loss": 2.0, "bleu": 10.0, "chrf++": 30.0}  # no hypotheses
     resumed = reporting.EvalHistory(str(tmp_path))
     resumed.append(200, {"loss": 1.5, "bleu": 12.0})
     on_disk = json.loads((tmp_path / "eval" / "history.json").read_text())
-    assert on_disk == {"evaluations": [{"step": 100, "loss": 2.0, "bleu": 10.0},
+    assert on_disk == {"evaluations": [{"step": 100, "loss": 2.0, "bleu": 10.0, "chrf++": 30.0},
                                        {"step": 200, "loss": 1.5, "bleu": 12.0}]}
     assert reporting.read_eval_history(str(tmp_path)) == on_disk["evaluations"]
     worker = reporting.EvalHistory(str(tmp_path / "worker"), write=False)

@@ -41,6 +41,8 @@ def test_from_model_dir_with_reference_and_from_export_agree(files):
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     report = result.stdout.decode()
     assert report.startswith("BLEU = ") and "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in report
+    assert [line.split(" = ")[0] for line in report.splitlines()[0::2]] == ["BLEU", "chrF2", "chrF2++"]
+    assert "|nc:6|nw:0|" in report and "|nc:6|nw:2|" in report  # chrF and chrF++ signatures
     hypotheses = (files / "hyp.txt").read_text(encoding="utf-8").splitlines()
     assert len(hypotheses) == 20
     # stderr is a pipe: no progress bar (ANSI colours, carriage returns), plain lines only.
