@@ -47,9 +47,15 @@ def label_smoothed_cross_entropy(labels, logits, epsilon=0.1, pad_id=0):
         per-token loss of a global batch.
     """
     labels = tf.cast(labels, tf.int32)
-    loss = _token_losses(tf.cast(logits, tf.float32), labels, float(epsilon))  # (B, T)
+    loss = token_losses(labels, logits, epsilon)  # (B, T)
     weights = tf.cast(tf.not_equal(labels, pad_id), tf.float32)  # (B, T)
     return tf.reduce_sum(loss * weights), tf.reduce_sum(weights)
+
+
+def token_losses(labels, logits, epsilon=0.0):
+    """The loss of every position, float32 `(B, T)`, padding included: -log p(y_t) with
+    `epsilon` 0 (what `keras_transformer.scoring` sums per sentence), the smoothed loss otherwise."""
+    return _token_losses(tf.cast(logits, tf.float32), tf.cast(labels, tf.int32), float(epsilon))
 
 
 def _token_losses(logits, labels, epsilon):

@@ -269,7 +269,7 @@ class Trainer:
         Args:
             input_fn: `InputContext -> tf.data.Dataset` of (source_ids, target_ids) batches,
                 repeated (e.g. `pipelines.batching.make_input_fn(..., repeat=True)`).
-            evaluator: `model -> {"loss", "nll", "perplexity", ["bleu", "signature"]}`, e.g. an
+            evaluator: `model -> {"loss", "nll", "perplexity", ["bleu", "signature", "chrf", ...]}`, e.g. an
                 `evaluation.Evaluator`; None skips evaluation.
 
         Returns:

@@ -149,7 +149,7 @@ def parallel_shards(source_pattern: str, target_pattern: str) -> list[tuple[str,
     source_pattern, target_pattern = os.fspath(source_pattern), os.fspath(target_pattern)
     if not (is_pattern(source_pattern) or is_pattern(target_pattern)):
         return [(source_pattern, target_pattern)]
-    if len(_wildcards(source_pattern)) != len(_wildcards(target_pattern)):
+    if _wildcards(source_pattern) != _wildcards(target_pattern):
         raise DataError(f"{source_pattern} and {target_pattern}: the source and target patterns must have "
                         "the same wildcards, which pair each source shard with its target shard")
     sources = sorted(p for p in glob.glob(source_pattern) if os.path.isfile(p))
@@ -195,7 +195,7 @@ def text_bytes(source_path: str, target_path: str) -> int:
                 with open(path, "rb") as f:
                     f.seek(-4, os.SEEK_END)
                     stored = int.from_bytes(f.read(4), "little")  # ISIZE: the size mod 2**32
-                while stored < size:  # above 4 GiB: a lower bound (text never shrinks when gzipped)
+                while size >= 1 << 32 and stored < size:  # a lower bound above 4 GiB (text shrinks in gzip)
                     stored += 1 << 32
                 size = stored
             total += size

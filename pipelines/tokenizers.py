@@ -72,7 +72,8 @@ class TokenizerConfig:
         lowercase: case-fold text before tokenizing (then round trips lose case).
         character_coverage: sentencepiece's share of characters given their own
             piece; the rest go through byte fallback (1.0 suits Latin scripts).
-        input_sentence_size: at most this many sentences, sampled, train the model.
+        input_sentence_size: at most this many sentences, sampled uniformly from the stream (which
+            is read once, never held in memory), train the model.
         seed: seed for that sampling.
         num_threads: sentencepiece training threads.
     """
@@ -295,6 +296,22 @@ def _case_fold(sentences: Iterable[str]) -> Iterator[str]:
         yield from (x.decode("utf-8") for x in tf_text.case_fold_utf8(batch).numpy())
 
 
+def _sample(sentences: Iterable[str], size: int, seed: int) -> list[str]:
+    """At most `size` sentences drawn uniformly from a stream of any length, holding only the sample
+    (reservoir sampling, Vitter's algorithm R) - what sentencepiece does with `input_sentence_size`."""
+    import random  # pylint: disable=g-import-not-at-top
+
+    rng, sample = random.Random(seed), []
+    for i, sentence in enumerate(sentences):
+        if i < size:
+            sample.append(sentence)
+        else:
+            j = rng.randrange(i + 1)
+            if j < size:
+                sample[j] = sentence
+    return sample
+
+
 def _wordpiece_vocab(sentences: Iterable[str], config: TokenizerConfig) -> list[str]:
     """Learns WordPiece pieces via sentencepiece BPE over BERT-pre-tokenized words."""
     from tensorflow_text.python.ops import bert_tokenizer  # pylint: disable=g-import-not-at-top
@@ -305,7 +322,7 @@ def _wordpiece_vocab(sentences: Iterable[str], config: TokenizerConfig) -> list[
         return [" ".join(w.decode("utf-8") for w in row) for row in tokens.to_list()]
 
     pretokenized, batch = [], []
-    for s in sentences:
+    for s in _sample(sentences, config.input_sentence_size, config.seed):
         batch.append(s)
         if len(batch) == 4096:
             pretokenized += words(batch)

@@ -407,7 +407,8 @@ def evaluate(model_dir: str, data: DataConfig, decoding: DecodingConfig, bleu_se
     averaged checkpoint (else the latest); writes the translations to MODEL_DIR/eval/.
 
     Returns:
-        {"loss", "nll", "perplexity", "tokens"} and, with BLEU, {"bleu", "signature"}.
+        {"loss", "nll", "perplexity", "tokens"} and, with BLEU, {"bleu", "signature", "chrf", "chrf++"}
+        and the chrF signatures.
     """
     from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 

@@ -1,0 +1,67 @@
+"""Scores sentence pairs with a trained model: one line of log-probabilities per pair.
+
+    python -m keras_transformer.score --model_dir=/tmp/run --source=train.en --target=train.de \\
+        --output=train.scores
+
+Line i of the output scores line i of --source with line i of --target, tab-separated:
+
+    -12.345678<TAB>9<TAB>1.371742
+
+log P(target | source) (the sum over the target's tokens, EOS included, of log softmax of the
+logits, with teacher forcing, no label smoothing and dropout off), the number of those tokens,
+and the per-token NLL (-log-probability / tokens, the training loss of section 5.4 without
+label smoothing). Sort or threshold on the last column to filter a noisy corpus. Pairs run in
+length-sorted batches of at most --batch_tokens tokens a side and are written in the input
+order (`tasks.scoring.score_files`, whose docstring defines empty lines, pairs longer than
+the model's max_length and the error cases).
+
+On stderr: a line naming the model, a progress bar only when stderr is a terminal, and a last
+line with the time and speed. The --output file is replaced atomically once every pair is
+scored: a failed or interrupted run leaves an existing file as it was. Bad input prints
+`error: <one line>`, exits with status 2 and writes nothing. Found before TensorFlow starts:
+a missing --model_dir, --source or --target, a folder, gzip-compressed or non-UTF-8 text (its
+file and line), files whose line counts differ, an --output that is a folder, whose folder is
+a file or not writable, or that is one of the inputs. Found before the model loads: a missing
+model config, tokenizer or checkpoint. Found before any pair is scored: with learned
+positions, a pair longer than the model's max_length.
+"""
+
+from __future__ import annotations
+
+import os
+
+from absl import flags
+
+from keras_transformer import cli
+from tasks import scoring
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_dir", None, "Training directory to score with (checkpoint + tokenizer).")
+flags.DEFINE_string("source", None, "Source sentences, one per line (UTF-8 text).")
+flags.DEFINE_string("target", None, "Target sentences, one per line, aligned with --source.")
+flags.DEFINE_string("output", "-", "Where to write the scores, one line per pair; '-' for stdout.")
+flags.DEFINE_string("checkpoint", None, "This checkpoint prefix instead of the averaged/latest one.")
+flags.DEFINE_integer("batch_tokens", 4096, "Most tokens (padding included) on each side of a batch; a longer "
+                     "pair is a batch of its own.", lower_bound=1)
+flags.mark_flags_as_required(["model_dir", "source", "target"])
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
+    # The paths and the text, before TensorFlow starts: a bad one must not cost a model load
+    # (score_files checks them again before it loads the model).
+    if not os.path.isdir(FLAGS.model_dir):
+        raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such training directory")
+    if FLAGS.output != "-":
+        if os.path.isdir(FLAGS.output):
+            raise ValueError(f"--output={FLAGS.output}: is a folder, not a file")
+        cli.check_writable_folder(os.path.dirname(os.path.abspath(FLAGS.output)), "output")
+    scoring.check_inputs(FLAGS.source, FLAGS.target, FLAGS.output)
+    cli.start_tensorflow()
+    scoring.score_files(FLAGS.model_dir, FLAGS.source, FLAGS.target, FLAGS.output, checkpoint=FLAGS.checkpoint,
+                        batch_tokens=FLAGS.batch_tokens)
+
+
+if __name__ == "__main__":
+    cli.run(main)
