@@ -140,7 +140,7 @@ def make_dataset(pairs: Union[PairsLike, corpora.Mixture], tokenizer: tokenizers
             `repeat` ends when its first corpus does.
         shuffle_buffer: pairs held for shuffling (in memory whatever `cache` is).
         cache: where the tokenized, filtered pairs are kept after the first epoch: "memory"
-            (fastest; grows with the corpus, about 0.5 GB per million pairs of 30 + 30 ids),
+            (fastest; grows with the corpus, about 0.85 GB per million pairs of 34 + 34 ids),
             "disk" (`tf.data`'s file cache at `cache_path`; flat memory), "none" (read and
             tokenize the text again each epoch; flat memory). docs/BENCHMARKS.md measures them.
         cache_path: the file prefix of the "disk" cache (a shard or corpus suffix is added).

@@ -35,8 +35,9 @@ from pipelines.errors import DataError
 DATASET_KINDS = ("embedded", "multi30k", "wmt14", "files")
 CACHE_MODES = ("auto", "memory", "disk", "none")
 # "auto" keeps a corpus in memory up to this much text (source + target, uncompressed): about
-# 1M sentence pairs of 25-30 words a side, whose tokenized cache takes about 0.5 GB of RAM
-# (docs/BENCHMARKS.md, bench/input_scale.py).
+# 0.9M sentence pairs of 25-27 words a side (300 bytes a pair), whose tokenized cache takes
+# about 0.75 GB of RAM; it grows by 0.85 GB per million such pairs (docs/BENCHMARKS.md,
+# bench/input_scale.py), 30 GB for the paper's 36M English-French pairs.
 CACHE_MEMORY_TEXT_BYTES = 256 << 20
 
 

@@ -48,7 +48,6 @@ TensorFlow starts.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
@@ -132,8 +131,6 @@ def score_lines(model, source_tokenizer, target_tokenizer, source_lines: Sequenc
         ValueError: different numbers of lines, or a pair too long for learned positions
             (`check_lengths`), before any pair is scored.
     """
-    import keras  # pylint: disable=g-import-not-at-top
-
     from keras_transformer import scoring  # pylint: disable=g-import-not-at-top
 
     if len(source_lines) != len(target_lines):
@@ -141,15 +138,7 @@ def score_lines(model, source_tokenizer, target_tokenizer, source_lines: Sequenc
     source_ids = tokenize_lines(source_tokenizer, source_lines)
     target_ids = tokenize_lines(target_tokenizer, target_lines)
     check_lengths(model.config, source_ids, target_ids, *names)
-    if progress is None:
-        progress = sys.stderr.isatty()
-    bar = keras.utils.Progbar(len(source_lines), unit_name="pair") if progress else None
-
-    def on_batch(done):
-        if bar is not None:
-            with contextlib.redirect_stdout(sys.stderr):  # stdout may carry the scores
-                bar.update(done)
-
+    on_batch = cli.stderr_progress(len(source_lines), "pair", progress)
     return scoring.score_corpus(scoring.make_score_fn(model), source_ids, target_ids, batch_tokens,
                                 pad_id=model.config.pad_id, on_batch=on_batch)
 

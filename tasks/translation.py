@@ -209,7 +209,7 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
             + (f"resumed at step {start}" if start else "starting at step 0")
             + (f" from the weights of {init.checkpoint} (fresh optimizer)" if start == 0 and init else ""))
         cache, why = data.cache_mode()
-        cache_path = prepare_disk_cache(model_dir, data, fingerprint, log) if cache == "disk" else None
+        cache_path = prepare_disk_cache(model_dir, data, fingerprint, log, clean=chief) if cache == "disk" else None
         pairs = data.training_pairs()
         mixture = pairs if isinstance(pairs, corpora.Mixture) else None
         log(f"input: cache {cache} ({why}), shuffle buffer {data.shuffle_buffer:,}"
@@ -241,8 +241,8 @@ def _logging_shares(evaluator, mixture, log: Callable[[str], None]):
     return evaluate
 
 
-def prepare_disk_cache(model_dir: str, data: DataConfig, fingerprint: str, log: Callable[[str], None] = _print
-                       ) -> str:
+def prepare_disk_cache(model_dir: str, data: DataConfig, fingerprint: str, log: Callable[[str], None] = _print,
+                       clean: bool = True) -> str:
     """The file prefix of the training data's `tf.data` disk cache, MODEL_DIR/cache/train-<key>.
 
     The key hashes what the cached ids depend on (the tokenizer, the corpora with their files'
@@ -269,7 +269,7 @@ def prepare_disk_cache(model_dir: str, data: DataConfig, fingerprint: str, log: 
         ours = base[len(name):len(name) + 1] in (".", "-", "_") and base.startswith(name)
         return not ours or base.endswith(".lockfile") or ".tempstate" in base
 
-    stale = [p for p in sorted(glob.glob(os.path.join(glob.escape(folder), "*"))) if is_stale(p)]
+    stale = [p for p in sorted(glob.glob(os.path.join(glob.escape(folder), "*"))) if clean and is_stale(p)]
     for path in stale:
         os.remove(path)
     if stale:
@@ -471,26 +471,16 @@ def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress:
     """Runs `translate_fn(tf.string [N]) -> {"translations", "scores"}` (a `serving_default`) over
     batches of similar length (words, then bytes), longest first.
 
-    `progress` shows a `keras.utils.Progbar` on stderr; by default only when stderr is a
-    terminal: the bar always writes ANSI colour codes and redraws itself with backspaces and
-    carriage returns (keras' check for a terminal looks at stdout, and passes on any POSIX
-    system), which only a terminal shows as a bar.
+    `progress` shows a progress bar on stderr; by default only when stderr is a terminal
+    (`cli.stderr_progress`).
 
     Returns translations (str) and scores in the order of `lines`.
     """
-    import keras  # pylint: disable=g-import-not-at-top
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
     from keras_transformer import sorted_batches  # pylint: disable=g-import-not-at-top
 
-    if progress is None:
-        progress = sys.stderr.isatty()
-    bar = keras.utils.Progbar(len(lines), unit_name="sentence") if progress else None
-
-    def on_batch(done):
-        if bar is not None:
-            with contextlib.redirect_stdout(sys.stderr):  # stdout may carry the translations
-                bar.update(done)
+    on_batch = cli.stderr_progress(len(lines), "sentence", progress)
 
     def translate_batch(batch):
         out = translate_fn(tf.constant(batch, tf.string))

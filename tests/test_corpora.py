@@ -1,7 +1,6 @@
 """Training data at scale: shards by glob, corpora mixed by weight, the three cache modes."""
 
 import collections
-import gzip
 import os
 
 import numpy as np
@@ -11,16 +10,7 @@ from pipelines import batching, corpora, text_files
 from pipelines import tokenizers as tok_lib
 from pipelines.data_config import DataConfig
 from pipelines.errors import DataError
-
-
-def _write(path, lines, gz=False):
-    data = "".join(line + "\n" for line in lines).encode("utf-8")
-    if gz:
-        with gzip.open(path, "wb") as f:
-            f.write(data)
-    else:
-        path.write_bytes(data)
-    return str(path)
+from test_pipelines_sources import _write
 
 
 def _corpus(folder, stem, count, shards=1, gz=False):

@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 from export_helpers import MAX_LENGTH, make_model_dir
+from test_faults_serving import assert_one_error_line
 from keras_transformer import scoring
 from keras_transformer.config import TransformerConfig
 from keras_transformer.evaluation import make_loss_fn
@@ -32,13 +33,6 @@ def run(*args):
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     return subprocess.run([sys.executable, "-m", "keras_transformer.score", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
-
-
-def assert_one_error_line(result, fragment):
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
-    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], result.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pathlib
 
 import pytest
 
-from tests.test_reporting import read_scalars
-from tests.test_train import TINY, assert_one_line_error, run, train_command
+from test_reporting import read_scalars
+from test_train import TINY, assert_one_line_error, run, train_command
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -119,3 +119,16 @@ def test_fine_tune_from_a_run_on_mixed_corpora(tmp_path, flagfile):
                               flagfile=flagfile))
     assert again.returncode == 0, again.stderr[-2000:]
     assert "resumed at step 4" in again.stdout and "from the weights of" not in again.stdout
+
+
+def test_init_from_names_a_run_or_a_checkpoint(tmp_path):
+    from tasks.translation import InitSource
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="no such training directory or checkpoint prefix"):
+        InitSource.resolve(str(tmp_path / "nowhere"), str(tmp_path / "new"))
+    with pytest.raises(ValueError, match=r"no checkpoint in checkpoints/ or averaged/"):
+        InitSource.resolve(str(run_dir), str(tmp_path / "new"))
+    (run_dir / "checkpoints" / "ckpt-3.index").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="ckpt-3"):  # damaged: named, never read into a model
+        InitSource.resolve(str(run_dir / "checkpoints" / "ckpt-3"), str(tmp_path / "new"))
