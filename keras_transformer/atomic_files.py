@@ -1,4 +1,4 @@
-"""Files written whole or not at all: the run's JSON, the tokenizer's files, translate's output.
+"""Files written whole or not at all: the run's JSON, the tokenizer's files, the commands' outputs.
 
     write_atomically(path, data)   # bytes into `.tmp-<name>-<hex>` beside `path`, renamed over it
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import sys
 
 
 def write_atomically(path: str, data: bytes) -> None:
@@ -38,3 +39,13 @@ def write_atomically(path: str, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temporary)
         raise
+
+
+def write_output(path: str, text: str) -> None:
+    """A command's output: `text` to stdout when `path` is "-", else to the file `path` with
+    `write_atomically` (translate's translations, score's scores)."""
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        write_atomically(path, text.encode("utf-8"))

@@ -191,11 +191,7 @@ def score_files(model_dir: str, source_path: str, target_path: str, output_path:
     results = score_lines(model, source_tokenizer, target_tokenizer, source_lines, target_lines, batch_tokens,
                           progress, names=(source_path, target_path))
     text = "".join(format_line(log_prob, tokens) + "\n" for log_prob, tokens in results)
-    if output_path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        atomic_files.write_atomically(output_path, text.encode("utf-8"))
+    atomic_files.write_output(output_path, text)
     elapsed = time.perf_counter() - start
     print(f"{len(results)} pairs in {elapsed:.1f} s ({len(results) / max(elapsed, 1e-9):.1f} pairs/s)",
           file=sys.stderr)

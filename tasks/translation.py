@@ -545,11 +545,7 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     print(f"translating {len(lines)} sentences with {source}", file=sys.stderr)
     translations, _ = translate_lines(translate_fn, lines, batch_size, progress)
     text = "".join(t + "\n" for t in translations)
-    if output_path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        atomic_files.write_atomically(output_path, text.encode("utf-8"))
+    atomic_files.write_output(output_path, text)
     elapsed = time.perf_counter() - start
     print(f"{len(lines)} sentences in {elapsed:.1f} s ({len(lines) / max(elapsed, 1e-9):.1f} sentences/s)",
           file=sys.stderr)
