@@ -37,6 +37,8 @@ import re
 import threading
 from typing import Callable, Sequence
 
+import numpy as np
+
 from pipelines import sources
 from pipelines.errors import DataError
 
@@ -89,15 +91,19 @@ def _weight(text: str, entry: str) -> float:
     return weight
 
 
-def _looks_like_number(text: str) -> bool:
-    return re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|[-+]?(inf|nan)", text.strip(), re.I) is not None
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def parse_entry(entry: str) -> Corpus:
     """One `[NAME:]CORPUS[:WEIGHT]` entry (see the module docstring)."""
     parts = entry.split(":")
     weight = 1.0
-    if len(parts) > 1 and _looks_like_number(parts[-1]):
+    if len(parts) > 1 and _is_number(parts[-1]):
         weight = _weight(parts.pop(), entry)
     if len(parts) > 2:
         raise DataError(f"--train_files={entry}: expected [NAME:]CORPUS[:WEIGHT]")
@@ -173,9 +179,9 @@ class ShareCounter:
         self._lock = threading.Lock()
 
     def add(self, corpus_ids) -> None:
+        counts = np.bincount(corpus_ids, minlength=len(self.names))
         with self._lock:
-            for i in corpus_ids.tolist():
-                self.counts[i] += 1
+            self.counts = [a + int(b) for a, b in zip(self.counts, counts)]
 
     def summary(self) -> str:
         """E.g. "web 30.2% (3,021 pairs, weight 30.0%), news 69.8% (...)"."""

@@ -211,12 +211,12 @@ class DataConfig:
         kinds = [sources.spec(c.dataset).kind if c.dataset else "files" for c in self.train_files] or [self.kind]
         if "wmt14" in kinds:
             return "none", "auto: WMT 2014 has millions of pairs"
+        from pipelines import text_files  # pylint: disable=g-import-not-at-top
+
         text = 0
         for corpus, kind in zip(self.train_files or (None,), kinds):
             if kind != "files":
                 continue
-            from pipelines import text_files  # pylint: disable=g-import-not-at-top
-
             files = (self.corpus_files(corpus) if corpus is not None else
                      tuple(sources.split_path(p, "train") for p in (self._join(self.source_file),
                                                                      self._join(self.target_file))))
