@@ -6,6 +6,8 @@
   serving_module  the `tf.Module` (`Translator`: tokenizer + beam search in the graph), its
                   signatures, and the atomic writer of a version folder.
   versions        TF Serving's layout: version folders, the next one, the SavedModel to load.
+  client          what runs an export: a `serving_default` from a training directory or a
+                  SavedModel (`load_translate_fn`), lines through it in sorted batches.
   ops             the check that only core TF and tensorflow-text ops are in the graph, read
                   in a fresh interpreter by `python -m export.servable_ops`.
 """

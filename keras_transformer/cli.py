@@ -111,6 +111,34 @@ def check_writable_folder(path: str, flag: str) -> None:
         raise ValueError(f"--{flag}={path}: {ancestor} is not writable")
 
 
+def read_lines(path: str) -> list[bytes]:
+    """The lines of a file or stdin ("-") as bytes, without line endings (invalid UTF-8 is kept)."""
+    if path == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        if os.path.isdir(path):
+            raise ValueError(f"{path}: is a folder, not a text file")
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{path}: no such file")
+        with open(path, "rb") as file:
+            data = file.read()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return [line.rstrip(b"\r") for line in lines]
+
+
+def check_output_path(path: str) -> None:
+    """Raises a one-line `ValueError` unless a command's output can be written to `path` ("-"
+    is stdout): it is not a folder, and its folder is writable or can be created
+    (`check_writable_folder`). Writes nothing."""
+    if path == "-":
+        return
+    if os.path.isdir(path):
+        raise ValueError(f"--output={path}: is a folder, not a file")
+    check_writable_folder(os.path.dirname(os.path.abspath(path)), "output")
+
+
 def stderr_progress(total: int, unit_name: str, show: Optional[bool] = None) -> Callable[[int], None]:
     """`on_batch(done)` that draws a `keras.utils.Progbar` of `total` on stderr (stdout may carry
     the command's output), by default only when stderr is a terminal: the bar always writes ANSI

@@ -228,6 +228,11 @@ class DecodingConfig:
         return dataclasses.asdict(self)
 
 
+# Section 6.3, English constituency parsing: "We increased the maximum output length to input
+# length + 300. We used a beam size of 21 and alpha = 0.3".
+PARSING_DECODING = DecodingConfig(beam_size=21, alpha=0.3, max_extra_length=300)
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig:
     """Optimisation, checkpointing and evaluation settings of one training run (section 5).

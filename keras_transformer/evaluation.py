@@ -18,7 +18,7 @@ ids [N, T] to N strings, so the library stays independent of `pipelines/`.
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -126,11 +126,13 @@ class Evaluator:
         decoding: the `DecodingConfig` of the dev translations (n_best is not used).
         label_smoothing: epsilon_ls, for the smoothed dev loss.
         batch_size: sentences per decoding batch.
+        task_scores: hypotheses (list of str) -> more results, a task's own measure of the same
+            translations (parsing's EVALB F1, section 6.3), or None.
     """
 
     def __init__(self, loss_batches=None, source_ids=None, references=None, detokenize=None,
                  decoding: DecodingConfig = DecodingConfig(), label_smoothing: float = 0.1,
-                 batch_size: int = 64):
+                 batch_size: int = 64, task_scores: Optional[Callable[[list], dict]] = None):
         if source_ids is not None and (references is None or detokenize is None):
             raise ValueError("BLEU needs references and a detokenize function")
         if source_ids is not None and len(source_ids) != len(references):
@@ -142,11 +144,13 @@ class Evaluator:
         self.decoding = decoding
         self.label_smoothing = label_smoothing
         self.batch_size = batch_size
+        self.task_scores = task_scores
         self._fns: dict = {}
 
     def __call__(self, model) -> dict:
         """Returns {"loss", "nll", "perplexity", "tokens"} and, with sentences, {"bleu", "signature", "chrf",
-        "chrf_signature", "chrf++", "chrf++_signature", "hypotheses"} (scores 0-100, `metrics.corpus_scores`)."""
+        "chrf_signature", "chrf++", "chrf++_signature", "hypotheses"} (scores 0-100, `metrics.corpus_scores`)
+        and what `task_scores` adds."""
         key = id(model)
         if key not in self._fns:
             self._fns = {key: (make_loss_fn(model, self.label_smoothing), make_translate_fn(model, self.decoding))}
@@ -161,5 +165,7 @@ class Evaluator:
             results["chrf"], results["chrf_signature"] = scores.chrf.score, scores.chrf.signature
             results["chrf++"], results["chrf++_signature"] = (scores.chrf_plus_plus.score,
                                                               scores.chrf_plus_plus.signature)
+            if self.task_scores is not None:
+                results.update(self.task_scores(hypotheses))
             results["hypotheses"] = hypotheses
         return results

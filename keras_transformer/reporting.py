@@ -35,7 +35,7 @@ from keras_transformer import model_dir as model_dir_lib
 # writes "chrf++" as it is, but TF1's summary ops rename it "chrf__", and in TensorBoard's tag
 # filter (a regular expression) '+' is an operator.
 EVAL_SCALARS = {"loss": "loss", "nll": "nll", "perplexity": "perplexity", "bleu": "bleu", "chrf": "chrf",
-                "chrf++": "chrf_pp"}
+                "chrf++": "chrf_pp", "f1": "f1", "repaired": "repaired"}
 
 
 def projected_last_step(config, start_step: int, step: int, elapsed: float) -> int:
@@ -160,7 +160,8 @@ class Reporter:
 
     def evaluation(self, step: int, results: dict, seconds: float) -> None:
         """Reports an evaluation: `{"loss", "nll", "perplexity"}` and/or `{"bleu", "signature"}`, with
-        `{"chrf", "chrf++"}` when the evaluator gives them (`EVAL_SCALARS` names their tags).
+        `{"chrf", "chrf++"}` and parsing's `{"f1", "repaired"}` when the evaluator gives them
+        (`EVAL_SCALARS` names their tags).
         On a terminal, a progress bar still running is left on its line, not written over."""
         if self.progbar is not None and not self._bar_closed:
             print(flush=True)
@@ -175,6 +176,8 @@ class Reporter:
             line += f" chrF {results['chrf']:.1f}"
         if "chrf++" in results:
             line += f" chrF++ {results['chrf++']:.1f}"
+        if "f1" in results:
+            line += f" F1 {results['f1']:.2f} (repaired {results['repaired']:.1f}%)"
         self.log(f"{line} [{seconds:.0f} s]")
 
 

@@ -32,7 +32,7 @@ from pipelines import corpora as corpora_lib
 from pipelines import sources
 from pipelines.errors import DataError
 
-DATASET_KINDS = ("embedded", "multi30k", "wmt14", "files")
+DATASET_KINDS = ("embedded", "multi30k", "wmt14", "ptb", "files")
 CACHE_MODES = ("auto", "memory", "disk", "none")
 # "auto" keeps a corpus in memory up to this much text (source + target, uncompressed): about
 # 0.9M sentence pairs of 25-27 words a side (300 bytes a pair), whose tokenized cache takes
@@ -82,6 +82,8 @@ class DataConfig:
         vocab_size: an upper bound on the trained vocabulary (paper: about 37,000).
         shared_vocab: one vocabulary for both sides (section 3.4).
         lowercase: case-fold text before tokenizing.
+        split_by_script: no subword joins two Unicode scripts (sentencepiece's default); False
+            for linearized trees, whose brackets and labels then make one piece.
         batch_tokens: source (and target) tokens of one update, padding included (paper: 25,000).
         max_length: longest pair, in tokens with EOS, on either side; longer pairs are dropped.
         seed: the embedded corpus' generator seed and the tokenizer's sampling seed.
@@ -102,6 +104,7 @@ class DataConfig:
     vocab_size: int = 37000
     shared_vocab: bool = True
     lowercase: bool = False
+    split_by_script: bool = True
     batch_tokens: int = 25000
     max_length: int = 256
     seed: int = 0
@@ -113,6 +116,9 @@ class DataConfig:
         kind = sources.spec(self.dataset).kind
         if kind == "multi30k" and not self.data_dir:
             raise DataError(f"dataset {self.dataset} needs data_dir, the folder of the original Multi30k .gz files")
+        if kind == "treebank" and not self.data_dir:
+            raise DataError(f"dataset {self.dataset} needs data_dir, the folder of treebank.zip (NLTK's sample) "
+                            "or of the WSJ .mrg files")
         if kind == "files" and not (self.source_file and self.target_file):
             raise DataError("dataset 'files' needs both source_file and target_file")
         if self.max_length < 1 or self.vocab_size < 1:
@@ -127,7 +133,7 @@ class DataConfig:
 
     @property
     def kind(self) -> str:
-        """"embedded", "multi30k", "wmt14" or "files"."""
+        """"embedded", "multi30k", "wmt14", "treebank" or "files"."""
         return sources.spec(self.dataset).kind
 
     def _join(self, path: str) -> str:
@@ -143,6 +149,8 @@ class DataConfig:
             return dict(manual_dir=self.data_dir, data_dir=self.tfds_dir)
         if kind == "wmt14":
             return dict(data_dir=self.data_dir or self.tfds_dir)
+        if kind == "treebank":
+            return dict(data_dir=self.data_dir)
         return dict(seed=self.seed)
 
     def corpus_files(self, corpus) -> tuple[str, str]:
@@ -171,8 +179,9 @@ class DataConfig:
 
     def _check_dataset(self, dataset: str, split: str) -> None:
         kwargs = self.source_kwargs(dataset)
-        sources.check_inputs(dataset, split, **{k: v for k, v in kwargs.items()
-                                                if k in ("manual_dir", "source_file", "target_file")})
+        checked = ("manual_dir", "source_file", "target_file") + (
+            ("data_dir",) if sources.spec(dataset).kind == "treebank" else ())
+        sources.check_inputs(dataset, split, **{k: v for k, v in kwargs.items() if k in checked})
 
     def load_pairs(self, split: str = "train"):
         """`tf.data.Dataset` of (source, target) `tf.string` pairs of `split`, in a fixed order.
@@ -236,4 +245,5 @@ class DataConfig:
         from pipelines import tokenizers  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
         return tokenizers.TokenizerConfig(type=self.tokenizer, vocab_size=self.vocab_size,
-                                          shared=self.shared_vocab, lowercase=self.lowercase, seed=self.seed)
+                                          shared=self.shared_vocab, lowercase=self.lowercase,
+                                          split_by_script=self.split_by_script, seed=self.seed)

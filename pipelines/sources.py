@@ -14,6 +14,10 @@ scalars whatever the source:
   wmt14_en_de, wmt14_de_en, wmt14_en_fr, wmt14_fr_en
                                the paper's data (section 5.1) through tfds'
                                `wmt14_translate` (needs the network once).
+  ptb                          the Penn Treebank's WSJ trees as (sentence, linearized
+                               tree) pairs for parsing (section 6.3, `treebank.py`):
+                               `data_dir` = the folder of NLTK's sample treebank.zip or
+                               of the full treebank's .mrg files.
   files                        two parallel text files, `source_file` and
                                `target_file`; "{split}" in a path is replaced by
                                the split name, e.g. "data/{split}.en.gz".
@@ -38,7 +42,7 @@ class DataSpec:
     """Where the pairs of one registered data set come from.
 
     Attributes:
-        kind: "embedded", "multi30k", "wmt14" or "files".
+        kind: "embedded", "multi30k", "wmt14", "treebank" or "files".
         source_lang: language code of the source side ("" if unknown).
         target_lang: language code of the target side.
         pair: the tfds config, e.g. "en-de" (multi30k) or "de-en" (wmt14).
@@ -52,6 +56,7 @@ class DataSpec:
 DATASETS = {
     "embedded": DataSpec("embedded", "en", "de"),
     "files": DataSpec("files"),
+    "ptb": DataSpec("treebank", "en", "trees"),
     "multi30k_en_de": DataSpec("multi30k", "en", "de", "en-de"),
     "multi30k_de_en": DataSpec("multi30k", "de", "en", "en-de"),
     "multi30k_en_fr": DataSpec("multi30k", "en", "fr", "en-fr"),
@@ -76,7 +81,8 @@ def split_path(path: str, split: str) -> str:
 
 
 def check_inputs(dataset: str, split: str = "train", *, manual_dir: Optional[str] = None,
-                 source_file: Optional[str] = None, target_file: Optional[str] = None) -> None:
+                 source_file: Optional[str] = None, target_file: Optional[str] = None,
+                 data_dir: Optional[str] = None) -> None:
     """Checks named files and folders exist and are usable; no TensorFlow import.
 
     Raises:
@@ -95,6 +101,9 @@ def check_inputs(dataset: str, split: str = "train", *, manual_dir: Optional[str
         stems = ("train", "val", "test_2016_flickr")  # as in multi30k.SPLIT_FILES
         text_files.check_folder(manual_dir, [f"{s}.{lang}.gz" for s in stems for lang in (a, b)],
                                 what="Multi30k raw .gz")
+    elif data.kind == "treebank":
+        from pipelines import treebank  # pylint: disable=g-import-not-at-top
+        treebank.check_inputs(data_dir)
 
 
 @functools.lru_cache(maxsize=4)
@@ -122,7 +131,7 @@ def load_pairs(dataset: str, split: str = "train", *, data_dir: Optional[str] = 
         dataset: a key of `DATASETS`, e.g. "embedded", "multi30k_en_de", "wmt14_en_de".
         split: "train", "validation" or "test" (tfds split expressions such as
             "train[:10%]" also work for the tfds sources).
-        data_dir: tfds data folder (multi30k, wmt14).
+        data_dir: tfds data folder (multi30k, wmt14); the treebank's folder (ptb).
         manual_dir: folder of the original Multi30k .gz files; downloaded if None.
         source_file, target_file: the parallel files for dataset "files".
         seed: the embedded corpus' generator seed.
@@ -134,7 +143,10 @@ def load_pairs(dataset: str, split: str = "train", *, data_dir: Optional[str] = 
     """
     data = spec(dataset)
     check_inputs(dataset, split, manual_dir=manual_dir, source_file=source_file,
-                 target_file=target_file)
+                 target_file=target_file, data_dir=data_dir)
+    if data.kind == "treebank":
+        from pipelines import treebank  # pylint: disable=g-import-not-at-top
+        return pairs_dataset(treebank.pair_list(data_dir, split))
     if data.kind == "embedded":
         if split not in SPLITS:
             raise DataError(f"embedded corpus has splits {SPLITS}, not {split!r}")
@@ -158,5 +170,8 @@ def load_pair_list(dataset: str, split: str = "train", **kwargs) -> list[tuple[s
         if split not in SPLITS:
             raise DataError(f"embedded corpus has splits {SPLITS}, not {split!r}")
         return list(embedded_splits(kwargs.get("seed", 0))[split])
+    if data.kind == "treebank":
+        from pipelines import treebank  # pylint: disable=g-import-not-at-top
+        return treebank.pair_list(kwargs.get("data_dir"), split)
     from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
     return list(tokenizers.iter_pairs(load_pairs(dataset, split, **kwargs)))

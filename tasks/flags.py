@@ -24,11 +24,16 @@ _DECODING_HELP = {
 }
 
 
-def define_decoding_flags(prefix: str = "") -> None:
-    """--{prefix}beam_size, --{prefix}alpha, --{prefix}max_extra_length (`DecodingConfig`'s fields)."""
-    flags.DEFINE_integer(f"{prefix}beam_size", 4, _DECODING_HELP["beam_size"], lower_bound=1)
-    flags.DEFINE_float(f"{prefix}alpha", 0.6, _DECODING_HELP["alpha"], lower_bound=0.0)
-    flags.DEFINE_integer(f"{prefix}max_extra_length", 50, _DECODING_HELP["max_extra_length"], lower_bound=0)
+def define_decoding_flags(prefix: str = "", defaults=None) -> None:
+    """--{prefix}beam_size, --{prefix}alpha, --{prefix}max_extra_length (`DecodingConfig`'s fields),
+    whose defaults are `defaults` (a `DecodingConfig`; None: section 6.1's, 4, 0.6 and 50)."""
+    from keras_transformer.config import DecodingConfig  # pylint: disable=g-import-not-at-top
+
+    defaults = defaults or DecodingConfig()
+    flags.DEFINE_integer(f"{prefix}beam_size", defaults.beam_size, _DECODING_HELP["beam_size"], lower_bound=1)
+    flags.DEFINE_float(f"{prefix}alpha", defaults.alpha, _DECODING_HELP["alpha"], lower_bound=0.0)
+    flags.DEFINE_integer(f"{prefix}max_extra_length", defaults.max_extra_length, _DECODING_HELP["max_extra_length"],
+                         lower_bound=0)
 
 
 def decoding_flag_names(prefix: str = "") -> tuple[str, ...]:
@@ -55,12 +60,13 @@ def define_model_size_flags(num_layers=None, d_model=None, d_ff=None, num_heads=
 
 def define_data_flags() -> None:
     """The flags of `pipelines.data_config.DataConfig` (section 5.1), and --seed."""
-    flags.DEFINE_string("dataset", "embedded", "embedded, multi30k, wmt14, files, or a full "
-                        "pipelines.sources name such as multi30k_en_de.")
+    flags.DEFINE_string("dataset", "embedded", "embedded, multi30k, wmt14, ptb (parsing, "
+                        "section 6.3), files, or a full pipelines.sources name such as multi30k_en_de.")
     flags.DEFINE_string("source_lang", "en", "Source language (multi30k, wmt14).")
     flags.DEFINE_string("target_lang", "de", "Target language (multi30k, wmt14).")
     flags.DEFINE_string("data_dir", None, "Where the data set's files are: multi30k: the original .gz "
-                        "files; wmt14: the tensorflow-datasets folder; files: the folder --source_file and "
+                        "files; wmt14: the tensorflow-datasets folder; ptb: treebank.zip (NLTK's sample) or "
+                        "the WSJ .mrg files; files: the folder --source_file and "
                         "--target_file are relative to.")
     flags.DEFINE_string("tfds_dir", None, "Where tensorflow-datasets prepares multi30k (default ~/tensorflow_datasets).")
     flags.DEFINE_string("source_file", None, "files: source text, '{split}' replaced by train/validation/test.")
@@ -71,6 +77,8 @@ def define_data_flags() -> None:
                          "(paper: about 37,000 shared).")
     flags.DEFINE_boolean("shared_vocab", True, "One vocabulary and embedding for both sides (section 3.4).")
     flags.DEFINE_boolean("lowercase", False, "Case-fold text before tokenizing.")
+    flags.DEFINE_boolean("split_by_script", True, "SentencePiece: no subword joins characters of two Unicode "
+                         "scripts (punctuation is one); false for parse trees, so that '(NP' is one piece.")
     flags.DEFINE_integer("batch_tokens", 25000, "Source (and target) token budget of one batch, padding "
                          "included; in training, of one update over all replicas and micro-batches "
                          "(paper: about 25,000).")
@@ -101,6 +109,7 @@ def data_config(dev_split: str = "validation"):
         data_dir=FLAGS.data_dir, tfds_dir=FLAGS.tfds_dir, source_file=FLAGS.source_file,
         target_file=FLAGS.target_file, dev_split=dev_split, tokenizer=FLAGS.tokenizer,
         vocab_size=FLAGS.vocab_size, shared_vocab=FLAGS.shared_vocab, lowercase=FLAGS.lowercase,
+        split_by_script=FLAGS.split_by_script,
         batch_tokens=FLAGS.batch_tokens, max_length=FLAGS.max_length, seed=FLAGS.seed,
         train_files=corpora.parse_train_files(FLAGS.train_files), cache=FLAGS.cache,
         shuffle_buffer=FLAGS.shuffle_buffer)

@@ -39,7 +39,7 @@ Defined cases:
 * The output file is replaced atomically once every pair is scored
   (`keras_transformer.atomic_files`): a failed or interrupted run leaves an existing file as
   it was. On stderr: a first line naming the model, a progress bar only when stderr is a
-  terminal (as `tasks.translation.translate_lines`), a last line with the time and speed.
+  terminal (as `export.client.translate_lines`), a last line with the time and speed.
 
 Both files are read whole (their lines and ids are held in memory): split a very large
 corpus into parts. `check_inputs` imports no TensorFlow, so the command runs it before
@@ -82,9 +82,8 @@ def check_inputs(source_path: str, target_path: str, output_path: str = "-") -> 
 
 def read_pair_lines(source_path: str, target_path: str) -> tuple[list[str], list[str]]:
     """The lines of both files (checked by `check_inputs`) as stripped text, in file order."""
-    from tasks.translation import read_lines  # pylint: disable=g-import-not-at-top  (imports TensorFlow)
 
-    return tuple([line.decode("utf-8").strip() for line in read_lines(path)] for path in (source_path, target_path))
+    return tuple([line.decode("utf-8").strip() for line in cli.read_lines(path)] for path in (source_path, target_path))
 
 
 def tokenize_lines(tokenizer, lines: Sequence[str]):
@@ -124,7 +123,7 @@ def score_lines(model, source_tokenizer, target_tokenizer, source_lines: Sequenc
         source_lines, target_lines: one sentence per item, aligned.
         batch_tokens: the most tokens a side of one batch holds, padding included.
         progress: a `keras.utils.Progbar` on stderr; by default only when stderr is a terminal
-            (see `tasks.translation.translate_lines`).
+            (see `export.client.translate_lines`).
         names: the two inputs as error messages name them (the file paths).
 
     Raises:
@@ -177,12 +176,11 @@ def score_files(model_dir: str, source_path: str, target_path: str, output_path:
     writes one `format_line` per pair to `output_path` ("-": stdout). Returns the number of pairs.
 
     See the module docstring for the defined cases. Bad input is found before the model loads
-    (`check_output_path`, `check_inputs`, `load_run`), a pair too long for learned positions
+    (`cli.check_output_path`, `check_inputs`, `load_run`), a pair too long for learned positions
     before any pair is scored; the output file is replaced atomically at the end.
     """
-    from tasks.translation import check_output_path  # pylint: disable=g-import-not-at-top
 
-    check_output_path(output_path)
+    cli.check_output_path(output_path)
     count = check_inputs(source_path, target_path, output_path)
     start = time.perf_counter()
     model, checkpoint, source_tokenizer, target_tokenizer = load_run(model_dir, checkpoint)

@@ -31,6 +31,7 @@ from typing import Callable, Optional
 
 from keras_transformer import atomic_files, cli
 from keras_transformer import model_dir as model_dir_lib
+from export import client
 from keras_transformer.config import DecodingConfig, TransformerConfig
 from pipelines import corpora
 from pipelines.data_config import DataConfig, check_batch_tokens
@@ -73,8 +74,13 @@ def build_evaluator(data: DataConfig, decoding: DecodingConfig, label_smoothing:
     pairs = pairs[:bleu_sentences]
     with cli.silence_native_stderr():
         rows = source_tokenizer.tokenize([s for s, _ in pairs], add_eos=True).to_list()
+    task_scores = None
+    if data.kind == "treebank":  # parsing (section 6.3): EVALB F1 of the dev trees too
+        from tasks import parsing  # pylint: disable=g-import-not-at-top
+
+        task_scores = parsing.Gold.from_treebank(data.data_dir, data.dev_split).take(len(pairs)).dev_scores
     return Evaluator(loss_batches, [row[: data.max_length] for row in rows], [t for _, t in pairs],
-                     target_tokenizer.detokenize, decoding, label_smoothing)
+                     target_tokenizer.detokenize, decoding, label_smoothing, task_scores=task_scores)
 
 
 # Training ------------------------------------------------------------------------------
@@ -438,61 +444,6 @@ def evaluate(model_dir: str, data: DataConfig, decoding: DecodingConfig, bleu_se
 # Translating files ------------------------------------------------------------------------------
 
 
-def read_lines(path: str) -> list[bytes]:
-    """The lines of a file or stdin ("-") as bytes, without line endings (invalid UTF-8 is kept)."""
-    if path == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        if os.path.isdir(path):
-            raise ValueError(f"{path}: is a folder, not a text file")
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"{path}: no such file")
-        with open(path, "rb") as file:
-            data = file.read()
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    return [line.rstrip(b"\r") for line in lines]
-
-
-def check_output_path(path: str) -> None:
-    """Raises a one-line `ValueError` unless translations can be written to `path` ("-" is
-    stdout): it is not a folder, and its folder is writable or can be created
-    (`cli.check_writable_folder`). Writes nothing."""
-    if path == "-":
-        return
-    if os.path.isdir(path):
-        raise ValueError(f"--output={path}: is a folder, not a file")
-    cli.check_writable_folder(os.path.dirname(os.path.abspath(path)), "output")
-
-
-def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress: Optional[bool] = None
-                    ) -> tuple[list[str], list[float]]:
-    """Runs `translate_fn(tf.string [N]) -> {"translations", "scores"}` (a `serving_default`) over
-    batches of similar length (words, then bytes), longest first.
-
-    `progress` shows a progress bar on stderr; by default only when stderr is a terminal
-    (`cli.stderr_progress`).
-
-    Returns translations (str) and scores in the order of `lines`.
-    """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-    from keras_transformer import sorted_batches  # pylint: disable=g-import-not-at-top
-
-    on_batch = cli.stderr_progress(len(lines), "sentence", progress)
-
-    def translate_batch(batch):
-        out = translate_fn(tf.constant(batch, tf.string))
-        return [(text.decode("utf-8"), float(score))
-                for text, score in zip(out["translations"].numpy(), out["scores"].numpy())]
-
-    lengths = [(len(line.split()), len(line)) for line in lines]
-    results = sorted_batches.map_in_input_order(translate_batch, lines, lengths, batch_size, descending=True,
-                                                on_batch=on_batch)
-    return [t for t, _ in results], [s for _, s in results]
-
-
 def translate_file(input_path: str, output_path: str = "-", *, model_dir: Optional[str] = None,
                    export_dir: Optional[str] = None, decoding: DecodingConfig = DecodingConfig(),
                    checkpoint: Optional[str] = None, reference: Optional[str] = None, batch_size: int = 32,
@@ -505,45 +456,31 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     decoding settings were fixed at export time.
 
     Bad input is found before the model loads: an `output_path` that is a folder or cannot be
-    written (`check_output_path`), a missing input or reference, a reference whose line count
+    written (`cli.check_output_path`), a missing input or reference, a reference whose line count
     is not the input's. The output file is replaced at the end, atomically: a failure leaves
     an existing file as it was. `progress`: the progress bar on stderr (default: when stderr
-    is a terminal, see `translate_lines`); the first and last lines on stderr (sentences and
+    is a terminal, see `export.client.translate_lines`); the first and last lines on stderr (sentences and
     model, time and speed) are always written.
 
     Returns:
         With `reference`, sacreBLEU's report as text (`metrics.corpus_scores`): BLEU (section 6.1),
         chrF and chrF++ (Popović 2015, 2017; not in the paper), each with its signature; else None.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
     from keras_transformer import metrics  # pylint: disable=g-import-not-at-top
 
     if (model_dir is None) == (export_dir is None):
         raise ValueError("give exactly one of model_dir and export_dir")
-    check_output_path(output_path)
-    lines = read_lines(input_path)
+    cli.check_output_path(output_path)
+    lines = cli.read_lines(input_path)
     references = None
     if reference:
-        references = [line.decode("utf-8", errors="replace") for line in read_lines(reference)]
+        references = [line.decode("utf-8", errors="replace") for line in cli.read_lines(reference)]
         if len(references) != len(lines):
             raise ValueError(f"{reference} has {len(references)} lines but the input ({input_path}) has {len(lines)}")
     start = time.perf_counter()
-    if model_dir:
-        from export import serving_module  # pylint: disable=g-import-not-at-top
-
-        translator, source = serving_module.from_model_dir(model_dir, decoding, checkpoint)
-        translate_fn = translator.serving_default
-    else:
-        import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (tokenizer ops)
-
-        from export import versions  # pylint: disable=g-import-not-at-top
-
-        source = versions.saved_model_path(export_dir)
-        with cli.silence_native_stderr():  # the tokenizer resource's "normalizer.cc" INFO lines
-            translate_fn = tf.saved_model.load(source).signatures["serving_default"]
+    translate_fn, source = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint)
     print(f"translating {len(lines)} sentences with {source}", file=sys.stderr)
-    translations, _ = translate_lines(translate_fn, lines, batch_size, progress)
+    translations, _ = client.translate_lines(translate_fn, lines, batch_size, progress)
     text = "".join(t + "\n" for t in translations)
     atomic_files.write_output(output_path, text)
     elapsed = time.perf_counter() - start

@@ -47,6 +47,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
+SHARED_DATA = pathlib.Path(os.environ.get("KT_SHARED_DATA", REPO.parent / "shared" / "data"))
 PARAMETERS_TAG = "parameters"
 INJECTED_TAG = "injected-parameters"
 REQUIRED_PARAMETERS = ("FAST",)
@@ -59,7 +60,11 @@ CI_PARAMETERS: dict[str, dict[str, object]] = {
     "02_train_and_translate.ipynb": {"TRAIN_STEPS": 60, "EVAL_EVERY_STEPS": 30},
     "03_attention_visualization.ipynb": {"MODEL_DIR": "", "TRAIN_STEPS": 60},
     "04_export_and_serve.ipynb": {"MODEL_DIR": "", "TRAIN_STEPS": 60},
+    "05_constituency_parsing.ipynb": {"MODEL_DIR": "", "TRAIN_STEPS": 40, "SENTENCES": 6, "BEAM_SIZE": 3,
+                                      "DATA_DIR": str(SHARED_DATA / "ptb_sample")},
 }
+# Notebooks that read ../shared/data (their test skips without it).
+NEEDS_SHARED_DATA = ("05_constituency_parsing.ipynb",)
 
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -202,3 +202,17 @@ def test_load_or_train_pair_reuses_a_saved_pair_and_never_retrains_it(tmp_path):
     separate = tok_lib.TokenizerConfig(vocab_size=320, shared=False)
     src, tgt, trained = tok_lib.load_or_train_pair(str(tmp_path / "sep"), lambda: pairs, separate, save=False)
     assert trained and src is not tgt and not tok_lib.is_saved(str(tmp_path / "sep"))
+
+
+def test_split_by_script_false_keeps_a_bracket_and_its_label_in_one_piece():
+    # Section 6.3's targets: "(NP" is punctuation followed by Latin letters, two Unicode scripts.
+    trees = ["(S (NP XX XX )NP (VP XX (NP XX )NP )VP XX )S", "(S (NP XX )NP (VP XX (PP XX (NP XX XX )NP )PP )VP )S",
+             "(SINV (VP XX )VP (NP XX XX )NP XX )SINV"] * 30
+    pieces = {}
+    for split in (True, False):
+        tokenizer = tok_lib.train(trees, tok_lib.TokenizerConfig(vocab_size=400, split_by_script=split))
+        ids = tokenizer.tokenize(trees[:3])
+        assert [t.decode() for t in tokenizer.detokenize(ids.to_tensor()).numpy()] == trees[:3]
+        pieces[split] = ids.row_lengths().numpy().tolist()
+    assert pieces[False] == [len(t.split()) for t in trees[:3]]  # one piece per bracket, label and XX
+    assert all(joined < split for joined, split in zip(pieces[False], pieces[True]))

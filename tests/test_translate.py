@@ -7,11 +7,10 @@ import sys
 
 import pytest
 
-from export import serving_module
+from export import client, serving_module
 from export_helpers import make_model_dir
 from keras_transformer import sorted_batches
 from keras_transformer.config import DecodingConfig
-from tasks import translation
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -85,7 +84,7 @@ def test_batches_are_sorted_by_length_and_order_is_restored():
         import tensorflow as tf  # pylint: disable=g-import-not-at-top
         return {"translations": tf.strings.upper(batch), "scores": tf.cast(tf.strings.length(batch), tf.float32)}
 
-    translations, _ = translation.translate_lines(fake, lines, 2, progress=False)
+    translations, _ = client.translate_lines(fake, lines, 2, progress=False)
     assert translations == ["A B C", "A", "A B C D E", "", "A B"]
 
 
@@ -98,12 +97,12 @@ def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
     """keras' Progbar always writes ANSI colour codes and redraws with carriage returns; without
     a terminal on stderr (here pytest's capture) nothing of it is written."""
     lines = [b"a", b"b c", b"d"]
-    assert translation.translate_lines(fake_translate, lines, 2)[0] == ["a", "b c", "d"]
+    assert client.translate_lines(fake_translate, lines, 2)[0] == ["a", "b c", "d"]
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out == ""
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
-    translation.translate_lines(fake_translate, lines, 2)
+    client.translate_lines(fake_translate, lines, 2)
     captured = capsys.readouterr()
     assert "\x1b[" in captured.err and "3/3" in captured.err and captured.out == ""
 

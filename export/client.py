@@ -1,0 +1,71 @@
+"""What runs an export: a `serving_default` from a training directory or a SavedModel, and
+many lines through it in length-sorted batches.
+
+`python -m keras_transformer.translate` and `python -m keras_transformer.parse` (section 6.3's
+trees are translations too) share both: the same graph TF Serving runs, whether it was built
+in process from a checkpoint or loaded from the SavedModel.
+
+    translate_fn, source = load_translate_fn(model_dir="runs/demo")        # or export_dir=...
+    translations, scores = translate_lines(translate_fn, [b"A dog runs."], batch_size=32)
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from keras_transformer import cli
+from keras_transformer.config import DecodingConfig
+
+
+def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress: Optional[bool] = None
+                    ) -> tuple[list[str], list[float]]:
+    """Runs `translate_fn(tf.string [N]) -> {"translations", "scores"}` (a `serving_default`) over
+    batches of similar length (words, then bytes), longest first.
+
+    `progress` shows a progress bar on stderr; by default only when stderr is a terminal
+    (`cli.stderr_progress`).
+
+    Returns translations (str) and scores in the order of `lines`.
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    from keras_transformer import sorted_batches  # pylint: disable=g-import-not-at-top
+
+    on_batch = cli.stderr_progress(len(lines), "sentence", progress)
+
+    def translate_batch(batch):
+        out = translate_fn(tf.constant(batch, tf.string))
+        return [(text.decode("utf-8"), float(score))
+                for text, score in zip(out["translations"].numpy(), out["scores"].numpy())]
+
+    lengths = [(len(line.split()), len(line)) for line in lines]
+    results = sorted_batches.map_in_input_order(translate_batch, lines, lengths, batch_size, descending=True,
+                                                on_batch=on_batch)
+    return [t for t, _ in results], [s for _, s in results]
+
+
+def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str] = None,
+                      decoding: DecodingConfig = DecodingConfig(), checkpoint: Optional[str] = None):
+    """(`serving_default`: tf.string [N] -> {"translations", "scores"}, where it came from).
+
+    From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
+    process from the averaged or latest checkpoint (or `checkpoint`); `export_dir` loads the
+    SavedModel (a version folder, or a base folder whose highest version is used), whose
+    decoding settings were fixed at export time.
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    if (model_dir is None) == (export_dir is None):
+        raise ValueError("give exactly one of model_dir and export_dir")
+    if model_dir:
+        from export import serving_module  # pylint: disable=g-import-not-at-top  (TensorFlow)
+
+        translator, source = serving_module.from_model_dir(model_dir, decoding, checkpoint)
+        return translator.serving_default, source
+    import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (tokenizer ops)
+
+    from export import versions  # pylint: disable=g-import-not-at-top
+
+    source = versions.saved_model_path(export_dir)
+    with cli.silence_native_stderr():  # the tokenizer resource's "normalizer.cc" INFO lines
+        return tf.saved_model.load(source).signatures["serving_default"], source

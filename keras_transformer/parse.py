@@ -1,0 +1,103 @@
+"""Parses sentences into constituency trees with a trained parsing model or its export (section 6.3).
+
+    python -m keras_transformer.parse --model_dir=runs/ptb_parsing --input=sentences.txt --output=trees.txt
+    python -m keras_transformer.parse --export_dir=/tmp/serving/parser --input=- < sentences.txt
+    python -m keras_transformer.parse --model_dir=runs/ptb_parsing \\
+        --treebank_split=test --data_dir=../shared/data/ptb_sample            # + EVALB F1
+    python -m keras_transformer.parse --baseline=right_branching \\
+        --treebank_split=test --data_dir=../shared/data/ptb_sample
+
+One tokenized sentence per line (Penn Treebank tokens separated by spaces) in, one tree per line
+out, without part-of-speech tags: `(S (NP The dog) (VP barks) .)`. The model is one trained with
+`--dataset=ptb` (configs/ptb_parsing.flags); decoding is section 6.3's by default: beam 21,
+alpha 0.3, output length up to input length + 300 (an export has its own, fixed when it was
+exported). Every output is a tree over exactly the input's words: a decoded sequence that is
+not one is repaired (`pipelines.linearized_trees.to_tree`) and the share of repaired outputs is
+reported.
+
+With gold trees, `--reference` (one bracketed tree per line, tags included, of the input's
+sentences) or `--treebank_split` (a split of the treebank under --data_dir, whose sentences are
+then the input), EVALB's labelled bracketing F1 with COLLINS.prm (all sentences and those of at
+most 40 words), the unlabelled F1 and the repair share are printed (to stdout when --output is
+a file, else to stderr). Bad input prints `error: <one line>`, exits with status 2 and writes
+nothing; paths and gold trees are checked before the model loads.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from absl import flags
+
+from keras_transformer import cli
+from keras_transformer.config import PARSING_DECODING
+from tasks import flags as task_flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_dir", None, "Training directory of a parsing model (checkpoint + tokenizer).")
+flags.DEFINE_string("export_dir", None, "SavedModel of a parsing model: a version folder or its base folder.")
+flags.DEFINE_enum("baseline", None, ["right_branching"], "Parse with a baseline instead of a model.")
+flags.DEFINE_string("checkpoint", None, "With --model_dir: this checkpoint prefix instead of averaged/latest.")
+flags.DEFINE_string("input", None, "Tokenized sentences, one per line; '-' for stdin.")
+flags.DEFINE_string("treebank_split", None, "Instead of --input: parse this split (train, validation, test) of "
+                    "the treebank under --data_dir and score it against its gold trees.")
+flags.DEFINE_string("data_dir", None, "With --treebank_split: the folder of treebank.zip (NLTK's sample) or of "
+                    "the WSJ .mrg files.")
+flags.DEFINE_string("output", "-", "Where to write the trees, one per line; '-' for stdout.")
+flags.DEFINE_string("reference", None, "Gold trees of the --input sentences, one bracketed tree per line: "
+                    "print EVALB F1.")
+task_flags.define_decoding_flags(defaults=PARSING_DECODING)
+flags.DEFINE_integer("batch_size", 16, "Sentences per batch (each holds beam_size hypotheses).", lower_bound=1)
+
+MODEL_DIR_ONLY = task_flags.decoding_flag_names() + ("checkpoint",)
+
+
+def _check_flags() -> None:
+    given = [name for name in ("model_dir", "export_dir", "baseline") if FLAGS[name].value is not None]
+    if len(given) != 1:
+        raise ValueError("give exactly one of --model_dir, --export_dir and --baseline")
+    if not FLAGS.model_dir:
+        extra = [f"--{name}" for name in MODEL_DIR_ONLY if FLAGS[name].present]
+        if extra:
+            raise ValueError(f"{', '.join(extra)}: only with --model_dir")
+    if (FLAGS.input is None) == (FLAGS.treebank_split is None):
+        raise ValueError("give exactly one of --input and --treebank_split")
+    if FLAGS.treebank_split is not None:
+        if FLAGS.reference:
+            raise ValueError("--reference: only with --input (a treebank split has its gold trees)")
+        if not FLAGS.data_dir:
+            raise ValueError("--treebank_split needs --data_dir, the folder of treebank.zip (NLTK's sample) or of "
+                             "the WSJ .mrg files")
+        from pipelines import treebank  # pylint: disable=g-import-not-at-top
+
+        treebank.check_inputs(FLAGS.data_dir)
+    elif FLAGS.data_dir:
+        raise ValueError("--data_dir: only with --treebank_split")
+    for flag in ("input", "reference", "model_dir", "export_dir"):
+        path = FLAGS[flag].value
+        if path not in (None, "-") and not os.path.exists(path):
+            raise FileNotFoundError(f"--{flag}={path}: no such file or folder")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
+    _check_flags()
+    from tasks import parsing  # pylint: disable=g-import-not-at-top
+
+    cli.check_output_path(FLAGS.output)
+    decoding = task_flags.decoding_config()
+    if FLAGS.baseline is None:
+        cli.start_tensorflow()
+    report = parsing.parse_file(
+        FLAGS.input, FLAGS.output, model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir, baseline=FLAGS.baseline,
+        decoding=decoding, checkpoint=FLAGS.checkpoint, reference=FLAGS.reference,
+        treebank_split=(FLAGS.data_dir, FLAGS.treebank_split) if FLAGS.treebank_split else None,
+        batch_size=FLAGS.batch_size)
+    if report:
+        print(report, file=sys.stderr if FLAGS.output == "-" else sys.stdout)
+
+
+if __name__ == "__main__":
+    cli.run(main)

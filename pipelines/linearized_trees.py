@@ -1,0 +1,126 @@
+"""A constituency tree as a target sentence, and back: the linearization of section 6.3.
+
+Vinyals et al. (2015), whose setup "Attention Is All You Need" follows for parsing (section
+6.3), write a tree depth-first as a sequence of tokens: an opening bracket with its label, a
+placeholder for every word (part-of-speech tags normalised away), a closing bracket repeating
+the label:
+
+    (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .))
+    -> (S (NP XX XX )NP (VP XX )VP XX )S
+
+The words are not in the target: the source sentence has them, and a tree is made of the
+decoded brackets and the input's words in order (`to_tree`). Repeating the label on the
+closing bracket costs no extra tokens over bare ")" and tells the decoder which constituent it
+closes.
+
+A decoder can emit a sequence that is not a tree over the input (an unclosed or extra bracket,
+one placeholder too many or too few). `to_tree` always returns a well-formed tree over exactly
+the input's words, and names the repairs it made (`REPAIRS`), so their share can be reported:
+
+  unclosed       brackets still open at the end are closed
+  extra_close    a closing bracket with nothing open is dropped
+  label_mismatch a closing label differs from the open one (the open one is kept)
+  extra_word     a placeholder after the last input word is dropped
+  missing_word   input words left at the end join the outermost constituent (the root added
+                 by "root" if there are several)
+  not_a_word     a token that is neither bracket nor placeholder stands for a word
+  empty          a constituent over no word is dropped
+  root           words or constituents outside one root are wrapped in one (label S)
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+WORD = "XX"
+FALLBACK_ROOT = "S"  # the label of a root added by repair (the most frequent root label of the WSJ)
+REPAIRS = ("unclosed", "extra_close", "label_mismatch", "extra_word", "missing_word", "not_a_word",
+           "empty", "root")
+
+
+def linearize(tree) -> str:
+    """The target sentence of a tree without part-of-speech level (leaves are words)."""
+    import nltk  # pylint: disable=g-import-not-at-top
+
+    tokens = []
+
+    def walk(node):
+        if not isinstance(node, nltk.Tree):
+            tokens.append(WORD)
+            return
+        tokens.append("(" + node.label())
+        for child in node:
+            walk(child)
+        tokens.append(")" + node.label())
+
+    walk(tree)
+    return " ".join(tokens)
+
+
+def to_tree(linearized: str, words: Sequence[str]):
+    """(tree, repairs): the tree a decoded target sentence describes, over exactly `words`.
+
+    Args:
+        linearized: decoded output, tokens separated by spaces ("(NP", "XX", ")NP", ...).
+        words: the input sentence's words, which replace the placeholders in order.
+
+    Returns:
+        An `nltk.Tree` whose leaves are `words` in order (no part-of-speech level), and the
+        tuple of repairs made, one entry per repair (empty: the output was a tree over the
+        input as it stood).
+    """
+    import nltk  # pylint: disable=g-import-not-at-top
+
+    repairs = []
+    root = nltk.Tree("", [])
+    stack = [root]
+    remaining = list(words)[::-1]
+    for token in linearized.split():
+        if token.startswith("(") and len(token) > 1:
+            node = nltk.Tree(token[1:], [])
+            stack[-1].append(node)
+            stack.append(node)
+        elif token.startswith(")"):
+            if len(stack) == 1:
+                repairs.append("extra_close")
+                continue
+            if len(token) > 1 and token[1:] != stack[-1].label():
+                repairs.append("label_mismatch")
+            stack.pop()
+        else:
+            if token != WORD:
+                repairs.append("not_a_word")
+            if not remaining:
+                repairs.append("extra_word")
+                continue
+            if len(stack) == 1:
+                repairs.append("root")
+            stack[-1].append(remaining.pop())
+    if len(stack) > 1:
+        repairs.append("unclosed")
+    if remaining:
+        repairs.append("missing_word")
+        outermost = root[0] if len(root) == 1 and isinstance(root[0], nltk.Tree) else root
+        outermost.extend(remaining[::-1])
+    tree = _drop_empty(root, repairs)
+    if tree is None or len(tree) != 1 or not isinstance(tree[0], nltk.Tree):
+        if "root" not in repairs:
+            repairs.append("root")
+        tree = nltk.Tree(FALLBACK_ROOT, list(tree) if tree is not None else list(words))
+    else:
+        tree = tree[0]
+    return tree, tuple(repairs)
+
+
+def _drop_empty(node, repairs):
+    """`node` without the constituents that cover no word (None if it covers none)."""
+    import nltk  # pylint: disable=g-import-not-at-top
+
+    if not isinstance(node, nltk.Tree):
+        return node
+    children = [c for c in (_drop_empty(child, repairs) for child in node) if c is not None]
+    if not children:
+        if node.label():  # the unlabelled holder of the roots is not a constituent
+            repairs.append("empty")
+        return None
+    return nltk.Tree(node.label(), children)

@@ -1,0 +1,238 @@
+"""The parsing task (section 6.3, Table 4): sentences -> constituency trees, and their EVALB F1.
+
+"Attention Is All You Need" trains the translation model on sentence -> linearized tree
+pairs of the Penn Treebank and decodes with "a beam size of 21 and alpha = 0.3", output length
+up to "input length + 300" (`keras_transformer.config.PARSING_DECODING`). Training is the
+translation task's (`tasks.translation.train` on the `ptb` data set, `pipelines/treebank.py`);
+this module runs a trained model or its SavedModel over sentences, turns each decoded sequence
+into a tree over exactly the input's words (`pipelines.linearized_trees.to_tree`, which names
+its repairs), and scores trees against gold ones with EVALB's COLLINS.prm (`tasks.evalb`):
+
+    report = parse_file("sentences.txt", "trees.txt", model_dir="runs/ptb_parsing",
+                        reference="gold.trees")
+    report = parse_file(None, "-", baseline="right_branching", treebank=("../shared/data/ptb_sample", "test"))
+
+A reference file holds one gold tree per line in the treebank's bracketed form, part-of-speech
+tags included (`(S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .))`); it is cleaned as the
+training trees are, and its tags decide which words are punctuation. Output trees have no tag
+level (the model predicts none): `(S (NP The dog) (VP barks) .)`, one per line; an empty input
+line gives an empty output line.
+
+The right-branching baseline puts every word but the first into a constituent of its own,
+nested to the right: (S w1 (NP w2 (NP w3 ... (NP wn-1 wn)))), labelled with the root and phrase
+labels most frequent in the WSJ (S, NP), so that it has a labelled F1 as well as the unlabelled
+one it is usually quoted with.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import sys
+import time
+from typing import Optional, Sequence
+
+from keras_transformer import atomic_files, cli
+from keras_transformer.config import PARSING_DECODING, DecodingConfig
+from pipelines import linearized_trees, treebank
+from pipelines.errors import DataError
+from tasks import evalb
+
+BASELINES = ("right_branching",)
+
+
+def right_branching(words: Sequence[str]):
+    """The right-branching tree over `words` (module docstring); None for no word."""
+    import nltk  # pylint: disable=g-import-not-at-top
+
+    if not words:
+        return None
+    node = list(words[-2:])
+    for word in reversed(words[:-2]):
+        node = [word, nltk.Tree("NP", node)]
+    return nltk.Tree(linearized_trees.FALLBACK_ROOT, node)
+
+
+def format_tree(tree) -> str:
+    """A tree on one line, e.g. "(S (NP The dog) (VP barks) .)"; "" for None."""
+    return "" if tree is None else tree.pformat(margin=sys.maxsize)
+
+
+@dataclasses.dataclass(frozen=True)
+class Parses:
+    """Trees of many sentences, and what it took to make them trees.
+
+    Attributes:
+        trees: one `nltk.Tree` per sentence (None for an empty sentence).
+        repairs: per sentence, the repairs `linearized_trees.to_tree` made (empty: none).
+    """
+    trees: tuple
+    repairs: tuple
+
+    @property
+    def repaired(self) -> int:
+        """Sentences whose decoded output needed at least one repair."""
+        return sum(1 for r in self.repairs if r)
+
+    def repair_counts(self) -> collections.Counter:
+        """Sentences with each kind of repair."""
+        return collections.Counter(kind for r in self.repairs for kind in set(r))
+
+    def summary(self) -> str:
+        n = len(self.trees)
+        kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(self.repair_counts().items()))
+        return (f"repaired: {self.repaired} of {n} outputs ({100 * self.repaired / max(n, 1):.1f}%)"
+                + (f": {kinds}" if kinds else ""))
+
+
+def trees_from_outputs(outputs: Sequence[str], sentences: Sequence[Sequence[str]]) -> Parses:
+    """`Parses` of decoded linearized trees, each over its sentence's words."""
+    trees, repairs = [], []
+    for output, words in zip(outputs, sentences, strict=True):
+        if not words:
+            trees.append(None)
+            repairs.append(())
+            continue
+        tree, made = linearized_trees.to_tree(output, words)
+        trees.append(tree)
+        repairs.append(made)
+    return Parses(tuple(trees), tuple(repairs))
+
+
+def parse_sentences(translate_fn, sentences: Sequence[Sequence[str]], batch_size: int = 16,
+                    progress: Optional[bool] = None) -> Parses:
+    """Parses tokenized sentences with a `serving_default` (tf.string [N] -> {"translations", ...})."""
+    from export import client  # pylint: disable=g-import-not-at-top  (TensorFlow)
+
+    outputs, _ = client.translate_lines(translate_fn, [" ".join(w).encode("utf-8") for w in sentences],
+                                             batch_size, progress)
+    return trees_from_outputs(outputs, sentences)
+
+
+@dataclasses.dataclass(frozen=True)
+class Gold:
+    """Gold trees of the sentences being parsed: `pipelines.treebank.ParsedSentence`s."""
+    sentences: tuple
+
+    @classmethod
+    def from_treebank(cls, data_dir: str, split: str) -> "Gold":
+        return cls(treebank.read_split(data_dir, split))
+
+    @classmethod
+    def from_file(cls, path: str) -> "Gold":
+        """One bracketed gold tree per line (tags included); `DataError` naming a bad line."""
+        import nltk  # pylint: disable=g-import-not-at-top
+
+        parsed = []
+        with open(path, encoding="utf-8") as file:
+            for number, line in enumerate(file, 1):
+                try:
+                    sentence = treebank.clean(nltk.Tree.fromstring(line)) if line.strip() else None
+                except ValueError:
+                    raise DataError(f"{path} line {number}: not a bracketed tree") from None
+                if sentence is None:
+                    raise DataError(f"{path} line {number}: no tree with a word")
+                parsed.append(sentence)
+        return cls(tuple(parsed))
+
+    def check_words(self, sentences: Sequence[Sequence[str]], what: str) -> None:
+        if len(sentences) != len(self.sentences):
+            raise DataError(f"{what}: {len(self.sentences)} gold trees but {len(sentences)} sentences")
+        for number, (gold, words) in enumerate(zip(self.sentences, sentences), 1):
+            if tuple(words) != gold.words:
+                raise DataError(f"{what} line {number}: the gold tree's words are not the sentence's")
+
+    def scores(self, trees: Sequence, labelled: bool = True, max_words: Optional[int] = None) -> evalb.Scores:
+        return evalb.score([s.tree for s in self.sentences], trees, [s.tags for s in self.sentences],
+                           labelled=labelled, max_words=max_words)
+
+    def take(self, count: int) -> "Gold":
+        """The first `count` gold trees."""
+        return Gold(self.sentences[:count])
+
+    def dev_scores(self, outputs: Sequence[str]) -> dict:
+        """{"f1": labelled EVALB F1, "repaired": % of outputs repaired} of decoded linearized trees
+        of these sentences (the dev evaluation's `task_scores`)."""
+        parses = trees_from_outputs(outputs, [s.words for s in self.sentences])
+        return {"f1": self.scores(parses.trees).f1, "repaired": 100 * parses.repaired / max(len(outputs), 1)}
+
+    def report(self, trees: Sequence) -> str:
+        """EVALB's summary lines: all sentences, len <= 40, and unlabelled."""
+        return "\n".join([
+            f"labelled (EVALB, COLLINS.prm): {self.scores(trees)}",
+            f"labelled, len <= {evalb.COLLINS.cutoff_length}: "
+            f"{self.scores(trees, max_words=evalb.COLLINS.cutoff_length)}",
+            f"unlabelled: {self.scores(trees, labelled=False)}"])
+
+
+def read_sentences(path: str) -> list[list[str]]:
+    """Tokenized sentences, one per line (words separated by spaces); `DataError` on invalid UTF-8."""
+    sentences = []
+    for number, line in enumerate(cli.read_lines(path), 1):
+        try:
+            sentences.append(line.decode("utf-8").split())
+        except UnicodeDecodeError:
+            raise DataError(f"{path} line {number}: not UTF-8") from None
+    return sentences
+
+
+def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: Optional[str] = None,
+               export_dir: Optional[str] = None, baseline: Optional[str] = None,
+               decoding: DecodingConfig = PARSING_DECODING, checkpoint: Optional[str] = None,
+               reference: Optional[str] = None, treebank_split: Optional[tuple[str, str]] = None,
+               batch_size: int = 16, progress: Optional[bool] = None) -> Optional[str]:
+    """Parses a file of sentences (or a treebank split) and writes one tree per line.
+
+    Args:
+        input_path: tokenized sentences, one per line ("-": stdin); None with `treebank_split`.
+        output_path: where the trees go ("-": stdout); replaced atomically at the end.
+        model_dir, export_dir, baseline: what parses, exactly one: a training directory (its
+            averaged or latest checkpoint, or `checkpoint`, decoded with `decoding`), a SavedModel
+            (decoding fixed at export), or "right_branching".
+        reference: gold trees, one per line, of the input's sentences: score the output.
+        treebank_split: (data_dir, split): parse that split's sentences and score against its trees.
+        batch_size: sentences per decoding batch (each holds beam_size hypotheses).
+
+    Returns:
+        With gold trees, the report: EVALB labelled F1 (all, len <= 40), unlabelled F1 and the
+        share of outputs that needed repair; else None. Bad input (`DataError`, `ValueError`)
+        is found before the model loads.
+    """
+    if sum(x is not None for x in (model_dir, export_dir, baseline)) != 1:
+        raise ValueError("give exactly one of model_dir, export_dir and baseline")
+    if baseline is not None and baseline not in BASELINES:
+        raise ValueError(f"baseline must be one of {', '.join(BASELINES)}, got {baseline!r}")
+    if (input_path is None) == (treebank_split is None):
+        raise ValueError("give exactly one of an input file and a treebank split")
+    cli.check_output_path(output_path)
+    gold = None
+    if treebank_split is not None:
+        gold = Gold.from_treebank(*treebank_split)
+        sentences = [list(s.words) for s in gold.sentences]
+        source = f"{treebank_split[0]} [{treebank_split[1]}]"
+    else:
+        sentences = read_sentences(input_path)
+        source = input_path
+        if reference:
+            gold = Gold.from_file(reference)
+            gold.check_words(sentences, reference)
+    start = time.perf_counter()
+    if baseline:
+        parses = Parses(tuple(right_branching(w) for w in sentences), tuple(() for _ in sentences))
+        parser = baseline
+    else:
+        from export import client  # pylint: disable=g-import-not-at-top  (TensorFlow)
+
+        translate_fn, parser = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint)
+        print(f"parsing {len(sentences)} sentences of {source} with {parser}", file=sys.stderr)
+        parses = parse_sentences(translate_fn, sentences, batch_size, progress)
+    for tree, words in zip(parses.trees, sentences):  # the contract, whatever the decoder emitted
+        if (tree.leaves() if tree is not None else []) != list(words):
+            raise AssertionError(f"a tree over other words than its sentence's: {format_tree(tree)}")
+    atomic_files.write_output(output_path, "".join(format_tree(t) + "\n" for t in parses.trees))
+    elapsed = time.perf_counter() - start
+    print(f"{len(sentences)} sentences in {elapsed:.1f} s ({len(sentences) / max(elapsed, 1e-9):.1f} sentences/s)",
+          file=sys.stderr)
+    if gold is None:
+        return None
+    return f"{parser}\n{gold.report(parses.trees)}\n{parses.summary()}"
