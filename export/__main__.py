@@ -4,8 +4,8 @@
     python -m export --model_dir=/tmp/run --export_dir=OUT --beam_size=4 --alpha=0.6 \\
         --max_extra_length=50 --version=3
 
-A parsing model (trained with --dataset=ptb) exported without decoding flags gets section 6.3's
-decoding (beam 21, alpha 0.3, output up to input length + 300) instead of section 6.1's.
+A parsing model (trained with --dataset=ptb) gets section 6.3's decoding (beam 21, alpha 0.3,
+output up to input length + 300) instead of section 6.1's; decoding flags change only themselves.
 
 This writes OUT/<version>/ (default: the next integer in OUT) with the signatures
 `serving_default` (sentences -> translations, scores) and `translate_with_attention`
@@ -25,6 +25,8 @@ or a --checkpoint prefix without its .index file (these before the model is buil
 
 from __future__ import annotations
 
+import os
+
 from absl import flags, logging
 
 from export import versions
@@ -41,23 +43,6 @@ flags.DEFINE_boolean("check_ops", True, "Refuse to publish an export with ops st
 flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 
-def _task_decoding(model_dir: str, decoding):
-    """`decoding`, or section 6.3's (beam 21, alpha 0.3, input + 300) for a parsing model exported
-    without decoding flags."""
-    from keras_transformer import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top
-    from keras_transformer.config import PARSING_DECODING  # pylint: disable=g-import-not-at-top
-    from pipelines import sources  # pylint: disable=g-import-not-at-top
-
-    if any(FLAGS[name].present for name in task_flags.decoding_flag_names()):
-        return decoding
-    try:
-        dataset = model_dir_lib.read_settings(model_dir).get("data", {}).get("dataset")
-        parsing = sources.spec(dataset).kind == "treebank"
-    except (OSError, ValueError):  # no config, or not JSON: export_model_dir reports it
-        return decoding
-    return PARSING_DECODING if parsing else decoding
-
-
 def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -68,7 +53,11 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
     from export import serving_module  # pylint: disable=g-import-not-at-top
 
-    decoding = _task_decoding(FLAGS.model_dir, decoding)
+    from keras_transformer import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top
+    from tasks import parsing  # pylint: disable=g-import-not-at-top
+
+    if os.path.isfile(os.path.join(FLAGS.model_dir, model_dir_lib.CONFIG_FILE)):  # else export_model_dir says so
+        decoding = task_flags.decoding_config(base=parsing.run_decoding(FLAGS.model_dir))
     path, checkpoint, translator = serving_module.export_model_dir(
         FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.check_ops)
     print(f"exported {checkpoint} to {path}")

@@ -128,6 +128,17 @@ def read_lines(path: str) -> list[bytes]:
     return [line.rstrip(b"\r") for line in lines]
 
 
+def check_input_file(path: Optional[str], flag: str) -> None:
+    """Raises a one-line error unless `path` (the value of --`flag`) is a file; None and "-"
+    (stdin) pass."""
+    if path in (None, "-"):
+        return
+    if os.path.isdir(path):
+        raise ValueError(f"--{flag}={path}: is a folder, not a file")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--{flag}={path}: no such file")
+
+
 def check_output_path(path: str) -> None:
     """Raises a one-line `ValueError` unless a command's output can be written to `path` ("-"
     is stdout): it is not a folder, and its folder is writable or can be created

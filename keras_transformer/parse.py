@@ -40,8 +40,8 @@ flags.DEFINE_string("export_dir", None, "SavedModel of a parsing model: a versio
 flags.DEFINE_enum("baseline", None, ["right_branching"], "Parse with a baseline instead of a model.")
 flags.DEFINE_string("checkpoint", None, "With --model_dir: this checkpoint prefix instead of averaged/latest.")
 flags.DEFINE_string("input", None, "Tokenized sentences, one per line; '-' for stdin.")
-flags.DEFINE_string("treebank_split", None, "Instead of --input: parse this split (train, validation, test) of "
-                    "the treebank under --data_dir and score it against its gold trees.")
+flags.DEFINE_enum("treebank_split", None, ["train", "validation", "test"], "Instead of --input: parse this split "
+                  "of the treebank under --data_dir and score it against its gold trees.")
 flags.DEFINE_string("data_dir", None, "With --treebank_split: the folder of treebank.zip (NLTK's sample) or of "
                     "the WSJ .mrg files.")
 flags.DEFINE_string("output", "-", "Where to write the trees, one per line; '-' for stdout.")
@@ -50,34 +50,32 @@ flags.DEFINE_string("reference", None, "Gold trees of the --input sentences, one
 task_flags.define_decoding_flags(defaults=PARSING_DECODING)
 flags.DEFINE_integer("batch_size", 16, "Sentences per batch (each holds beam_size hypotheses).", lower_bound=1)
 
-MODEL_DIR_ONLY = task_flags.decoding_flag_names() + ("checkpoint",)
-
 
 def _check_flags() -> None:
     given = [name for name in ("model_dir", "export_dir", "baseline") if FLAGS[name].value is not None]
     if len(given) != 1:
         raise ValueError("give exactly one of --model_dir, --export_dir and --baseline")
     if not FLAGS.model_dir:
-        extra = [f"--{name}" for name in MODEL_DIR_ONLY if FLAGS[name].present]
-        if extra:
-            raise ValueError(f"{', '.join(extra)}: only with --model_dir")
+        task_flags.check_model_dir_only("an export has its decoding built in; a baseline has none")
     if (FLAGS.input is None) == (FLAGS.treebank_split is None):
         raise ValueError("give exactly one of --input and --treebank_split")
     if FLAGS.treebank_split is not None:
         if FLAGS.reference:
             raise ValueError("--reference: only with --input (a treebank split has its gold trees)")
-        if not FLAGS.data_dir:
-            raise ValueError("--treebank_split needs --data_dir, the folder of treebank.zip (NLTK's sample) or of "
-                             "the WSJ .mrg files")
         from pipelines import treebank  # pylint: disable=g-import-not-at-top
 
+        if not FLAGS.data_dir:
+            raise ValueError(f"--treebank_split needs --data_dir, {treebank.DATA_DIR_IS}")
         treebank.check_inputs(FLAGS.data_dir)
     elif FLAGS.data_dir:
         raise ValueError("--data_dir: only with --treebank_split")
-    for flag in ("input", "reference", "model_dir", "export_dir"):
-        path = FLAGS[flag].value
-        if path not in (None, "-") and not os.path.exists(path):
-            raise FileNotFoundError(f"--{flag}={path}: no such file or folder")
+    if FLAGS.reference == "-":
+        raise ValueError("--reference=-: the gold trees must be a file (stdin is for --input)")
+    for flag in ("input", "reference"):
+        cli.check_input_file(FLAGS[flag].value, flag)
+    for flag in ("model_dir", "export_dir"):
+        if FLAGS[flag].value is not None and not os.path.isdir(FLAGS[flag].value):
+            raise FileNotFoundError(f"--{flag}={FLAGS[flag].value}: no such folder")
 
 
 def main(argv):

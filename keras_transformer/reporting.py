@@ -35,7 +35,8 @@ from keras_transformer import model_dir as model_dir_lib
 # writes "chrf++" as it is, but TF1's summary ops rename it "chrf__", and in TensorBoard's tag
 # filter (a regular expression) '+' is an operator.
 EVAL_SCALARS = {"loss": "loss", "nll": "nll", "perplexity": "perplexity", "bleu": "bleu", "chrf": "chrf",
-                "chrf++": "chrf_pp", "f1": "f1", "repaired": "repaired"}
+                "chrf++": "chrf_pp"}
+NOT_A_SCALAR = ("tokens",)  # an evaluation's result that is a count, not a score
 
 
 def projected_last_step(config, start_step: int, step: int, elapsed: float) -> int:
@@ -160,12 +161,16 @@ class Reporter:
 
     def evaluation(self, step: int, results: dict, seconds: float) -> None:
         """Reports an evaluation: `{"loss", "nll", "perplexity"}` and/or `{"bleu", "signature"}`, with
-        `{"chrf", "chrf++"}` and parsing's `{"f1", "repaired"}` when the evaluator gives them
-        (`EVAL_SCALARS` names their tags).
+        `{"chrf", "chrf++"}` when the evaluator gives them (`EVAL_SCALARS` names their tags), and
+        any other number a task adds (parsing's "f1" and "repaired"), under its own name.
         On a terminal, a progress bar still running is left on its line, not written over."""
         if self.progbar is not None and not self._bar_closed:
             print(flush=True)
         scalars = {tag: results[key] for key, tag in EVAL_SCALARS.items() if key in results}
+        # A task's own scores (`Evaluator.task_scores`, e.g. parsing's f1): under their own names.
+        task = {key: value for key, value in results.items() if key not in EVAL_SCALARS and key not in NOT_A_SCALAR
+                and isinstance(value, (int, float)) and not isinstance(value, bool)}
+        scalars.update(task)
         write_scalars(self.eval_writer, step, scalars)
         line = f"eval step {step}:"
         if "loss" in results:
@@ -176,8 +181,8 @@ class Reporter:
             line += f" chrF {results['chrf']:.1f}"
         if "chrf++" in results:
             line += f" chrF++ {results['chrf++']:.1f}"
-        if "f1" in results:
-            line += f" F1 {results['f1']:.2f} (repaired {results['repaired']:.1f}%)"
+        for key, value in task.items():
+            line += f" {key} {value:.2f}"
         self.log(f"{line} [{seconds:.0f} s]")
 
 

@@ -28,7 +28,6 @@ input's, a missing training directory, checkpoint or export (these before the mo
 
 from __future__ import annotations
 
-import os
 import sys
 
 from absl import flags
@@ -51,27 +50,18 @@ flags.register_multi_flags_validator(
     message="give exactly one of --model_dir and --export_dir",
 )
 
-MODEL_DIR_ONLY = task_flags.decoding_flag_names() + ("checkpoint",)
-
 
 def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     if FLAGS.export_dir:
-        given = [f"--{name}" for name in MODEL_DIR_ONLY if FLAGS[name].present]
-        if given:
-            raise ValueError(f"{', '.join(given)}: only with --model_dir (an export has its decoding settings built in)")
+        task_flags.check_model_dir_only("an export has its decoding settings built in")
     decoding = task_flags.decoding_config()
     # The paths, before TensorFlow starts: a bad one must not cost a model load (translate_file
     # checks them again, and the reference's line count, before it loads the model).
     for flag in ("input", "reference"):
-        path = FLAGS[flag].value
-        if path not in (None, "-") and not os.path.isfile(path):
-            raise FileNotFoundError(f"--{flag}={path}: no such file")
-    if FLAGS.output != "-":
-        if os.path.isdir(FLAGS.output):
-            raise ValueError(f"--output={FLAGS.output}: is a folder, not a file")
-        cli.check_writable_folder(os.path.dirname(os.path.abspath(FLAGS.output)), "output")
+        cli.check_input_file(FLAGS[flag].value, flag)
+    cli.check_output_path(FLAGS.output)
     cli.start_tensorflow()
     from tasks import translation  # pylint: disable=g-import-not-at-top
 

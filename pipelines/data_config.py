@@ -116,9 +116,14 @@ class DataConfig:
         kind = sources.spec(self.dataset).kind
         if kind == "multi30k" and not self.data_dir:
             raise DataError(f"dataset {self.dataset} needs data_dir, the folder of the original Multi30k .gz files")
-        if kind == "treebank" and not self.data_dir:
-            raise DataError(f"dataset {self.dataset} needs data_dir, the folder of treebank.zip (NLTK's sample) "
-                            "or of the WSJ .mrg files")
+        if kind == "treebank":
+            from pipelines import treebank  # pylint: disable=g-import-not-at-top
+
+            if not self.data_dir:
+                raise DataError(f"dataset {self.dataset} needs data_dir, {treebank.DATA_DIR_IS}")
+            if self.lowercase:
+                raise ValueError(f"lowercase with dataset {self.dataset}: it would fold the trees' labels and "
+                                 "placeholders, which must stay as they are")
         if kind == "files" and not (self.source_file and self.target_file):
             raise DataError("dataset 'files' needs both source_file and target_file")
         if self.max_length < 1 or self.vocab_size < 1:

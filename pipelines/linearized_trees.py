@@ -23,17 +23,21 @@ the input's words, and names the repairs it made (`REPAIRS`), so their share can
   extra_word     a placeholder after the last input word is dropped
   missing_word   input words left at the end join the outermost constituent (the root added
                  by "root" if there are several)
-  not_a_word     a token that is neither bracket nor placeholder stands for a word
+  not_a_word     a token that is neither bracket nor placeholder stands for a word (a label
+                 holds no bracket or space: "(NP)NP" is such a token, not a bracket)
   empty          a constituent over no word is dropped
   root           words or constituents outside one root are wrapped in one (label S)
 """
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 WORD = "XX"
 FALLBACK_ROOT = "S"  # the label of a root added by repair (the most frequent root label of the WSJ)
+_OPEN = re.compile(r"\(([^()\s]+)")  # "(NP"
+_CLOSE = re.compile(r"\)([^()\s]*)")  # ")NP", or a bare ")"
 REPAIRS = ("unclosed", "extra_close", "label_mismatch", "extra_word", "missing_word", "not_a_word",
            "empty", "root")
 
@@ -76,15 +80,16 @@ def to_tree(linearized: str, words: Sequence[str]):
     stack = [root]
     remaining = list(words)[::-1]
     for token in linearized.split():
-        if token.startswith("(") and len(token) > 1:
-            node = nltk.Tree(token[1:], [])
+        opening, closing = _OPEN.fullmatch(token), _CLOSE.fullmatch(token)
+        if opening:
+            node = nltk.Tree(opening.group(1), [])
             stack[-1].append(node)
             stack.append(node)
-        elif token.startswith(")"):
+        elif closing:
             if len(stack) == 1:
                 repairs.append("extra_close")
                 continue
-            if len(token) > 1 and token[1:] != stack[-1].label():
+            if closing.group(1) and closing.group(1) != stack[-1].label():
                 repairs.append("label_mismatch")
             stack.pop()
         else:

@@ -38,6 +38,7 @@ SAMPLE_ZIP = "treebank.zip"
 SAMPLE_SPLITS = {"train": (1, 159), "validation": (160, 179), "test": (180, 199)}
 # The full WSJ treebank: sections (file number // 100), the split every parser reports.
 WSJ_SPLITS = {"train": (2, 21), "validation": (22, 22), "test": (23, 23)}
+DATA_DIR_IS = "the folder of treebank.zip (NLTK's sample) or of the WSJ .mrg files"
 ROOT_LABEL = "TOP"  # the label of a root that nltk returns unlabelled (several top constituents)
 _FILE_NUMBER = re.compile(r"wsj_(\d{4})\.mrg$")
 
@@ -142,8 +143,7 @@ def check_inputs(data_dir: Optional[str]) -> None:
     """Raises a one-line `DataError` unless `data_dir` holds the NLTK sample or .mrg files (no
     TensorFlow, no nltk import)."""
     if not data_dir:
-        raise DataError("dataset ptb needs data_dir: the folder of treebank.zip (NLTK's sample) or of "
-                        "the WSJ .mrg files")
+        raise DataError(f"dataset ptb needs data_dir, {DATA_DIR_IS}")
     if not os.path.isdir(data_dir):
         raise DataError(f"data_dir {data_dir}: no such folder")
     if os.path.isfile(os.path.join(data_dir, SAMPLE_ZIP)):

@@ -18,10 +18,13 @@ from absl import flags
 FLAGS = flags.FLAGS
 
 _DECODING_HELP = {
-    "beam_size": "Beam size (section 6.1; paper: 4); 1 = greedy search.",
-    "alpha": "Length penalty exponent alpha (section 6.1; paper: 0.6).",
-    "max_extra_length": "At most source tokens (EOS included) + this many output tokens (paper: 50).",
+    "beam_size": "Beam size (paper: 4 for translation, section 6.1; 21 for parsing, 6.3); 1 = greedy search.",
+    "alpha": "Length penalty exponent alpha (paper: 0.6 for translation; 0.3 for parsing).",
+    "max_extra_length": "At most source tokens (EOS included) + this many output tokens (paper: 50 for "
+                        "translation; 300 for parsing).",
 }
+# Flags that apply to a training directory only, not to an export (whose decoding is built in).
+MODEL_DIR_ONLY = tuple(_DECODING_HELP) + ("checkpoint",)
 
 
 def define_decoding_flags(prefix: str = "", defaults=None) -> None:
@@ -40,12 +43,24 @@ def decoding_flag_names(prefix: str = "") -> tuple[str, ...]:
     return tuple(f"{prefix}{name}" for name in _DECODING_HELP)
 
 
-def decoding_config(prefix: str = ""):
-    """The `DecodingConfig` of the flags defined by `define_decoding_flags(prefix)`."""
+def decoding_config(prefix: str = "", base=None):
+    """The `DecodingConfig` of the flags defined by `define_decoding_flags(prefix)`; with `base` (a
+    `DecodingConfig`), `base` with only the flags given on the command line changed."""
+    import dataclasses  # pylint: disable=g-import-not-at-top
+
     from keras_transformer.config import DecodingConfig  # pylint: disable=g-import-not-at-top
 
-    return DecodingConfig(beam_size=FLAGS[f"{prefix}beam_size"].value, alpha=FLAGS[f"{prefix}alpha"].value,
-                          max_extra_length=FLAGS[f"{prefix}max_extra_length"].value)
+    values = {name: FLAGS[f"{prefix}{name}"].value for name in _DECODING_HELP
+              if base is None or FLAGS[f"{prefix}{name}"].present}
+    return DecodingConfig(**values) if base is None else dataclasses.replace(base, **values)
+
+
+def check_model_dir_only(why: str) -> None:
+    """Raises a one-line `ValueError` naming the `MODEL_DIR_ONLY` flags given (`why`: what is used
+    instead, e.g. "an export has its decoding settings built in")."""
+    given = [f"--{name}" for name in MODEL_DIR_ONLY if FLAGS[name].present]
+    if given:
+        raise ValueError(f"{', '.join(given)}: only with --model_dir ({why})")
 
 
 def define_model_size_flags(num_layers=None, d_model=None, d_ff=None, num_heads=None) -> None:

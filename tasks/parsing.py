@@ -10,13 +10,16 @@ its repairs), and scores trees against gold ones with EVALB's COLLINS.prm (`task
 
     report = parse_file("sentences.txt", "trees.txt", model_dir="runs/ptb_parsing",
                         reference="gold.trees")
-    report = parse_file(None, "-", baseline="right_branching", treebank=("../shared/data/ptb_sample", "test"))
+    report = parse_file(None, "-", baseline="right_branching",
+                        treebank_split=("../shared/data/ptb_sample", "test"))
 
 A reference file holds one gold tree per line in the treebank's bracketed form, part-of-speech
 tags included (`(S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .))`); it is cleaned as the
 training trees are, and its tags decide which words are punctuation. Output trees have no tag
 level (the model predicts none): `(S (NP The dog) (VP barks) .)`, one per line; an empty input
-line gives an empty output line.
+line gives an empty output line (and cannot be scored: a reference has a tree on every line).
+Input words are Penn Treebank tokens: a bare "(" or ")" is read as the treebank's -LRB- / -RRB-
+(what the model was trained on, and what keeps the output trees readable).
 
 The right-branching baseline puts every word but the first into a constituent of its own,
 nested to the right: (S w1 (NP w2 (NP w3 ... (NP wn-1 wn)))), labelled with the root and phrase
@@ -39,6 +42,17 @@ from pipelines.errors import DataError
 from tasks import evalb
 
 BASELINES = ("right_branching",)
+
+
+def run_decoding(model_dir: str) -> DecodingConfig:
+    """The decoding a training directory's model is meant for: section 6.3's for a parsing run
+    (trained on a treebank), else section 6.1's."""
+    from keras_transformer import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    from pipelines import sources  # pylint: disable=g-import-not-at-top
+
+    dataset = model_dir_lib.read_settings(model_dir).get("data", {}).get("dataset", "")
+    parsing = dataset in sources.DATASETS and sources.spec(dataset).task == "parsing"
+    return PARSING_DECODING if parsing else DecodingConfig()
 
 
 def right_branching(words: Sequence[str]):
@@ -104,8 +118,8 @@ def parse_sentences(translate_fn, sentences: Sequence[Sequence[str]], batch_size
     """Parses tokenized sentences with a `serving_default` (tf.string [N] -> {"translations", ...})."""
     from export import client  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
-    outputs, _ = client.translate_lines(translate_fn, [" ".join(w).encode("utf-8") for w in sentences],
-                                             batch_size, progress)
+    outputs, _ = client.translate_lines(translate_fn, [" ".join(w).encode("utf-8") for w in sentences], batch_size,
+                                        progress)
     return trees_from_outputs(outputs, sentences)
 
 
@@ -124,15 +138,22 @@ class Gold:
         import nltk  # pylint: disable=g-import-not-at-top
 
         parsed = []
-        with open(path, encoding="utf-8") as file:
-            for number, line in enumerate(file, 1):
-                try:
-                    sentence = treebank.clean(nltk.Tree.fromstring(line)) if line.strip() else None
-                except ValueError:
-                    raise DataError(f"{path} line {number}: not a bracketed tree") from None
-                if sentence is None:
-                    raise DataError(f"{path} line {number}: no tree with a word")
-                parsed.append(sentence)
+        for number, line in enumerate(cli.read_lines(path), 1):
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise DataError(f"{path} line {number}: not UTF-8") from None
+            try:
+                sentence = treebank.clean(nltk.Tree.fromstring(text)) if text.strip() else None
+            except ValueError:
+                raise DataError(f"{path} line {number}: not a bracketed tree") from None
+            if sentence is None:
+                raise DataError(f"{path} line {number}: no tree with a word")
+            if "" in sentence.tags:
+                raise DataError(f"{path} line {number}: a word without its part-of-speech tag, e.g. "
+                                "(S (NP (DT The) (NN dog)) ...); gold trees need them (EVALB drops punctuation "
+                                "by its tag)")
+            parsed.append(sentence)
         return cls(tuple(parsed))
 
     def check_words(self, sentences: Sequence[Sequence[str]], what: str) -> None:
@@ -165,14 +186,19 @@ class Gold:
             f"unlabelled: {self.scores(trees, labelled=False)}"])
 
 
+PTB_BRACKETS = {"(": "-LRB-", ")": "-RRB-"}
+
+
 def read_sentences(path: str) -> list[list[str]]:
-    """Tokenized sentences, one per line (words separated by spaces); `DataError` on invalid UTF-8."""
+    """Tokenized sentences, one per line (words separated by spaces, "(" and ")" read as -LRB- and
+    -RRB-); `DataError` on invalid UTF-8."""
     sentences = []
     for number, line in enumerate(cli.read_lines(path), 1):
         try:
-            sentences.append(line.decode("utf-8").split())
+            words = line.decode("utf-8").split()
         except UnicodeDecodeError:
             raise DataError(f"{path} line {number}: not UTF-8") from None
+        sentences.append([PTB_BRACKETS.get(word, word) for word in words])
     return sentences
 
 

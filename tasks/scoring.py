@@ -82,7 +82,6 @@ def check_inputs(source_path: str, target_path: str, output_path: str = "-") -> 
 
 def read_pair_lines(source_path: str, target_path: str) -> tuple[list[str], list[str]]:
     """The lines of both files (checked by `check_inputs`) as stripped text, in file order."""
-
     return tuple([line.decode("utf-8").strip() for line in cli.read_lines(path)] for path in (source_path, target_path))
 
 
@@ -179,7 +178,6 @@ def score_files(model_dir: str, source_path: str, target_path: str, output_path:
     (`cli.check_output_path`, `check_inputs`, `load_run`), a pair too long for learned positions
     before any pair is scored; the output file is replaced atomically at the end.
     """
-
     cli.check_output_path(output_path)
     count = check_inputs(source_path, target_path, output_path)
     start = time.perf_counter()

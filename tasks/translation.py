@@ -29,11 +29,11 @@ import sys
 import time
 from typing import Callable, Optional
 
+from export import client
 from keras_transformer import atomic_files, cli
 from keras_transformer import model_dir as model_dir_lib
-from export import client
 from keras_transformer.config import DecodingConfig, TransformerConfig
-from pipelines import corpora
+from pipelines import corpora, sources
 from pipelines.data_config import DataConfig, check_batch_tokens
 
 
@@ -75,7 +75,7 @@ def build_evaluator(data: DataConfig, decoding: DecodingConfig, label_smoothing:
     with cli.silence_native_stderr():
         rows = source_tokenizer.tokenize([s for s, _ in pairs], add_eos=True).to_list()
     task_scores = None
-    if data.kind == "treebank":  # parsing (section 6.3): EVALB F1 of the dev trees too
+    if sources.spec(data.dataset).task == "parsing":  # section 6.3: EVALB F1 of the dev trees too
         from tasks import parsing  # pylint: disable=g-import-not-at-top
 
         task_scores = parsing.Gold.from_treebank(data.data_dir, data.dev_split).take(len(pairs)).dev_scores
