@@ -61,7 +61,11 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
         from export import serving_module  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
         translator, source = serving_module.from_model_dir(model_dir, decoding, checkpoint)
-        return translator.serving_default, source
+
+        def serving_default(sentences):  # holds the Translator: its tf.function keeps only a weak reference
+            return translator.serving_default(sentences)
+
+        return serving_default, source
     import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (tokenizer ops)
 
     from export import versions  # pylint: disable=g-import-not-at-top
