@@ -123,7 +123,7 @@ class DataConfig:
                 raise DataError(f"dataset {self.dataset} needs data_dir, {treebank.DATA_DIR_IS}")
             if self.lowercase:
                 raise ValueError(f"lowercase with dataset {self.dataset}: it would fold the trees' labels and "
-                                 "placeholders, which must stay as they are")
+                                 "the placeholder XX, which must stay as they are")
         if kind == "files" and not (self.source_file and self.target_file):
             raise DataError("dataset 'files' needs both source_file and target_file")
         if self.max_length < 1 or self.vocab_size < 1:

@@ -47,8 +47,7 @@ def run_dir(ptb, tmp_path_factory):
     """A tiny parsing model: 40 updates of the tiny recipe on the treebank, evaluated at the end."""
     model_dir = tmp_path_factory.mktemp("parse") / "run"
     result = run("keras_transformer.train", "--flagfile=configs/tiny.flags", "--dataset=ptb", f"--data_dir={ptb}",
-                 f"--model_dir={model_dir}", "--shared_vocab=false", "--split_by_script=false", "--vocab_size=400",
-                 "--max_length=160",
+                 f"--model_dir={model_dir}", "--split_by_script=false", "--vocab_size=1000", "--max_length=200",
                  "--batch_tokens=2400", "--train_steps=40", "--eval_every_steps=40", "--eval_max_sentences=8",
                  "--eval_max_extra_length=40", "--checkpoint_every_steps=40")
     return model_dir, result.stdout + result.stderr
