@@ -8,12 +8,11 @@ words, a closing bracket repeating the label; part-of-speech tags are left out:
     -> (S (NP The dog )NP (VP barks )VP . )S
 
 Vinyals et al. replaced each word by a placeholder, "XX" (the input has the words). Here the
-words are kept: the decoder then copies the word it has reached, so it always knows where it is
-in the sentence, instead of counting placeholders. On the 3,396 trees of NLTK's sample, a model
-trained on placeholders for 42 minutes still closed its trees after about 8 words (greedy dev F1
-12, every output repaired; docs/BENCHMARKS.md). A tree is made of the decoded brackets and the
-input's words in order (`to_tree`): a decoded word only marks a word's place (a placeholder
-"XX" is read the same way). Repeating the label on the closing bracket costs no extra tokens
+words are kept: the decoder copies the word it has reached, and so knows where it is in the
+sentence instead of counting placeholders (the targets grow by about a tenth: words are a piece
+or two each, as "XX" is one). A tree is made of the decoded brackets and the input's words in
+order (`to_tree`): a decoded word only marks a word's place (a placeholder "XX" is read the same
+way), so a miscopied word never changes the input. Repeating the label on the closing bracket costs no extra tokens
 over a bare ")" and tells the decoder which constituent it closes.
 
 A decoder can emit a sequence that is not a tree over the input (an unclosed or extra bracket,
