@@ -29,6 +29,8 @@ the input's words, and names the repairs it made (`REPAIRS`), so their share can
                  label holds no bracket or space: "(NP)NP" is such a token, not a bracket)
   empty          a constituent over no word is dropped
   root           words or constituents outside one root are wrapped in one (label S)
+  too_deep       a bracket opened inside MAX_DEPTH open ones is dropped, with its closing one
+                 (a decoder that only opens brackets would otherwise nest past any recursion)
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ WORD = "XX"
 FALLBACK_ROOT = "S"  # the label of a root added by repair (the most frequent root label of the WSJ)
 _OPEN = re.compile(r"\(([^()\s]+)")  # "(NP"
 _CLOSE = re.compile(r"\)([^()\s]*)")  # ")NP", or a bare ")"
+MAX_DEPTH = 100  # constituents open at once; the WSJ's deepest trees nest about 40
 REPAIRS = ("unclosed", "extra_close", "label_mismatch", "extra_word", "missing_word", "not_a_word",
-           "empty", "root")
+           "empty", "root", "too_deep")
 
 
 def linearize(tree) -> str:
@@ -81,9 +84,15 @@ def to_tree(linearized: str, words: Sequence[str]):
     root = nltk.Tree("", [])
     stack = [root]
     remaining = list(words)[::-1]
+    skipped = 0  # brackets dropped as too deep and not closed yet
     for token in linearized.split():
         opening, closing = _OPEN.fullmatch(token), _CLOSE.fullmatch(token)
-        if opening:
+        if opening and len(stack) > MAX_DEPTH:
+            repairs.append("too_deep")
+            skipped += 1
+        elif closing and skipped:
+            skipped -= 1
+        elif opening:
             node = nltk.Tree(opening.group(1), [])
             stack[-1].append(node)
             stack.append(node)
