@@ -165,8 +165,8 @@ def test_a_folder_of_mrg_files_is_read_and_split(tmp_path):
     assert [s.words for s in sentences] == [("The", "dog", "barks", "."), ("Run", "!")]
     assert [s.tags for s in sentences] == [("DT", "NN", "VBZ", "."), ("VB", ".")]
     assert [one_line(s.tree) for s in sentences] == ["(S (NP The dog) (VP barks) .)", "(S (VP Run) !)"]
-    assert treebank.pair_list(data_dir, "train") == [("The dog barks .", "(S (NP XX XX )NP (VP XX )VP XX )S"),
-                                                     ("Run !", "(S (VP XX )VP XX )S")]
+    assert treebank.pair_list(data_dir, "train") == [("The dog barks .", "(S (NP The dog )NP (VP barks )VP . )S"),
+                                                     ("Run !", "(S (VP Run )VP ! )S")]
     with pytest.raises(DataError, match=r"no files of the test split$"):
         treebank.read_split(data_dir, "test")
 
