@@ -25,7 +25,7 @@ import pytest
 from nltk import Tree
 
 from test_faults_serving import assert_one_error_line
-from test_treebank import SAMPLE_SIZES, one_line, read_sample, sample_folder, write_mrg
+from test_treebank import SAMPLE_SIZES, one_line, ptb, sample, write_mrg  # noqa: F401  (ptb, sample: fixtures)
 from pipelines import linearized_trees
 from pipelines.errors import DataError
 from tasks import parsing
@@ -48,16 +48,6 @@ def run_parse_many(cases: dict) -> dict:
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         futures = {name: pool.submit(run_parse, *args) for name, args in cases.items()}
         return {name: future.result() for name, future in futures.items()}
-
-
-@pytest.fixture(scope="module")
-def ptb():
-    return sample_folder()
-
-
-@pytest.fixture(scope="module")
-def sample(ptb):
-    return read_sample(ptb)
 
 
 # tasks.parsing ---------------------------------------------------------------------------------
