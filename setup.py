@@ -28,8 +28,10 @@ setuptools.setup(
         "numpy",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-xdist>=3.5", "nbclient>=0.10", "nbformat>=5.10", "ipykernel", "matplotlib"],
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "nbclient>=0.10", "nbformat>=5.10", "ipykernel", "matplotlib",
+                 "ctranslate2>=4,<5"],
+        "ctranslate2": ["ctranslate2>=4,<5"],  # python -m export --format=ctranslate2
         "notebooks": ["jupyter", "matplotlib"],
-        "bench": ["torch==2.13.0"],
+        "bench": ["torch==2.13.0", "ctranslate2>=4,<5"],
     },
 )

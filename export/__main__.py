@@ -1,8 +1,13 @@
-"""Exports a training directory as a SavedModel that stock TF Serving serves.
+"""Exports a training directory as a SavedModel that stock TF Serving serves (or for CTranslate2).
 
     python -m export --model_dir=/tmp/run --export_dir=/tmp/serving/transformer
     python -m export --model_dir=/tmp/run --export_dir=OUT --beam_size=4 --alpha=0.6 \\
         --max_extra_length=50 --version=3
+    python -m export --model_dir=/tmp/run --export_dir=OUT_CT2 --format=ctranslate2 --quantization=int8
+
+`--format=ctranslate2` writes OUT_CT2/<version>/ as a CTranslate2 4.x model folder with the
+tokenizer beside it (export/ctranslate2_model.py), for serving on CPU outside TF Serving; its
+decoding flags are recorded in its export.json, as CTranslate2 takes them per call.
 
 A parsing model (trained with --dataset=ptb) gets section 6.3's decoding (beam 21, alpha 0.3,
 output up to input length + 300) instead of section 6.1's; decoding flags change only themselves.
@@ -40,6 +45,10 @@ flags.DEFINE_string("checkpoint", None, "Checkpoint prefix to export (default: a
 task_flags.define_decoding_flags()
 flags.DEFINE_integer("version", None, "Version folder number (default: next integer in --export_dir).", lower_bound=0)
 flags.DEFINE_boolean("check_ops", True, "Refuse to publish an export with ops stock TF Serving lacks.")
+flags.DEFINE_enum("format", "saved_model", ["saved_model", "ctranslate2"],
+                  "saved_model: a SavedModel for TF Serving; ctranslate2: a CTranslate2 model folder.")
+flags.DEFINE_string("quantization", None, "--format=ctranslate2: weights as int8, int16, float16, ... "
+                    "(default float32).")
 flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 
@@ -48,6 +57,12 @@ def main(argv):
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     decoding = task_flags.decoding_config()
     versions.check_export_dir(FLAGS.export_dir, FLAGS.version)
+    if FLAGS.format == "ctranslate2":
+        from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
+
+        ctranslate2_model.check_quantization(FLAGS.quantization)
+    elif FLAGS.quantization is not None:
+        raise ValueError("--quantization applies to --format=ctranslate2 only")
     tf = cli.start_tensorflow()
     tf.get_logger().setLevel("ERROR")
     logging.set_verbosity(logging.WARNING)
@@ -58,6 +73,11 @@ def main(argv):
 
     if os.path.isfile(os.path.join(FLAGS.model_dir, model_dir_lib.CONFIG_FILE)):  # else export_model_dir says so
         decoding = task_flags.decoding_config(base=parsing.run_decoding(FLAGS.model_dir))
+    if FLAGS.format == "ctranslate2":
+        path, checkpoint = ctranslate2_model.export_model_dir(
+            FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.quantization)
+        print(f"exported {checkpoint} to {path} (CTranslate2, {FLAGS.quantization or 'float32'})")
+        return
     path, checkpoint, translator = serving_module.export_model_dir(
         FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.check_ops)
     print(f"exported {checkpoint} to {path}")

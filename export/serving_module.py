@@ -56,7 +56,7 @@ from pipelines import tokenizers as tokenizers_lib
 SIGNATURE_INPUT = "sentences"
 ATTENTION_SIGNATURE = "translate_with_attention"
 EOS_LABEL = "</s>"
-SETTINGS_FILE = "export.json"  # in OUT/<version>/assets.extra/, beside the SavedModel
+SETTINGS_FILE = versions.SETTINGS_FILE  # in OUT/<version>/assets.extra/, beside the SavedModel
 
 _SENTENCES = tf.TensorSpec([None], tf.string, name=SIGNATURE_INPUT)
 

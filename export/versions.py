@@ -25,11 +25,12 @@ import re
 import secrets
 import shutil
 import socket
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from keras_transformer import cli
 
 SAVED_MODEL_FILE = "saved_model.pb"
+SETTINGS_FILE = "export.json"  # an export's model and decoding settings (SavedModel: in assets.extra/)
 _VERSION = re.compile(r"^[0-9]+$")
 _TEMPORARY = re.compile(r"^\.tmp-(?P<version>[0-9]+)-(?P<host>.+)-(?P<pid>[0-9]+)-[0-9a-f]{8}$")
 
@@ -78,9 +79,10 @@ def _host() -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "localhost"
 
 
-def temporary_folder(export_dir: str, version: int) -> str:
+def temporary_folder(export_dir: str, version: Union[int, str]) -> str:
     """Creates and returns `export_dir/.tmp-<version>-<host>-<pid>-<token>`, with the mode the
-    umask allows (0o777 & ~umask, as `mkdir` gives; `tempfile.mkdtemp` would give 0o700)."""
+    umask allows (0o777 & ~umask, as `mkdir` gives; `tempfile.mkdtemp` would give 0o700).
+    `version` may be any folder name (only integer ones are `remove_stale_temporaries`')."""
     while True:
         path = os.path.join(export_dir, f".tmp-{version}-{_host()}-{os.getpid()}-{secrets.token_hex(4)}")
         try:

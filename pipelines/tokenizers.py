@@ -154,6 +154,10 @@ class Tokenizer(tf.Module):
     def _model_bytes(self) -> bytes:
         raise NotImplementedError
 
+    def pieces(self) -> list[str]:
+        """The vocabulary in id order, each id's piece as a string (what CTranslate2 reads)."""
+        raise NotImplementedError
+
     def _pieces(self, strings: tf.Tensor) -> tf.RaggedTensor:
         raise NotImplementedError
 
@@ -225,6 +229,11 @@ class SentencePieceTokenizer(Tokenizer):
     def _model_bytes(self) -> bytes:
         return self._model
 
+    def pieces(self) -> list[str]:
+        """"<pad>", "<unk>", "<s>", "</s>", then byte pieces "<0x00>".. and "▁the", ..."""
+        processor = spm.SentencePieceProcessor(model_proto=self._model)
+        return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+
     def _pieces(self, strings):
         return self._sp.tokenize(strings)
 
@@ -261,6 +270,10 @@ class WordPieceTokenizer(Tokenizer):
 
     def _model_bytes(self) -> bytes:
         return ("\n".join(self._vocab) + "\n").encode("utf-8")
+
+    def pieces(self) -> list[str]:
+        """"[PAD]", "[UNK]", "[BOS]", "[EOS]", then "the", "##s", ..."""
+        return list(self._vocab)
 
     def _pieces(self, strings):
         return self._wp.tokenize(strings)
