@@ -564,6 +564,7 @@ class Ctranslate2Translator:
         self.source_tokenizer, self.target_tokenizer = tokenizers_lib.load_pair(
             os.path.join(path, model_dir_lib.TOKENIZER_DIR))
         self._source_pieces = self.source_tokenizer.pieces()
+        self._target_ids = {piece: i for i, piece in enumerate(self.target_tokenizer.pieces())}
         self.translator = _ctranslate2().Translator(path, **translator_kwargs)
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[str]]:
@@ -574,9 +575,8 @@ class Ctranslate2Translator:
     def detokenize(self, pieces: Sequence[Sequence[str]]) -> list[str]:
         import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-        index = {piece: i for i, piece in enumerate(self.target_tokenizer.pieces())}
-        ids = tf.ragged.constant([[index[p] for p in row] for row in pieces], dtype=tf.int32, inner_shape=None,
-                                 ragged_rank=1) if pieces else tf.zeros([0, 0], tf.int32)
+        rows = [[self._target_ids[p] for p in row] for row in pieces]
+        ids = tf.ragged.constant(rows, dtype=tf.int32, ragged_rank=1) if rows else tf.zeros([0, 0], tf.int32)
         return [t.decode("utf-8") for t in self.target_tokenizer.detokenize(ids).numpy()]
 
     def translate(self, sentences: Sequence[str], decoding: Optional[DecodingConfig] = None, *,
