@@ -5,10 +5,27 @@
     # {"translations": [b"Der Mann sieht den Hund."], "scores": [-0.41]}
     export_saved_model(module, "OUT")            # OUT/<version>/, the TF Serving layout
 
-Signatures (both take `sentences`: tf.string `[N]`, raw UTF-8 sentences, N >= 0):
+Signatures (`sentences`, `sources`, `targets`: tf.string `[N]`, raw UTF-8 sentences, N >= 0):
 
 * `serving_default` -> `translations` tf.string `[N]`, `scores` float32 `[N]`
   (log P(Y) / lp(|Y|) of the returned hypothesis, section 6.1).
+* `translate_n_best` (`sentences`; optional `n_best` int32, `beam_size` int32, `alpha` float32,
+  each `[N]` (one per sentence), `[1]` (the whole request) or absent / `[0]` (the export's
+  setting)) -> `translations` tf.string `[N, K]` and `scores` float32 `[N, K]`, best first,
+  K the largest n_best of the request. Each sentence is searched as if alone with its own
+  settings (`keras_transformer.beam_search`), so requests that TF Serving's batching merges
+  keep theirs. Bounds: beam_size is clamped to [1, MAX_BEAM_SIZE], n_best to [1, beam_size],
+  alpha to [0, MAX_ALPHA]; a NaN or infinite alpha, or an option of another length, is an
+  InvalidArgument error. A beam of 1 here is beam search (finished hypotheses ranked by
+  log P / lp), not `serving_default`'s greedy search. Slots past a sentence's n_best hold ""
+  and score NO_HYPOTHESIS_SCORE (-1e7, finite so that REST's JSON can carry it); an empty or
+  whitespace-only sentence has "" with score 0.0 in its first slot and no other hypothesis.
+* `score` (`sources`, `targets`) -> `log_probs` float32 `[N]`, log P(target | source) with
+  teacher forcing (`keras_transformer.scoring`, no length penalty), and `tokens` int32 `[N]`,
+  the target tokens scored (EOS included), so -log_probs / tokens is the pair's cross-entropy
+  per token. Both sides are tokenized and truncated as translation inputs are (an empty target
+  scores EOS alone); a pair with an empty or whitespace-only source scores 0.0 with 0 tokens.
+  Sources and targets of different lengths are an InvalidArgument error.
 * `translate_with_attention` -> the same plus, for visualisation, `source_tokens` tf.string
   `[N, S]`, `target_tokens` tf.string `[N, T]` (one subword per cell, "</s>" for EOS, "" for
   padding), `source_lengths` / `target_lengths` int32 `[N]` (tokens, EOS included) and
@@ -46,7 +63,7 @@ from typing import Callable, Optional
 import tensorflow as tf
 
 from export import ops, versions
-from keras_transformer import decoding
+from keras_transformer import beam_search, decoding, scoring
 from keras_transformer.config import DecodingConfig
 from keras_transformer import model_dir as model_dir_lib
 from keras_transformer.model import Transformer
@@ -55,10 +72,22 @@ from pipelines import tokenizers as tokenizers_lib
 
 SIGNATURE_INPUT = "sentences"
 ATTENTION_SIGNATURE = "translate_with_attention"
+N_BEST_SIGNATURE = "translate_n_best"
+SCORE_SIGNATURE = "score"
 EOS_LABEL = "</s>"
 SETTINGS_FILE = versions.SETTINGS_FILE  # in OUT/<version>/assets.extra/, beside the SavedModel
+MAX_BEAM_SIZE = 16  # the widest beam a request may ask for (translate_n_best)
+MAX_ALPHA = 10.0  # the strongest length penalty a request may ask for
+NO_HYPOTHESIS_SCORE = beam_search.NEG_INF  # the score of an n-best slot no hypothesis fills
 
 _SENTENCES = tf.TensorSpec([None], tf.string, name=SIGNATURE_INPUT)
+_N_BEST_SPECS = [
+    _SENTENCES,
+    tf.TensorSpec([None], tf.int32, name="n_best"),
+    tf.TensorSpec([None], tf.int32, name="beam_size"),
+    tf.TensorSpec([None], tf.float32, name="alpha"),
+]
+_SCORE_SPECS = [tf.TensorSpec([None], tf.string, name="sources"), tf.TensorSpec([None], tf.string, name="targets")]
 
 
 def _valid_utf8(strings: tf.Tensor) -> tf.Tensor:
@@ -111,17 +140,30 @@ class Translator(tf.Module):
         paths = {t.asset_path for t in (source_tokenizer, target_tokenizer) if t.asset_path}
         self.tokenizer_assets = [tf.saved_model.Asset(path) for path in sorted(paths)]
 
+        # The options' defaults (empty: the export's settings) become the SignatureDef's
+        # `defaults`, so TF Serving and the TF1 loader accept requests without them.
+        def translate_n_best(sentences, n_best=tf.zeros([0], tf.int32), beam_size=tf.zeros([0], tf.int32),
+                             alpha=tf.zeros([0], tf.float32)):
+            return self._n_best(sentences, n_best, beam_size, alpha)
+
+        self.translate_n_best = tf.function(translate_n_best, input_signature=_N_BEST_SPECS)
+
     # Graph pieces ---------------------------------------------------------------
 
     def source_ids(self, sentences: tf.Tensor) -> tf.Tensor:
         """tf.string `[N]` -> int32 `[N, S]`: subwords then EOS, PAD-padded; an empty row for
         an empty or whitespace-only sentence."""
+        return self._token_ids(self.source_tokenizer, sentences, eos_when_empty=False)
+
+    def _token_ids(self, tokenizer, sentences, eos_when_empty: bool) -> tf.Tensor:
+        """`source_ids` with any tokenizer; `eos_when_empty` gives an empty sentence EOS alone."""
         text = tf.strings.strip(_valid_utf8(sentences))
-        pieces = self.source_tokenizer.tokenize(text)[:, : self.model.config.max_length - 1]  # ragged
+        pieces = tokenizer.tokenize(text)[:, : self.model.config.max_length - 1]  # ragged
         lengths = tf.cast(pieces.row_lengths(), tf.int32)  # (N,)
         ids = tf.pad(pieces.to_tensor(default_value=self.model.config.pad_id), [[0, 0], [0, 1]])  # (N, S)
         eos = tf.one_hot(lengths, tf.shape(ids)[1], dtype=tf.int32) * EOS_ID  # (N, S)
-        return ids + eos * tf.cast(lengths > 0, tf.int32)[:, None]
+        ends = lengths >= 0 if eos_when_empty else lengths > 0  # (N,)
+        return ids + eos * tf.cast(ends, tf.int32)[:, None]
 
     def _search(self, sentences):
         source_ids = self.source_ids(sentences)  # (N, S)
@@ -136,6 +178,41 @@ class Translator(tf.Module):
             "scores": scores[:, 0],
         }
         return outputs, source_ids, best
+
+    def _request_option(self, value, count, default, name):
+        """A per-request option, `[count]`, `[1]` or `[0]` (the export's `default`) -> `[count]`."""
+        size = tf.size(value)
+        check = tf.debugging.Assert(
+            tf.logical_or(tf.logical_or(size <= 1, tf.equal(size, count)), tf.equal(count, 0)),
+            [f"{name} must hold one value per sentence, one for the request, or none; got", size,
+             "values for", count, "sentences"])
+        with tf.control_dependencies([check]):
+            return tf.cond(size == 0, lambda: tf.fill([count], tf.cast(default, value.dtype)),
+                           lambda: tf.broadcast_to(value, [count]))
+
+    def _n_best(self, sentences, n_best, beam_size, alpha):
+        count = tf.size(sentences)
+        c = self.decoding_config
+        beam_size = tf.clip_by_value(self._request_option(beam_size, count, c.beam_size, "beam_size"), 1,
+                                     MAX_BEAM_SIZE)  # (N,)
+        n_best = tf.clip_by_value(self._request_option(n_best, count, c.n_best, "n_best"), 1, beam_size)
+        alpha = tf.debugging.check_numerics(self._request_option(alpha, count, c.alpha, "alpha"),
+                                            "alpha must be a finite number")
+        alpha = tf.clip_by_value(alpha, 0.0, MAX_ALPHA)
+        source_ids = self.source_ids(sentences)
+        sequences, scores = decoding.translate_ids(
+            self.model, source_ids, beam_size=beam_size, alpha=alpha, n_best=n_best,
+            max_extra_length=c.max_extra_length,
+        )  # (N, K, T), (N, K)
+        shape = tf.shape(sequences)
+        # An empty sentence has one hypothesis, "" (score 0.0); no slot past n_best has any.
+        slots = tf.range(shape[1])[None, :]  # (1, K)
+        empty = tf.equal(decoding.source_lengths(self.model, source_ids), 0)[:, None]  # (N, 1)
+        filled = tf.logical_and(slots < n_best[:, None], tf.logical_or(slots == 0, tf.logical_not(empty)))
+        scores = tf.where(filled, scores, NO_HYPOTHESIS_SCORE)
+        flat = tf.reshape(sequences, [shape[0] * shape[1], shape[2]])  # not -1: T may be 0
+        texts = _valid_utf8(self.target_tokenizer.detokenize(flat))
+        return {"translations": tf.reshape(texts, shape[:2]), "scores": scores}
 
     def _token_labels(self, tokenizer, ids):
         """int32 `[N, T]` -> tf.string `[N, T]`: each id detokenized alone, "</s>" for EOS."""
@@ -163,10 +240,23 @@ class Translator(tf.Module):
         )
         return outputs
 
+    @tf.function(input_signature=_SCORE_SPECS)
+    def score(self, sources, targets):
+        check = tf.debugging.assert_equal(
+            tf.size(sources), tf.size(targets), message="sources and targets must hold as many sentences")
+        with tf.control_dependencies([check]):
+            source_ids = self.source_ids(sources)  # (N, S)
+        target_ids = self._token_ids(self.target_tokenizer, targets, eos_when_empty=True)  # (N, T)
+        log_probs, tokens = scoring.sequence_log_probs(self.model, source_ids, target_ids)
+        scorable = tf.reduce_any(tf.not_equal(source_ids, self.model.config.pad_id), axis=1)  # (N,)
+        return {"log_probs": tf.where(scorable, log_probs, 0.0), "tokens": tf.where(scorable, tokens, 0)}
+
     def signatures(self) -> dict:
         return {
             "serving_default": self.serving_default,
             ATTENTION_SIGNATURE: self.translate_with_attention,
+            N_BEST_SIGNATURE: self.translate_n_best,
+            SCORE_SIGNATURE: self.score,
         }
 
     def settings(self) -> dict:

@@ -97,17 +97,25 @@ def _max_or_zero(values: tf.Tensor) -> tf.Tensor:
     return tf.reduce_max(tf.concat([[0], tf.reshape(values, [-1])], 0))
 
 
+def beam_width(beam_size: LengthLike) -> LengthLike:
+    """How many hypotheses a search keeps per example: `beam_size` itself, or the largest of
+    per-example beams (an int32 scalar or (B,) tensor; at least 1, also for an empty batch)."""
+    if isinstance(beam_size, int):
+        return beam_size
+    return tf.maximum(_max_or_zero(tf.cast(beam_size, tf.int32)), 1)
+
+
 def beam_search(
     symbols_to_logits_fn: SymbolsToLogitsFn,
     initial_ids: tf.Tensor,
     initial_cache: Any,
     vocab_size: int,
     *,
-    beam_size: int = 4,
-    alpha: float = 0.6,
+    beam_size: LengthLike = 4,
+    alpha: Union[float, tf.Tensor] = 0.6,
     max_decode_length: LengthLike,
     eos_id: int,
-    n_best: Optional[int] = None,
+    n_best: Optional[LengthLike] = None,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Beam search with the GNMT length penalty (paper section 6.1: beam 4, alpha 0.6).
 
@@ -126,33 +134,61 @@ def beam_search(
         initial_cache: nested structure of tensors with leading dimension B; each is expanded once
             to (B * beam_size, ...).
         vocab_size: int, the last dimension of the logits.
-        beam_size: int, hypotheses kept alive per example.
-        alpha: float >= 0, length penalty exponent (0: rank by raw log-probability).
+        beam_size: int, hypotheses kept alive per example; or, per request, an int32 scalar
+            or (B,) tensor (values >= 1; the caller bounds them): example b then searches with
+            its own beam, exactly as alone, inside a beam as wide as the largest.
+        alpha: float >= 0, length penalty exponent (0: rank by raw log-probability); or a
+            float32 scalar or (B,) tensor.
         max_decode_length: int, int32 scalar tensor or int32 (B,): the largest |Y| per example,
             EOS included (the paper: source length + 50).
         eos_id: int, the end-of-sentence id (the caller's vocabulary; no default).
-        n_best: int in [1, beam_size] or None (= beam_size): hypotheses returned per example.
+        n_best: int in [1, beam_size] or None (= beam_size): hypotheses returned per example;
+            or an int32 scalar or (B,) tensor (each in [1, that example's beam]).
 
     Returns:
         sequences: int32 (B, n_best, T), best first, without the start token; each holds its
             tokens up to and including EOS (none if truncated), then 0s. T is the longest
-            returned length (0 for an empty batch).
+            returned length (0 for an empty batch). With per-example n_best the width is the
+            largest, and the slots past an example's own n_best are empty.
         scores: float32 (B, n_best), log P(Y) / lp(|Y|), descending. A slot that no hypothesis
-            reached (possible only with a tiny vocabulary) has score NEG_INF and only 0s.
+            reached (possible only with a tiny vocabulary, or past a per-example n_best) has
+            score NEG_INF and only 0s.
+
+    Per-example beams: the search keeps K = the largest beam alive for every example and masks
+    what example b's own beam k_b would not have: candidates ranked 2 * k_b or later and alive
+    hypotheses ranked k_b or later. Its first k_b alive hypotheses, its candidates and its best
+    k_b finished ones are then those of a search with beam k_b (`top_k` breaks ties by index in
+    both), so its results are too.
     """
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
-    n_best = beam_size if n_best is None else n_best
-    if not 1 <= n_best <= beam_size:
-        raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}.")
     if vocab_size < 2:
         raise ValueError(f"vocab_size must be >= 2, got {vocab_size}.")
-    num_candidates = 2 * beam_size  # <= beam_size * vocab_size since vocab_size >= 2
-
+    per_example = any(isinstance(v, (tf.Tensor, tf.Variable)) for v in (beam_size, n_best, alpha))
     initial_ids = tf.cast(initial_ids, tf.int32)
     initial_cache = tf.nest.map_structure(tf.convert_to_tensor, initial_cache)
     batch_size = tf.shape(initial_ids)[0]
     max_len = _per_example_limit(max_decode_length, batch_size)  # (B,)
+    if per_example:
+        row_beam = _per_example_limit(beam_size, batch_size)  # (B,)
+        row_n_best = row_beam if n_best is None else _per_example_limit(n_best, batch_size)  # (B,)
+        alpha = tf.broadcast_to(tf.cast(alpha, tf.float32), [batch_size])  # (B,)
+        beam_size = beam_width(row_beam)  # K: the widest beam of the batch
+        n_best_width = tf.maximum(_max_or_zero(row_n_best), 1)
+    else:
+        if beam_size < 1:
+            raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
+        n_best = beam_size if n_best is None else n_best
+        if not 1 <= n_best <= beam_size:
+            raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}.")
+        row_n_best = n_best_width = n_best
+    num_candidates = 2 * beam_size  # <= beam_size * vocab_size since vocab_size >= 2
+
+    def nth_finished(state, key):  # (B,): the row_n_best-th best finished flag or score
+        if not per_example:
+            return state[key][:, n_best_width - 1]
+        return tf.gather(state[key], row_n_best[:, None] - 1, batch_dims=1)[:, 0]
+
+    def per_row(value):  # a (B,) tensor of per-example settings lines up with (B, k) ones
+        return value[:, None] if per_example else value
 
     def done_examples(state):
         """bool (B,): examples whose finished hypotheses can no longer change."""
@@ -163,8 +199,8 @@ def beam_search(
         largest_lp = tf.maximum(length_penalty(step + 1, alpha), length_penalty(max_len, alpha))
         best_possible = best_alive / largest_lp  # (B,), log-probs only decrease
         cannot_improve = tf.logical_and(
-            state["finished_flags"][:, n_best - 1],  # scores are sorted: n_best are finished
-            state["finished_scores"][:, n_best - 1] >= best_possible,
+            nth_finished(state, "finished_flags"),  # scores are sorted: n_best are finished
+            nth_finished(state, "finished_scores") >= best_possible,
         )
         nothing_alive = best_alive <= NEG_INF / 2
         return tf.logical_or(tf.logical_or(step >= max_len, nothing_alive), cannot_improve)
@@ -193,12 +229,16 @@ def beam_search(
 
         new_length = step + 1  # |Y| of every candidate
         valid = tf.logical_and(top_log_probs > NEG_INF / 2, active[:, None])  # (B, 2 * beam)
+        if per_example:  # example b's own beam sees only its 2 * k_b best candidates
+            valid = tf.logical_and(valid, tf.range(num_candidates)[None, :] < 2 * row_beam[:, None])
         ended = tf.logical_or(tf.equal(top_tokens, eos_id), (new_length >= max_len)[:, None])
 
         # Alive: the beam best candidates that did not end, ranked by log-probability.
         keep_alive = tf.logical_and(valid, tf.logical_not(ended))  # (B, 2 * beam)
         alive_scores = tf.where(keep_alive, top_log_probs, NEG_INF)
         alive_log_probs, alive_indices = tf.math.top_k(alive_scores, k=beam_size)  # (B, beam)
+        if per_example:  # and keeps its k_b best alive
+            alive_log_probs = tf.where(tf.range(beam_size)[None, :] < row_beam[:, None], alive_log_probs, NEG_INF)
         alive_seq = tf.gather(top_seq, alive_indices, batch_dims=1)  # (B, beam, step + 2)
         parents = tf.gather(top_beams, alive_indices, batch_dims=1)  # (B, beam)
         cache = tf.nest.map_structure(
@@ -208,7 +248,7 @@ def beam_search(
         # Finished: merge the ended candidates into the beam best, ranked by log P / lp.
         # The old ones come first, so they win ties (top_k prefers lower indices).
         new_flags = tf.logical_and(valid, ended)  # (B, 2 * beam)
-        new_scores = tf.where(new_flags, top_log_probs / length_penalty(new_length, alpha), NEG_INF)
+        new_scores = tf.where(new_flags, top_log_probs / length_penalty(new_length, per_row(alpha)), NEG_INF)
         old_seq = tf.pad(state["finished_seq"], [[0, 0], [0, 0], [0, 1]])  # (B, beam, step + 2)
         all_seq = tf.concat([old_seq, top_seq], axis=1)  # (B, 3 * beam, step + 2)
         all_scores = tf.concat([state["finished_scores"], new_scores], axis=1)  # (B, 3 * beam)
@@ -232,7 +272,7 @@ def beam_search(
         )
 
     # Only the first copy of each example is alive at first, or the beam would hold duplicates.
-    first_beam = tf.constant([[0.0] + [NEG_INF] * (beam_size - 1)])  # (1, beam)
+    first_beam = tf.where(tf.range(beam_size) == 0, 0.0, NEG_INF)[None, :]  # (1, beam)
     start_seq = tf.tile(initial_ids[:, None, None], [1, beam_size, 1])  # (B, beam, 1)
     state = {
         "step": tf.constant(0, tf.int32),
@@ -244,8 +284,9 @@ def beam_search(
         "finished_lengths": tf.zeros([batch_size, beam_size], tf.int32),
         "cache": tf.nest.map_structure(lambda t: _expand_to_beam(t, beam_size), initial_cache),
     }
-    seq_shape = tf.TensorShape([None, beam_size, None])
-    beam_shape = tf.TensorShape([None, beam_size])
+    static_beam = None if per_example else beam_size
+    seq_shape = tf.TensorShape([None, static_beam, None])
+    beam_shape = tf.TensorShape([None, static_beam])
     invariants = {
         "step": tf.TensorShape([]),
         "alive_seq": seq_shape,
@@ -260,10 +301,12 @@ def beam_search(
         cond, body, loop_vars=(state,), shape_invariants=(invariants,), parallel_iterations=1
     )
 
-    flags = state["finished_flags"][:, :n_best]  # (B, n_best)
-    scores = tf.where(flags, state["finished_scores"][:, :n_best], NEG_INF)
-    lengths = tf.where(flags, state["finished_lengths"][:, :n_best], 0)
-    sequences = state["finished_seq"][:, :n_best, 1:]  # (B, n_best, steps), drop the start token
+    flags = state["finished_flags"][:, :n_best_width]  # (B, n_best)
+    if per_example:  # slots past an example's own n_best stay empty
+        flags = tf.logical_and(flags, tf.range(n_best_width)[None, :] < row_n_best[:, None])
+    scores = tf.where(flags, state["finished_scores"][:, :n_best_width], NEG_INF)
+    lengths = tf.where(flags, state["finished_lengths"][:, :n_best_width], 0)
+    sequences = state["finished_seq"][:, :n_best_width, 1:]  # (B, n_best, steps), drop the start token
     sequences *= tf.cast(flags, tf.int32)[:, :, None]
     sequences = sequences[:, :, : _max_or_zero(lengths)]  # (B, n_best, T)
     return tf.stop_gradient(sequences), tf.stop_gradient(scores)

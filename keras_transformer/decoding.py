@@ -79,7 +79,7 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
     never = tf.reduce_any(tf.equal(tf.range(vocab_size)[:, None], special[None, :]), axis=1)  # (V,)
 
     def per_beam(tensor):  # (B, ...) -> (B * beam, ...), the row order of beam_search
-        return tensor if beam_size == 1 else tf.repeat(tensor, beam_size, axis=0)
+        return tensor if isinstance(beam_size, int) and beam_size == 1 else tf.repeat(tensor, beam_size, axis=0)
 
     if use_cache:
         memory = tf.nest.map_structure(per_beam, model.init_memory(encoder_outputs, source_mask))
@@ -121,6 +121,10 @@ def translate_ids(
         model: a built `Transformer`.
         source_ids: int `(B, S)`, ids then EOS, right-padded with `config.pad_id`.
         beam_size, alpha, max_extra_length, n_best: see `keras_transformer.config.DecodingConfig`.
+            beam_size, alpha and n_best may also be tensors, int32 / float32 scalars or `(B,)`,
+            one setting per sentence (a served request's options, `export.serving_module`):
+            each sentence is then searched as alone with its own settings (`beam_search`),
+            beam search also for a beam of 1.
         max_decode_length: optional int or int32 `(B,)` overriding the length rule.
         use_cache: False decodes with the slow full-prefix reference (see `step_fn`).
 
@@ -135,10 +139,9 @@ def translate_ids(
     limits = tf.broadcast_to(tf.cast(max_decode_length, tf.int32), tf.shape(source_ids)[:1])
     longest = tf.reduce_max(tf.concat([[0], limits], axis=0))  # 0 for an empty batch
     encoder_outputs, source_mask = model.encode(source_ids)
-    greedy = beam_size == 1 and n_best == 1
-    fn, cache = step_fn(
-        model, encoder_outputs, source_mask, longest, use_cache=use_cache, beam_size=1 if greedy else beam_size
-    )
+    greedy = isinstance(beam_size, int) and beam_size == 1 and n_best == 1
+    fn, cache = step_fn(model, encoder_outputs, source_mask, longest, use_cache=use_cache,
+                        beam_size=1 if greedy else beam_search_lib.beam_width(beam_size))
     initial_ids = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
     if greedy:
         sequences, scores = beam_search_lib.greedy_search(fn, initial_ids, cache, limits, eos_id=EOS_ID)

@@ -373,3 +373,65 @@ def test_imports_only_tensorflow():
             imported.add(node.module.split(".")[0])
     assert imported <= {"tensorflow", "typing", "dataclasses"}, imported
     assert "py_function" not in source and "numpy_function" not in source
+
+
+def random_history_fn(vocab, keys, seed):
+    """A model that conditions on the whole prefix through its cache, with a larger vocabulary."""
+    rng = np.random.default_rng(seed)
+    table = rng.normal(scale=2.0, size=[keys, vocab])
+    table[:, EOS] -= 1.5
+    table[:, [PAD, BOS]] = -np.inf
+    table = tf.constant(table, tf.float32)
+
+    def fn(ids, step, cache):
+        del step
+        state = (cache["state"] * 31 + ids + 7) % keys  # (B*beam,)
+        return tf.gather(table, state), {"state": state}
+
+    return fn
+
+
+def test_per_example_settings_equal_each_example_searched_alone():
+    # Per request options (the served translate_n_best): one batch, each example its own beam,
+    # alpha and n_best, must give what a search with those Python settings gives it alone.
+    vocab, keys = 13, 97
+    fn = random_history_fn(vocab, keys, seed=1)
+    beams, alphas, n_bests = [1, 3, 6, 2, 4], [0.6, 0.0, 1.0, 0.3, 2.0], [1, 2, 6, 1, 3]
+    limits = [7, 9, 5, 8, 6]
+    ids = tf.fill([5], BOS)
+    cache = {"state": tf.constant([0, 11, 23, 41, 5], tf.int32)}
+    seqs, scores = beam_search(
+        fn, ids, cache, vocab, beam_size=tf.constant(beams), alpha=tf.constant(alphas),
+        n_best=tf.constant(n_bests), max_decode_length=tf.constant(limits))
+    assert seqs.shape[:2] == (5, 6) and scores.shape == (5, 6)
+    for b in range(5):
+        alone_seqs, alone_scores = beam_search(
+            fn, ids[b : b + 1], {"state": cache["state"][b : b + 1]}, vocab, beam_size=beams[b],
+            alpha=alphas[b], n_best=n_bests[b], max_decode_length=limits[b])
+        k = n_bests[b]
+        assert unpad(seqs[b, :k]) == unpad(alone_seqs[0])
+        np.testing.assert_allclose(scores[b, :k], alone_scores[0], rtol=1e-6)
+        assert unpad(seqs[b, k:]) == [()] * (6 - k)  # past its own n_best: empty
+        np.testing.assert_array_equal(scores[b, k:], bs.NEG_INF)
+
+
+def test_per_example_settings_in_a_saved_model_and_an_empty_batch(tmp_path):
+    vocab, keys = 13, 97
+    fn = random_history_fn(vocab, keys, seed=2)
+
+    class Decoder(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.int32)] * 3 + [tf.TensorSpec([None], tf.float32)])
+        def __call__(self, state, beam, n_best, alpha):
+            return beam_search(fn, tf.fill(tf.shape(state), BOS), {"state": state}, vocab, beam_size=beam,
+                               alpha=alpha, n_best=n_best, max_decode_length=6)
+
+    tf.saved_model.save(Decoder(), str(tmp_path / "decoder"))
+    loaded = tf.saved_model.load(str(tmp_path / "decoder"))
+    args = [tf.constant([3, 8]), tf.constant([2, 5]), tf.constant([2, 4]), tf.constant([0.6, 0.6])]
+    seqs, scores = loaded(*args)
+    eager = beam_search(fn, tf.fill([2], BOS), {"state": args[0]}, vocab, beam_size=args[1], alpha=args[3],
+                        n_best=args[2], max_decode_length=6)
+    np.testing.assert_array_equal(seqs, eager[0])
+    np.testing.assert_allclose(scores, eager[1], rtol=1e-6)
+    empty = loaded(*[tf.zeros([0], a.dtype) for a in args])
+    assert empty[0].shape == (0, 1, 0) and empty[1].shape == (0, 1)

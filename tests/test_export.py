@@ -14,12 +14,13 @@ import tensorflow as tf
 
 from export import ops, serving_module, versions
 from export_helpers import MAX_LENGTH, make_model_dir
-from keras_transformer import decoding, model_dir as model_dir_lib
+from keras_transformer import decoding, model_dir as model_dir_lib, scoring
 from keras_transformer.config import DecodingConfig
 from pipelines import tokenizers
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DECODING = DecodingConfig(beam_size=4, alpha=0.6, max_extra_length=50)
+SIGNATURES = ["score", "serving_default", "translate_n_best", "translate_with_attention"]
 
 LONG = " ".join(["Der große Hund sieht die kleine Katze."] * 130)  # about 5,000 characters
 BAD_INPUTS = {
@@ -100,7 +101,7 @@ def test_layout_and_assets(exported):
     assert (path / "assets" / "tokenizer.model").is_file()
     settings = json.loads((path / "assets.extra" / serving_module.SETTINGS_FILE).read_text())
     assert settings["decoding"] == DECODING.to_dict()
-    assert settings["signatures"] == ["serving_default", "translate_with_attention"]
+    assert settings["signatures"] == SIGNATURES
 
 
 def test_version_folder_and_files_have_the_modes_the_umask_allows(exported):
@@ -140,7 +141,7 @@ def test_moved_export_in_a_fresh_process_matches_in_process_beam_search(model_di
     assert result.returncode == 0, result.stderr[-3000:]
     results = json.loads(result.stdout.strip().splitlines()[-1])
     assert results["modules"] == []
-    assert results["signatures"] == ["serving_default", "translate_with_attention"]
+    assert results["signatures"] == SIGNATURES
     for loader in ("load", "session"):
         assert results[loader]["translations"] == expected, loader
         np.testing.assert_allclose(results[loader]["scores"], expected_scores, rtol=1e-5, atol=1e-5)
@@ -249,3 +250,131 @@ def test_cli_errors_are_one_line(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "missing" in lines[0], result.stderr
     assert not (tmp_path / "out").exists()
+
+
+# translate_n_best and score ------------------------------------------------------------------
+
+def session_run(path, name, feeds):
+    """A signature through the TF1 Session loader (TF Serving's), feeding only `feeds`."""
+    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
+        signature = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(path)).signature_def[name]
+        fetches = {k: v.name for k, v in signature.outputs.items()}
+        return session.run(fetches, {signature.inputs[k].name: v for k, v in feeds.items()})
+
+
+def in_process_n_best(model_dir, sentences, beam_size, alpha, n_best):
+    model, _ = model_dir_lib.restore_model(str(model_dir))
+    tokenizer = tokenizers.load(os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR))
+    source = tokenizer.tokenize(sentences, add_eos=True).to_tensor()
+    sequences, scores = decoding.translate_ids(model, source, beam_size=beam_size, alpha=alpha, n_best=n_best)
+    texts = tokenizer.detokenize(tf.reshape(sequences, [len(sentences) * n_best, -1])).numpy()
+    return np.reshape(texts, [len(sentences), n_best]).tolist(), scores.numpy()
+
+
+def test_n_best_equals_the_in_process_search_and_its_first_is_serving_default(exported, model_dir):
+    path, loaded = exported
+    sentences = [source for source, _ in model_dir[1][4:9]]
+    expected, expected_scores = in_process_n_best(model_dir[0], sentences, beam_size=5, alpha=0.6, n_best=3)
+    out = loaded.signatures["translate_n_best"](
+        sentences=tf.constant(sentences), n_best=tf.constant([3]), beam_size=tf.constant([5]),
+        alpha=tf.constant([0.6]))
+    assert out["translations"].numpy().tolist() == expected
+    np.testing.assert_allclose(out["scores"], expected_scores, rtol=1e-5, atol=1e-5)
+    assert (np.diff(out["scores"].numpy(), axis=1) <= 1e-6).all()  # best first
+    # Without options (TF Serving fills the SignatureDef's defaults): the export's settings,
+    # hence serving_default's result in the only slot.
+    default = session_run(path, "serving_default", {"sentences": sentences})
+    n_best = session_run(path, "translate_n_best", {"sentences": sentences})
+    assert n_best["translations"].shape == (5, 1)
+    assert n_best["translations"][:, 0].tolist() == default["translations"].tolist()
+    np.testing.assert_allclose(n_best["scores"][:, 0], default["scores"], rtol=1e-5, atol=1e-5)
+
+
+def test_n_best_options_per_sentence_equal_each_sentence_alone(exported, model_dir):
+    signature = exported[1].signatures["translate_n_best"]
+    sentences = [source for source, _ in model_dir[1][10:14]]
+    beams, alphas, n_bests = [1, 4, 2, 6], [0.6, 0.0, 1.5, 0.6], [1, 4, 2, 3]
+    together = signature(sentences=tf.constant(sentences), n_best=tf.constant(n_bests),
+                         beam_size=tf.constant(beams), alpha=tf.constant(alphas))
+    assert together["translations"].shape == (4, 4)
+    for i, sentence in enumerate(sentences):
+        alone = signature(sentences=tf.constant([sentence]), n_best=tf.constant([n_bests[i]]),
+                          beam_size=tf.constant([beams[i]]), alpha=tf.constant([alphas[i]]))
+        k = n_bests[i]
+        assert together["translations"].numpy()[i, :k].tolist() == alone["translations"].numpy()[0].tolist()
+        np.testing.assert_allclose(together["scores"][i, :k], alone["scores"][0], rtol=1e-5, atol=1e-5)
+        assert together["translations"].numpy()[i, k:].tolist() == [b""] * (4 - k)
+        np.testing.assert_array_equal(together["scores"][i, k:], serving_module.NO_HYPOTHESIS_SCORE)
+
+
+def test_n_best_options_out_of_range_are_clamped_or_refused(exported, model_dir):
+    signature = exported[1].signatures["translate_n_best"]
+    sentences = tf.constant([model_dir[1][20][0], model_dir[1][21][0]])
+
+    def run(n_best, beam_size, alpha):
+        return signature(sentences=sentences, n_best=tf.constant(n_best, tf.int32),
+                         beam_size=tf.constant(beam_size, tf.int32), alpha=tf.constant(alpha, tf.float32))
+
+    def same(a, b):
+        assert a["translations"].numpy().tolist() == b["translations"].numpy().tolist()
+        np.testing.assert_allclose(a["scores"], b["scores"], rtol=1e-6)
+
+    limit = serving_module.MAX_BEAM_SIZE
+    same(run([40], [1000], [0.6]), run([limit], [limit], [0.6]))  # beam <= 16, n_best <= beam
+    same(run([0], [-3], [-1.0]), run([1], [1], [0.0]))  # each at least its lower bound
+    same(run([2], [3], [1e9]), run([2], [3], [serving_module.MAX_ALPHA]))
+    for bad, message in [(([1], [4], [float("nan")]), "alpha must be a finite"),
+                         (([1, 2, 3], [4], [0.6]), "n_best must hold one value per sentence"),
+                         (([1], [4, 4, 4], [0.6]), "beam_size must hold one value per sentence")]:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            run(*bad)
+
+
+def test_score_equals_the_teacher_forced_log_probability(exported, model_dir):
+    pairs = model_dir[1][30:36]
+    out = exported[1].signatures["score"](sources=tf.constant([s for s, _ in pairs]),
+                                          targets=tf.constant([t for _, t in pairs]))
+    model, _ = model_dir_lib.restore_model(str(model_dir[0]))
+    tokenizer = tokenizers.load(os.path.join(model_dir[0], model_dir_lib.TOKENIZER_DIR))
+    source = tokenizer.tokenize([s for s, _ in pairs], add_eos=True).to_tensor()
+    target = tokenizer.tokenize([t for _, t in pairs], add_eos=True).to_tensor()
+    expected, tokens = scoring.sequence_log_probs(model, source, target)
+    np.testing.assert_allclose(out["log_probs"], expected, rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(out["tokens"], tokens)
+    assert (out["log_probs"].numpy() < 0).all()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="as many sentences"):
+        exported[1].signatures["score"](sources=tf.constant(["a", "b"]), targets=tf.constant(["a"]))
+
+
+@pytest.mark.parametrize("loader", ["load", "session"])
+def test_new_signatures_take_bad_input_through_both_loaders(exported, loader):
+    path, loaded = exported
+    batch = [BAD_INPUTS[case] for case in sorted(BAD_INPUTS)] + [b"Der Hund bellt."]
+
+    def call(name, **feeds):
+        if loader == "load":
+            out = loaded.signatures[name](**{k: tf.constant(v) for k, v in feeds.items()})
+            return {k: v.numpy() for k, v in out.items()}
+        return session_run(path, name, feeds)
+
+    options = {"n_best": np.array([2], np.int32), "beam_size": np.array([3], np.int32),
+               "alpha": np.array([0.6], np.float32)}
+    n_best = call("translate_n_best", sentences=np.array(batch, object), **options)
+    assert n_best["translations"].shape == (len(batch), 2)
+    for row in n_best["translations"].tolist():
+        for text in row:
+            text.decode("utf-8")  # always valid UTF-8
+    empty_rows = [i for i, case in enumerate(sorted(BAD_INPUTS)) if case in ("empty", "whitespace")]
+    for i in empty_rows:
+        assert n_best["translations"][i].tolist() == [b"", b""]
+        assert n_best["scores"][i].tolist() == [0.0, serving_module.NO_HYPOTHESIS_SCORE]
+    scored = call("score", sources=np.array(batch, object), targets=np.array(batch[::-1], object))
+    assert np.isfinite(scored["log_probs"]).all() and scored["log_probs"].shape == (len(batch),)
+    for i in empty_rows:
+        assert (scored["log_probs"][i], scored["tokens"][i]) == (0.0, 0)
+    long = sorted(BAD_INPUTS).index("long")
+    assert scored["tokens"][len(batch) - 1 - long] == MAX_LENGTH  # the long target is truncated
+    none = np.zeros([0], object)
+    assert call("translate_n_best", sentences=none, **options)["translations"].shape[0] == 0
+    out = call("score", sources=none, targets=none)
+    assert out["log_probs"].shape == (0,) and out["tokens"].shape == (0,)
