@@ -17,6 +17,7 @@ setuptools.setup(
         # TF and tensorflow-text must share a minor version; so must the model server.
         "tensorflow==2.21.*",
         "tensorflow-text==2.21.*",
+        "tensorflow-serving-api==2.21.*",  # the warm-up file (PredictionLog) and the gRPC client
         "keras>=3.15",
         "tensorflow-datasets>=4.9",
         "sentencepiece>=0.2",

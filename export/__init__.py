@@ -8,6 +8,8 @@
   versions        TF Serving's layout: version folders, the next one, the SavedModel to load.
   client          what runs an export: a `serving_default` from a training directory or a
                   SavedModel (`load_translate_fn`), lines through it in sorted batches.
+  warmup          TF Serving's warm-up file (PredictionLog records of sample requests),
+                  written into every version folder; the gRPC client shares its request builder.
   ops             the check that only core TF and tensorflow-text ops are in the graph, read
                   in a fresh interpreter by `python -m export.servable_ops`.
 """

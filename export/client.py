@@ -11,7 +11,7 @@ in process from a checkpoint or loaded from the SavedModel.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 from keras_transformer import cli
 from keras_transformer.config import DecodingConfig
@@ -73,3 +73,39 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
     source = versions.saved_model_path(export_dir)
     with cli.silence_native_stderr():  # the tokenizer resource's "normalizer.cc" INFO lines
         return tf.saved_model.load(source).signatures["serving_default"], source
+
+
+GRPC_PORT = 8500  # tensorflow/serving's Docker entry point: --port=8500 --rest_api_port=8501
+
+
+def translate_grpc(sentences: Sequence[Union[str, bytes]], target: str = f"localhost:{GRPC_PORT}",
+                   model_name: str = "transformer", version: Optional[int] = None,
+                   timeout: float = 60.0) -> tuple[list[str], list[float]]:
+    """Translations and scores of `sentences` from `serving_default` of a TF Serving model.
+
+    Args:
+        sentences: raw UTF-8 sentences (str or bytes); one request, so at most the server's
+            `max_batch_size` of them when it batches.
+        target: TF Serving's gRPC address, "host:port".
+        model_name: the name it serves the export under (`MODEL_NAME`, `--model_name`).
+        version: a version folder to ask for; None: the one TF Serving serves (the highest).
+        timeout: seconds before the call fails with `grpc.RpcError` (DEADLINE_EXCEEDED).
+
+    Returns:
+        `(translations, scores)`, in the order of `sentences`.
+
+    Raises:
+        grpc.RpcError: the server refused or failed the request (`.code()`, `.details()`).
+    """
+    import grpc  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from tensorflow_serving.apis import prediction_service_pb2_grpc  # pylint: disable=g-import-not-at-top
+
+    from export import serving_module, warmup  # pylint: disable=g-import-not-at-top
+
+    request = warmup.predict_request(warmup.DEFAULT_SIGNATURE, {serving_module.SIGNATURE_INPUT: list(sentences)},
+                                     model_name=model_name, version=version)
+    with grpc.insecure_channel(target) as channel:
+        response = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(request, timeout=timeout)
+    translations = [text.decode("utf-8") for text in tf.make_ndarray(response.outputs["translations"]).tolist()]
+    return translations, tf.make_ndarray(response.outputs["scores"]).tolist()

@@ -60,9 +60,10 @@ import os
 import shutil
 from typing import Callable, Optional
 
+import numpy as np
 import tensorflow as tf
 
-from export import ops, versions
+from export import ops, versions, warmup
 from keras_transformer import beam_search, decoding, scoring
 from keras_transformer.config import DecodingConfig
 from keras_transformer import model_dir as model_dir_lib
@@ -259,6 +260,19 @@ class Translator(tf.Module):
             SCORE_SIGNATURE: self.score,
         }
 
+    def warmup_batches(self) -> list:
+        """What the export's warm-up file asks (`export.warmup`, replayed by TF Serving when it
+        loads the version): `serving_default` with 1, 8 and 32 sentences of mixed lengths, and
+        `translate_n_best` (every option given: a warm-up record must feed every input) and
+        `score` with 8."""
+        batches = warmup.translation_batches(SIGNATURE_INPUT)
+        sentences = warmup.translation_batches(SIGNATURE_INPUT, sizes=(8,))[0][1][SIGNATURE_INPUT]
+        c = self.decoding_config
+        options = {"n_best": np.array([c.n_best], np.int32), "beam_size": np.array([c.beam_size], np.int32),
+                   "alpha": np.array([c.alpha], np.float32)}
+        return batches + [(N_BEST_SIGNATURE, {SIGNATURE_INPUT: sentences, **options}),
+                          (SCORE_SIGNATURE, {"sources": sentences, "targets": sentences})]
+
     def settings(self) -> dict:
         """What the export was made with (written to assets.extra/export.json)."""
         return {
@@ -300,6 +314,12 @@ def export_saved_model(
 ) -> str:
     """Saves `module` as `export_dir/<version>/` (TF Serving's layout), atomically.
 
+    The version folder holds TF Serving's warm-up file, `assets.extra/tf_serving_warmup_requests`
+    (`Translator.warmup_batches`, written by `export.warmup`): the server replays it when it
+    loads the version, so the first client request after a version swap is not the slow one.
+    Its largest request has 32 sentences: with `--enable_batching`, `max_batch_size` must be at
+    least that, or TF Serving refuses the version.
+
     The SavedModel is written into a hidden temporary folder beside the version folder
     (TF Serving only loads integer-named folders) and renamed into place at the end, so a
     failed export leaves no half-written version behind, and a killed one a temporary folder
@@ -338,6 +358,7 @@ def export_saved_model(
         with open(os.path.join(temporary, "assets.extra", SETTINGS_FILE), "w", encoding="utf-8") as file:
             json.dump({**module.settings(), **(extra or {})}, file, indent=2, sort_keys=True)
             file.write("\n")
+        warmup.write(temporary, warmup.warmup_requests(module.warmup_batches()))
         if check is not None:
             check(temporary)
         versions.publish(temporary, final)

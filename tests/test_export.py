@@ -99,6 +99,7 @@ def test_layout_and_assets(exported):
     assert sorted(os.listdir(path.parent)) == ["1"]  # no temporary folder left
     assert (path / "saved_model.pb").is_file() and (path / "variables").is_dir()
     assert (path / "assets" / "tokenizer.model").is_file()
+    assert (path / "assets.extra" / "tf_serving_warmup_requests").is_file()
     settings = json.loads((path / "assets.extra" / serving_module.SETTINGS_FILE).read_text())
     assert settings["decoding"] == DECODING.to_dict()
     assert settings["signatures"] == SIGNATURES
