@@ -25,7 +25,8 @@ def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress:
     `progress` shows a progress bar on stderr; by default only when stderr is a terminal
     (`cli.stderr_progress`).
 
-    Returns translations (str) and scores in the order of `lines`.
+    Returns translations (str) and scores in the order of `lines`; with a `translate_n_best`
+    (`[N, K]` outputs, `load_translate_fn(n_best=K)`) each is a list of K, best first.
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
@@ -35,8 +36,7 @@ def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress:
 
     def translate_batch(batch):
         out = translate_fn(tf.constant(batch, tf.string))
-        return [(text.decode("utf-8"), float(score))
-                for text, score in zip(out["translations"].numpy(), out["scores"].numpy())]
+        return [(_texts(text), score.tolist()) for text, score in zip(out["translations"].numpy(), out["scores"].numpy())]
 
     lengths = [(len(line.split()), len(line)) for line in lines]
     results = sorted_batches.map_in_input_order(translate_batch, lines, lengths, batch_size, descending=True,
@@ -44,14 +44,27 @@ def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress:
     return [t for t, _ in results], [s for _, s in results]
 
 
+def _texts(value):
+    """A translation (bytes) or a row of n-best translations -> str or a list of str."""
+    return value.decode("utf-8") if isinstance(value, bytes) else [text.decode("utf-8") for text in value]
+
+
 def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str] = None,
-                      decoding: DecodingConfig = DecodingConfig(), checkpoint: Optional[str] = None):
+                      decoding: DecodingConfig = DecodingConfig(), checkpoint: Optional[str] = None,
+                      n_best: int = 1):
     """(`serving_default`: tf.string [N] -> {"translations", "scores"}, where it came from).
 
     From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
     process from the averaged or latest checkpoint (or `checkpoint`); `export_dir` loads the
     SavedModel (a version folder, or a base folder whose highest version is used), whose
     decoding settings were fixed at export time.
+
+    With `n_best` > 1 the function is the `translate_n_best` signature asked for `n_best`
+    hypotheses with the beam and alpha of `decoding` (from `model_dir`) or of the export
+    (its `assets.extra/export.json`); its outputs are `[N, n_best]`, best first.
+
+    Raises:
+        ValueError: `n_best` larger than that beam, or an export without `translate_n_best`.
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
@@ -60,7 +73,15 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
     if model_dir:
         from export import serving_module  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
+        check_n_best(n_best, decoding.beam_size, "--beam_size")
         translator, source = serving_module.from_model_dir(model_dir, decoding, checkpoint)
+        if n_best > 1:
+            options = _n_best_options(n_best, decoding)
+
+            def n_best_fn(sentences):  # holds the Translator, as below
+                return translator.translate_n_best(sentences, **options)
+
+            return n_best_fn, source
 
         def serving_default(sentences):  # holds the Translator: its tf.function keeps only a weak reference
             return translator.serving_default(sentences)
@@ -68,11 +89,40 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
         return serving_default, source
     import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (tokenizer ops)
 
-    from export import versions  # pylint: disable=g-import-not-at-top
+    from export import serving_module, versions  # pylint: disable=g-import-not-at-top
 
     source = versions.saved_model_path(export_dir)
+    if n_best > 1:
+        settings = versions.read_settings(source)
+        if serving_module.N_BEST_SIGNATURE not in settings.get("signatures", []):
+            raise ValueError(f"{source} has no {serving_module.N_BEST_SIGNATURE} signature (an older export): "
+                             "export the model again for --n_best")
+        exported = DecodingConfig(**settings["decoding"])
+        check_n_best(n_best, exported.beam_size, "the export's beam_size")
     with cli.silence_native_stderr():  # the tokenizer resource's "normalizer.cc" INFO lines
-        return tf.saved_model.load(source).signatures["serving_default"], source
+        loaded = tf.saved_model.load(source)
+    if n_best == 1:
+        return loaded.signatures["serving_default"], source
+    signature, options = loaded.signatures[serving_module.N_BEST_SIGNATURE], _n_best_options(n_best, exported)
+
+    def loaded_n_best(sentences):
+        return signature(sentences=sentences, **options)
+
+    loaded_n_best.saved_model = loaded  # a signature keeps only a weak reference to its SavedModel
+    return loaded_n_best, source
+
+
+def check_n_best(n_best: int, beam_size: int, beam_name: str) -> None:
+    """A one-line `ValueError` unless 1 <= n_best <= beam_size (the search keeps no more)."""
+    if not 1 <= n_best <= beam_size:
+        raise ValueError(f"--n_best={n_best} must be between 1 and {beam_name} ({beam_size})")
+
+
+def _n_best_options(n_best: int, decoding: DecodingConfig) -> dict:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    return {"n_best": tf.constant([n_best], tf.int32), "beam_size": tf.constant([decoding.beam_size], tf.int32),
+            "alpha": tf.constant([decoding.alpha], tf.float32)}
 
 
 GRPC_PORT = 8500  # tensorflow/serving's Docker entry point: --port=8500 --rest_api_port=8501

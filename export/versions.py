@@ -20,6 +20,7 @@ before TensorFlow starts.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -60,6 +61,19 @@ def saved_model_path(export_dir: str) -> str:
         if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
             return path
     raise FileNotFoundError(f"{export_dir}: no {SAVED_MODEL_FILE} in it or in a version folder")
+
+
+def read_settings(saved_model_dir: str) -> dict:
+    """What an export was made with: its `assets.extra/export.json` (`serving_module.export_saved_model`).
+
+    Raises:
+        FileNotFoundError: the version folder has no such file (not made by `python -m export`).
+    """
+    path = os.path.join(saved_model_dir, "assets.extra", SETTINGS_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: not found; was {saved_model_dir} made by python -m export?")
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
 
 
 # Writing a version ------------------------------------------------------------------

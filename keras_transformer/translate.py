@@ -17,6 +17,10 @@ bar is drawn with ANSI colour codes and carriage returns, noise in a file or a p
 last line with the time and speed. The --output file is replaced atomically once every line
 is translated: a failed or interrupted run leaves an existing file as it was.
 
+With --n_best=K (at most the beam size), up to K hypotheses per sentence, best first, as lines
+`i ||| translation ||| score` (the Moses n-best format; i counts input lines from 0), from the
+export's `translate_n_best` signature; --reference then scores the best ones.
+
 With --reference, sacreBLEU's corpus BLEU (section 6.1), chrF and chrF++ (Popović 2015, 2017;
 not in the paper), each with its signature, are printed (to stdout when --output is a file,
 else to stderr). Bad input prints `error: <one line>`, exits with status 2 and writes nothing;
@@ -44,6 +48,8 @@ flags.DEFINE_string("output", "-", "Where to write translations, one per line; '
 flags.DEFINE_string("reference", None, "Reference translations, one per line: print BLEU, chrF, chrF++.")
 task_flags.define_decoding_flags()
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
+flags.DEFINE_integer("n_best", 1, "Hypotheses per sentence (at most the beam size); above 1, lines "
+                     "'i ||| translation ||| score', best first (the Moses n-best format).", lower_bound=1)
 flags.register_multi_flags_validator(
     ["model_dir", "export_dir"],
     lambda values: (values["model_dir"] is None) != (values["export_dir"] is None),
@@ -57,6 +63,10 @@ def main(argv):
     if FLAGS.export_dir:
         task_flags.check_model_dir_only("an export has its decoding settings built in")
     decoding = task_flags.decoding_config()
+    if FLAGS.model_dir:
+        from export import client  # pylint: disable=g-import-not-at-top  (no TensorFlow yet)
+
+        client.check_n_best(FLAGS.n_best, decoding.beam_size, "--beam_size")
     # The paths, before TensorFlow starts: a bad one must not cost a model load (translate_file
     # checks them again, and the reference's line count, before it loads the model).
     for flag in ("input", "reference"):
@@ -67,7 +77,7 @@ def main(argv):
 
     report = translation.translate_file(
         FLAGS.input, FLAGS.output, model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir, decoding=decoding,
-        checkpoint=FLAGS.checkpoint, reference=FLAGS.reference, batch_size=FLAGS.batch_size)
+        checkpoint=FLAGS.checkpoint, reference=FLAGS.reference, batch_size=FLAGS.batch_size, n_best=FLAGS.n_best)
     if report:
         print(report, file=sys.stderr if FLAGS.output == "-" else sys.stdout)
 

@@ -447,7 +447,7 @@ def evaluate(model_dir: str, data: DataConfig, decoding: DecodingConfig, bleu_se
 def translate_file(input_path: str, output_path: str = "-", *, model_dir: Optional[str] = None,
                    export_dir: Optional[str] = None, decoding: DecodingConfig = DecodingConfig(),
                    checkpoint: Optional[str] = None, reference: Optional[str] = None, batch_size: int = 32,
-                   progress: Optional[bool] = None) -> Optional[str]:
+                   progress: Optional[bool] = None, n_best: int = 1) -> Optional[str]:
     """Translates a file (or stdin) line by line with a training directory or an export.
 
     From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
@@ -461,6 +461,11 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     an existing file as it was. `progress`: the progress bar on stderr (default: when stderr
     is a terminal, see `export.client.translate_lines`); the first and last lines on stderr (sentences and
     model, time and speed) are always written.
+
+    With `n_best` > 1 (at most the beam size) each sentence gets up to `n_best` lines, best
+    first, in the Moses n-best format Marian and fairseq also write, `i ||| translation ||| score`
+    (i the sentence's 0-based line number, score log P(Y) / lp(|Y|)); a sentence with fewer
+    hypotheses (an empty line has one, "") gets fewer lines. BLEU is then of the best ones.
 
     Returns:
         With `reference`, sacreBLEU's report as text (`metrics.corpus_scores`): BLEU (section 6.1),
@@ -478,10 +483,14 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
         if len(references) != len(lines):
             raise ValueError(f"{reference} has {len(references)} lines but the input ({input_path}) has {len(lines)}")
     start = time.perf_counter()
-    translate_fn, source = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint)
+    translate_fn, source = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint, n_best=n_best)
     print(f"translating {len(lines)} sentences with {source}", file=sys.stderr)
-    translations, _ = client.translate_lines(translate_fn, lines, batch_size, progress)
-    text = "".join(t + "\n" for t in translations)
+    translations, scores = client.translate_lines(translate_fn, lines, batch_size, progress)
+    if n_best > 1:
+        text = n_best_lines(translations, scores)
+        translations = [hypotheses[0] for hypotheses in translations]
+    else:
+        text = "".join(t + "\n" for t in translations)
     atomic_files.write_output(output_path, text)
     elapsed = time.perf_counter() - start
     print(f"{len(lines)} sentences in {elapsed:.1f} s ({len(lines) / max(elapsed, 1e-9):.1f} sentences/s)",
@@ -489,3 +498,14 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     if references is None:
         return None
     return str(metrics.corpus_scores(translations, references))
+
+
+def n_best_lines(translations: list[list[str]], scores: list[list[float]]) -> str:
+    """Moses n-best lines, `i ||| translation ||| score`, of every filled slot (score above
+    `serving_module.NO_HYPOTHESIS_SCORE`), best first. A translation never holds a line break:
+    the tokenizer's normalization turns whitespace into spaces."""
+    from export import serving_module  # pylint: disable=g-import-not-at-top
+
+    return "".join(f"{i} ||| {text} ||| {score:.6f}\n"
+                   for i, (texts, values) in enumerate(zip(translations, scores))
+                   for text, score in zip(texts, values) if score > serving_module.NO_HYPOTHESIS_SCORE / 2)

@@ -63,7 +63,34 @@ def test_from_model_dir_with_reference_and_from_export_agree(files):
         result.stderr.decode()[-1000:]
 
 
+def test_n_best_from_model_dir_and_from_export_agree_and_lead_with_the_best(files):
+    """--n_best=3: Moses n-best lines, best first; the first of each sentence is its 1-best
+    translation of the same search (beam 4), from a training directory and from the export."""
+    lines = (files / "source.txt").read_text(encoding="utf-8").splitlines()[:8] + [""]
+    (files / "nbest_source.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    outputs = {}
+    for source in (f"--model_dir={files / 'run'}", f"--export_dir={files / 'export'}"):
+        result = run(source, f"--input={files / 'nbest_source.txt'}", "--output=-", "--n_best=3")
+        assert result.returncode == 0, result.stderr.decode()[-2000:]
+        outputs[source.split("=")[0]] = result.stdout.decode("utf-8").splitlines()
+    assert outputs["--model_dir"] == outputs["--export_dir"]
+    rows = [line.split(" ||| ") for line in outputs["--model_dir"]]
+    assert all(len(row) == 3 for row in rows)
+    by_sentence = {}
+    for index, text, score in rows:
+        by_sentence.setdefault(int(index), []).append((text, float(score)))
+    assert sorted(by_sentence) == list(range(len(lines)))
+    assert by_sentence[len(lines) - 1] == [("", 0.0)]  # an empty line: one empty hypothesis
+    for hypotheses in list(by_sentence.values())[:-1]:
+        assert len(hypotheses) == 3
+        assert [score for _, score in hypotheses] == sorted((score for _, score in hypotheses), reverse=True)
+    one_best = run(f"--model_dir={files / 'run'}", f"--input={files / 'nbest_source.txt'}", "--output=-")
+    assert one_best.stdout.decode("utf-8").splitlines()[:-1] == [by_sentence[i][0][0] for i in range(len(lines) - 1)]
+
+
 @pytest.mark.parametrize("args, message", [
+    (["--model_dir={root}/run", "--n_best=5", "--input={root}/source.txt"], "--n_best=5 must be between 1 and --beam_size (4)"),
+    (["--export_dir={root}/export", "--n_best=9", "--input={root}/source.txt"], "the export's beam_size (4)"),
     (["--model_dir={root}/missing", "--input={root}/source.txt"], "missing"),
     (["--model_dir={root}/run", "--input={root}/missing.txt"], "missing.txt: no such file"),
     (["--export_dir={root}/export", "--beam_size=2", "--input={root}/source.txt"], "--beam_size"),
