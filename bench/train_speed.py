@@ -173,9 +173,7 @@ def worker(spec):
     from keras_transformer import cli
 
     framework, precision = spec.split(":")
-    tf = cli.start_tensorflow()
-    if FLAGS.threads:
-        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+    tf = cli.start_tensorflow(threads=FLAGS.threads)  # before the runtime starts: TF refuses after
     if framework == "ceiling":
         print(json.dumps({"flops": matmul_ceiling(tf, tf.float32 if precision == "float32" else tf.bfloat16)}))
         return

@@ -517,22 +517,41 @@ def translate_pieces(translator, sources: Sequence[Sequence[str]], decoding: Dec
                      max_batch_size: int = 0) -> list[list[tuple[list[str], float]]]:
     """Source piece lists (no EOS) -> per source the n-best (pieces, score), in input order.
 
-    Sources of one length share one `translate_batch` call (in the order given), since its
-    max_decoding_length is one number and the project's limit depends on the source length.
+    The project's output limit depends on the source length, CTranslate2's max_decoding_length
+    is one number per call. One `translate_batch` call takes every source, with the largest of
+    their limits; a limit matters only to a search that reaches it, and each search stops when
+    its last finished hypothesis (all are returned, `translation_options`) ends. So a source
+    whose hypotheses are all shorter than its own limit got what a call with its own limit
+    gives; the others (rare: an output as long as source + max_extra_length) are translated
+    again, in one call per source length with their own limit.
     `special`: export.json's "special_tokens" (default SentencePiece's pieces).
     """
     special = special or {"pad": "<pad>", "bos": "<s>", "eos": "</s>"}
-    by_length: dict[int, list[int]] = {}
-    for i, source in enumerate(sources):
-        by_length.setdefault(min(len(source), config.max_length - 1), []).append(i)
+    lengths = [min(len(source), config.max_length - 1) for source in sources]
     results: list = [None] * len(sources)
-    for length, indices in by_length.items():
-        options = translation_options(decoding, config, length, pad_token=special["pad"],
-                                      bos_token=special["bos"], patience=patience)
-        outputs = translator.translate_batch([list(sources[i]) for i in indices],
-                                             max_batch_size=max_batch_size, **options)
-        for i, ranked in zip(indices, rescore(outputs, decoding, options["length_penalty"], special["eos"])):
+
+    def options(length):
+        return translation_options(decoding, config, length, pad_token=special["pad"], bos_token=special["bos"],
+                                   patience=patience)
+
+    def run(indices, length):
+        call = options(length)
+        outputs = translator.translate_batch([list(sources[i]) for i in indices], max_batch_size=max_batch_size,
+                                             **call)
+        for i, output, ranked in zip(indices, outputs, rescore(outputs, decoding, call["length_penalty"],
+                                                                special["eos"])):
             results[i] = ranked
+            yield i, max((len(tokens) for tokens in output.hypotheses), default=0)
+
+    if not sources:
+        return results
+    again: dict[int, list[int]] = {}
+    for i, longest in run(range(len(sources)), max(lengths)):
+        if longest >= options(lengths[i])["max_decoding_length"]:  # it reached its own limit
+            again.setdefault(lengths[i], []).append(i)
+    for length, indices in again.items():
+        for _ in run(indices, length):
+            pass
     return results
 
 
@@ -575,9 +594,11 @@ class Ctranslate2Translator:
     def detokenize(self, pieces: Sequence[Sequence[str]]) -> list[str]:
         import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-        rows = [[self._target_ids[p] for p in row] for row in pieces]
+        # A piece the tokenizer lacks (the vocabulary's <unused_i> padding rows) detokenizes as UNK;
+        # byte-fallback pieces can end mid-character: U+FFFD, as in the SavedModel.
+        rows = [[self._target_ids.get(p, UNK_ID) for p in row] for row in pieces]
         ids = tf.ragged.constant(rows, dtype=tf.int32, ragged_rank=1) if rows else tf.zeros([0, 0], tf.int32)
-        return [t.decode("utf-8") for t in self.target_tokenizer.detokenize(ids).numpy()]
+        return [t.decode("utf-8", errors="replace") for t in self.target_tokenizer.detokenize(ids).numpy()]
 
     def translate(self, sentences: Sequence[str], decoding: Optional[DecodingConfig] = None, *,
                   patience: float = 1.0, max_batch_size: int = 0) -> list[list[tuple[str, float]]]:

@@ -62,7 +62,7 @@ def silence_native_stderr():
         silencer.stop()
 
 
-def start_tensorflow(cpu_replicas: int = 0):
+def start_tensorflow(cpu_replicas: int = 0, threads: int = 0):
     """Imports TensorFlow quietly and initialises its devices; returns the module.
 
     With `TF_CONFIG` set (several machines), the devices are left uninitialised:
@@ -72,6 +72,9 @@ def start_tensorflow(cpu_replicas: int = 0):
     Args:
         cpu_replicas: if > 1, split the CPU into that many logical devices (for
             MirroredStrategy over CPUs); must happen before devices are used.
+        threads: if > 0, TensorFlow's intra-op and inter-op thread pools get that many
+            threads (`tf.config.threading`, which refuses once the runtime has started:
+            set here, between the import and the devices). 0: TensorFlow's default (all cores).
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -84,6 +87,9 @@ def start_tensorflow(cpu_replicas: int = 0):
     with silence_native_stderr():
         import tensorflow as tf
 
+        if threads > 0:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(threads)
         if os.environ.get("TF_CONFIG"):
             return tf
         if cpu_replicas > 1:

@@ -55,7 +55,9 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
     """`(fn, initial_cache)` for `beam_search` / `greedy_search`: the model's next-token logits.
 
     With `use_cache` (the default) `fn` is `model.decode_step` over the self-attention cache
-    of `model.init_cache`, reading the per-sentence `model.init_memory`. Without it, `fn`
+    of `model.init_cache`, empty at first and extended by each step (so a step's cost grows
+    with the positions decoded, not with `max_length`), reading the per-sentence
+    `model.init_memory`. Without it, `fn`
     re-runs the full causal decoder over the whole prefix at every step (the slow reference:
     it must give the same tokens; see `bench/decode_cache.py`); its cache holds the prefix
     `(B, max_length)`.
@@ -83,7 +85,9 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
 
     if use_cache:
         memory = tf.nest.map_structure(per_beam, model.init_memory(encoder_outputs, source_mask))
-        cache = model.init_cache(tf.shape(encoder_outputs)[0], max_length)
+        # Empty, grown by one position per step: a step writes, reorders (beam search) and
+        # attends over the positions decoded so far, not over a buffer of max_length.
+        cache = model.init_cache(tf.shape(encoder_outputs)[0], 0)
 
         def decode(ids, step, cache):
             return model.decode_step(ids, step, cache, memory)

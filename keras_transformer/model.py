@@ -29,6 +29,7 @@ from keras_transformer.layers.embedding import SharedEmbedding
 from keras_transformer.layers.encoder_layer import EncoderLayer
 from keras_transformer.layers.layer_norm import LayerNormalization
 from keras_transformer.layers.masks import causal_mask, padding_mask
+from keras_transformer.layers.multi_head_attention import cached_key_length
 from keras_transformer.layers.position_encoding import LearnedPositionEmbedding, SinusoidalPositionEncoding
 
 
@@ -206,7 +207,9 @@ class Transformer(keras.Model):
 
         Args:
             batch_size: int or int32 scalar, B (the rows of `encode`'s output).
-            max_length: int or int32 scalar, T_max, the most positions decoded.
+            max_length: int or int32 scalar, T_max, the most positions decoded; 0 for an
+                empty cache that each step extends by its positions (what decoding uses:
+                a step then costs in the positions decoded so far, not in T_max).
 
         Returns:
             A nested dict: for each decoder layer i, `"layer_i"`: zeros
@@ -239,8 +242,8 @@ class Transformer(keras.Model):
         `decode_step` runs it with L = 1; tests run it with L = T to fill a cache at once.
         """
         new_cache = {}
-        max_length = tf.shape(cache["layer_0"]["key"])[2]  # (B, h, T_max, d_k)
-        self_mask = causal_mask(tf.shape(x)[1], max_length, index)  # (L, T_max), shared by all layers
+        key_length = cached_key_length(cache["layer_0"]["key"], index, tf.shape(x)[1])  # T_max, or index + L
+        self_mask = causal_mask(tf.shape(x)[1], key_length, index)  # (L, T_k), shared by all layers
         for i, layer in enumerate(self.decoder_layers):
             x, new_cache[f"layer_{i}"] = layer(
                 x, source_mask=memory["source_mask"], cache=cache[f"layer_{i}"], memory=memory[f"layer_{i}"],

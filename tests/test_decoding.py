@@ -54,13 +54,15 @@ def test_the_search_cache_is_the_per_step_part_and_each_beam_reads_its_sentence_
     encoder_outputs, source_mask = model.encode(SOURCE)
     beam = 3
     fn, cache = decoding.step_fn(model, encoder_outputs, source_mask, 5, beam_size=beam)
-    # What beam search expands and reorders: the self-attention keys/values only, one row per sentence.
-    expected = model.init_cache(4, 5)
+    # What beam search expands and reorders: the self-attention keys/values only, one row per
+    # sentence, empty at first and grown by each step.
+    expected = model.init_cache(4, 0)
     tf.nest.assert_same_structure(cache, expected)
     assert [t.shape for t in tf.nest.flatten(cache)] == [t.shape for t in tf.nest.flatten(expected)]
     beams = tf.nest.map_structure(lambda t: tf.repeat(t, beam, axis=0), cache)  # as beam_search does
     logits, new_cache = fn(tf.fill([4 * beam], 2), tf.constant(0), beams)
     tf.nest.assert_same_structure(new_cache, beams)
+    assert {t.shape[2] for t in tf.nest.flatten(new_cache)} == {1}
     memory = model.init_memory(encoder_outputs, source_mask)
     reference, _ = model.decode_step(tf.fill([4], 2), 0, model.init_cache(4, 5), memory)
     allowed = [i for i in range(VOCAB) if i not in (0, 2)]  # PAD and BOS are masked by fn

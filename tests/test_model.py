@@ -71,10 +71,17 @@ def test_cached_decoding_equals_the_full_pass(overrides):
     full = model.decode(TARGET, encoder_outputs, source_mask)
     memory = model.init_memory(encoder_outputs, source_mask)
     steps, cache = [], model.init_cache(2, max_length=TARGET.shape[1])
+    grown_steps, grown = [], model.init_cache(2, max_length=0)  # what decoding uses: grown by each step
     for t in range(TARGET.shape[1]):
         logits, cache = model.decode_step(TARGET[:, t], t, cache, memory)
         steps.append(logits)
+        logits, grown = model.decode_step(TARGET[:, t], t, grown, memory)
+        grown_steps.append(logits)
+        assert grown["layer_0"]["key"].shape[2] == t + 1
     np.testing.assert_allclose(tf.stack(steps, axis=1), full, atol=1e-5)
+    np.testing.assert_allclose(tf.stack(grown_steps, axis=1), full, atol=1e-5)
+    for a, b in zip(tf.nest.flatten(cache), tf.nest.flatten(grown)):  # the same keys and values
+        np.testing.assert_allclose(a, b, atol=1e-5)
     # The cache after T steps equals the cache of one pass over the whole prefix.
     x = model._embed_target(TARGET, 0, training=False)
     _, prefill = model._decode_cached(x, 0, model.init_cache(2, TARGET.shape[1]), memory)

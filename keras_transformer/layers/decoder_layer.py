@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from keras_transformer.layers.feed_forward import PositionwiseFeedForward
 from keras_transformer.layers.masks import causal_mask
-from keras_transformer.layers.multi_head_attention import MultiHeadAttention
+from keras_transformer.layers.multi_head_attention import MultiHeadAttention, cached_key_length
 from keras_transformer.layers.sublayer import SublayerConnection
 
 
@@ -117,7 +117,9 @@ class DecoderLayer(keras.layers.Layer):
         """The empty self-attention cache: `{"key": (B, h, T_max, d_k), "value": (B, h, T_max, d_v)}`.
 
         Zeros in the layer's compute dtype; each step writes its keys and values at
-        its position, and the causal mask hides the positions not written yet.
+        its position, and the causal mask hides the positions not written yet. With
+        max_length 0 the cache is empty and grows by each step's positions
+        (`multi_head_attention.update_cache`).
         """
         dtype = self.compute_dtype
         return {
@@ -153,7 +155,7 @@ class DecoderLayer(keras.layers.Layer):
             raise ValueError("DecoderLayer: give encoder_outputs or their projected memory (init_memory)")
         self_mask = self_attention_mask
         if self_mask is None:
-            key_length = None if cache is None else tf.shape(cache["key"])[2]  # (B, h, T_max, d_k)
+            key_length = None if cache is None else cached_key_length(cache["key"], cache_index, tf.shape(x)[1])
             self_mask = causal_mask(tf.shape(x)[1], key_length, 0 if cache_index is None else cache_index)  # (T, T_k)
         cross_mask = None if source_mask is None else source_mask[:, tf.newaxis, :]  # (B, 1, S)
         scores, new_cache = {}, None

@@ -47,23 +47,23 @@ def masked_softmax(scores: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
 
 
 def update_cache(cache: tf.Tensor, new: tf.Tensor, index) -> tf.Tensor:
-    """Writes `new` (B, h, L, d) into `cache` (B, h, T_max, d) at positions [index, index + L).
+    """Writes `new` (B, h, L, d) into `cache` (B, h, T, d) at positions [index, index + L).
 
-    Uses only `where` (and `pad` for L > 1), which every TensorFlow runtime has,
-    including stock TF Serving, unlike the XLA op behind `dynamic_update_slice`.
-    One-token decoding (L = 1, known when tracing) broadcasts `new` along the
-    positions, a handful of ops per write.
+    A cache that holds exactly the first `index` positions grows by L: decoding starts from an
+    empty cache (`init_cache(B, 0)`) and each step appends its keys and values, so a step
+    copies and attends over the positions decoded so far, not a buffer of the longest output.
+    A longer, preallocated cache (T >= index + L) is written in place. Slices and a concat,
+    which every TensorFlow runtime has, including stock TF Serving, unlike the XLA op behind
+    `dynamic_update_slice`. The cache must hold at least `index` positions.
     """
-    max_length = tf.shape(cache)[2]
     index = tf.cast(index, tf.int32)
-    positions = tf.range(max_length)
-    if new.shape[2] == 1:
-        at_index = tf.equal(positions, index)[tf.newaxis, tf.newaxis, :, tf.newaxis]  # (1, 1, T_max, 1)
-        return tf.where(at_index, new, cache)
-    length = tf.shape(new)[2]
-    padded = tf.pad(new, [[0, 0], [0, 0], [index, max_length - index - length], [0, 0]])
-    in_window = (positions >= index) & (positions < index + length)  # (T_max,)
-    return tf.where(in_window[tf.newaxis, tf.newaxis, :, tf.newaxis], padded, cache)
+    return tf.concat([cache[:, :, :index], new, cache[:, :, index + tf.shape(new)[2]:]], axis=2)
+
+
+def cached_key_length(cache: tf.Tensor, index, query_length) -> tf.Tensor:
+    """The keys a cached attention sees once `update_cache` wrote `query_length` positions at
+    `index` into `cache` (B, h, T, d): T, or index + query_length if the cache grew."""
+    return tf.maximum(tf.shape(cache)[2], tf.cast(index, tf.int32) + query_length)
 
 
 def split_heads(x: tf.Tensor) -> tf.Tensor:

@@ -1,0 +1,71 @@
+"""Two SavedModel exports (e.g. before and after a change of the search) on the same sentences:
+the same outputs? how fast, each against the other?
+
+    .venv/bin/python bench/exports_side_by_side.py --before=/tmp/old/1 --after=/tmp/new/1 \\
+        --input=../shared/data/multi30k/val.en.gz --batch_size=32 --repeats=3
+
+Both exports are loaded in this process (`export.client.load_translate_fn`, `tf.saved_model.load`:
+their `serving_default`, strings in, strings out) and translate every line of --input in the
+same length-sorted batches (`export.client.translate_lines`). Each warms up on one batch; then
+in each of --repeats rounds both translate everything, the order swapped every round, and each
+export's best round gives its sentences/s. Printed: how many translations are identical, the
+largest score difference over them, the first differing sentences, the times and after's speed
+over before's. Exit status 1 if any translation differs. CPU figures.
+"""
+
+from __future__ import annotations
+
+import time
+
+from absl import app, flags
+
+from keras_transformer import cli
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("before", None, "The reference export (a version folder or its base folder).")
+flags.DEFINE_string("after", None, "The export compared with it.")
+flags.DEFINE_string("input", None, "Source sentences, one per line, plain or gzipped.")
+flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
+flags.DEFINE_integer("repeats", 3, "Timed rounds per export; the best is reported.", lower_bound=1)
+flags.mark_flags_as_required(["before", "after", "input"])
+
+
+def main(argv):
+    del argv
+    cli.start_tensorflow()
+    from export import client  # pylint: disable=g-import-not-at-top
+    from pipelines import text_files  # pylint: disable=g-import-not-at-top
+
+    lines = [line.encode("utf-8") for line in text_files.read_lines(FLAGS.input)]
+    engines = {}
+    with cli.silence_native_stderr():
+        for name in ("before", "after"):
+            engines[name], _ = client.load_translate_fn(export_dir=FLAGS[name].value)
+            client.translate_lines(engines[name], lines[: FLAGS.batch_size], FLAGS.batch_size, progress=False)
+    seconds = {name: [] for name in engines}
+    outputs = {}
+    for round_ in range(FLAGS.repeats):
+        for name in (("before", "after") if round_ % 2 == 0 else ("after", "before")):
+            started = time.perf_counter()
+            outputs[name] = client.translate_lines(engines[name], lines, FLAGS.batch_size, progress=False)
+            seconds[name].append(time.perf_counter() - started)
+        print(f"round {round_ + 1}/{FLAGS.repeats}: " + ", ".join(f"{n} {seconds[n][-1]:.2f} s" for n in engines),
+              flush=True)
+    (before, before_scores), (after, after_scores) = outputs["before"], outputs["after"]
+    same = [i for i in range(len(lines)) if before[i] == after[i]]
+    differing = [i for i in range(len(lines)) if before[i] != after[i]]
+    largest = max((abs(before_scores[i] - after_scores[i]) for i in same), default=0.0)
+    print(f"{len(same):,} of {len(lines):,} translations identical; largest score difference over them {largest:.2g}")
+    for i in differing[:5]:
+        print(f"  line {i + 1}: before {before[i]!r} ({before_scores[i]:.4f})\n"
+              f"          after  {after[i]!r} ({after_scores[i]:.4f})")
+    best = {name: min(times) for name, times in seconds.items()}
+    for name in engines:
+        print(f"{name}: {FLAGS[name].value}: best of {FLAGS.repeats} rounds {best[name]:.2f} s, "
+              f"{len(lines) / best[name]:.1f} sentences/s")
+    print(f"after over before: {best['before'] / best['after']:.2f}x the speed")
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    app.run(main)

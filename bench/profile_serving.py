@@ -1,0 +1,85 @@
+"""Where the SavedModel's beam search spends its time: op types by total time, one traced batch.
+
+    .venv/bin/python bench/profile_serving.py --export_dir=/tmp/serving/transformer \\
+        --input=../shared/data/multi30k/test_2016_flickr.en.gz --batch_size=32 --batches=4
+
+Loads the export with the TF1 Session loader (TF Serving's), runs `serving_default` once on
+each of --batches length-sorted batches of --batch_size sentences (the first lines of
+--input, longest first, as `export.client.translate_lines` batches them) to warm up, then
+again with `RunOptions.FULL_TRACE`, and adds up the executed nodes' times (`StepStats`, which
+also records the nodes of the functions and loops inside the signature) by op type. Prints
+the wall time of the traced runs, the op types by share of the summed node time, and the loop
+steps (`while` body iterations) they took. Node times overlap when two threads run nodes at
+once, and tracing slows small ops most: read the shares as where the time goes, the wall time
+as what one batch costs untraced (printed too). CPU figures.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+
+from absl import app, flags
+
+from keras_transformer import cli
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("export_dir", None, "A SavedModel from `python -m export` (version or base folder).")
+flags.DEFINE_string("input", None, "Source sentences, one per line, plain or gzipped.")
+flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
+flags.DEFINE_integer("batches", 4, "Batches traced (the longest first).", lower_bound=1)
+flags.DEFINE_integer("top", 25, "Op types listed.", lower_bound=1)
+flags.mark_flags_as_required(["export_dir", "input"])
+
+
+def main(argv):
+    del argv
+    tf = cli.start_tensorflow()
+    import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+
+    from export import versions  # pylint: disable=g-import-not-at-top
+    from keras_transformer import sorted_batches  # pylint: disable=g-import-not-at-top
+    from pipelines import text_files  # pylint: disable=g-import-not-at-top
+
+    lines = [line.encode("utf-8") for line in text_files.read_lines(FLAGS.input)]
+    order = sorted_batches.length_sorted_batches([(len(line.split()), len(line)) for line in lines],
+                                                 FLAGS.batch_size, descending=True)
+    batches = [[lines[i] for i in batch] for batch in order[: FLAGS.batches]]
+    path = versions.saved_model_path(FLAGS.export_dir)
+    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
+        with cli.silence_native_stderr():
+            signature = tf.compat.v1.saved_model.loader.load(session, ["serve"], path).signature_def["serving_default"]
+        fetch = signature.outputs["translations"].name
+        feed = signature.inputs["sentences"].name
+        for batch in batches:  # warm-up
+            session.run(fetch, {feed: batch})
+        started = time.perf_counter()
+        for batch in batches:
+            session.run(fetch, {feed: batch})
+        untraced = time.perf_counter() - started
+        by_type: collections.Counter = collections.Counter()
+        counts: collections.Counter = collections.Counter()
+        started = time.perf_counter()
+        for batch in batches:
+            metadata = tf.compat.v1.RunMetadata()
+            session.run(fetch, {feed: batch}, options=tf.compat.v1.RunOptions(
+                trace_level=tf.compat.v1.RunOptions.FULL_TRACE), run_metadata=metadata)
+            for device in metadata.step_stats.dev_stats:
+                for node in device.node_stats:
+                    op = node.timeline_label.split("(")[0].split(" = ")[-1].strip() or node.node_name
+                    by_type[op] += node.all_end_rel_micros
+                    counts[op] += 1
+        traced = time.perf_counter() - started
+    total = sum(by_type.values())
+    print(f"{path}: {len(batches)} batches of up to {FLAGS.batch_size} sentences; wall {untraced:.2f} s "
+          f"untraced, {traced:.2f} s traced; summed node time {total / 1e6:.2f} s over {sum(counts.values()):,} "
+          f"executed nodes")
+    print("| op type | share | summed time (s) | executions | mean (us) |")
+    print("|---|---:|---:|---:|---:|")
+    for op, micros in by_type.most_common(FLAGS.top):
+        print(f"| {op} | {100 * micros / total:.1f}% | {micros / 1e6:.3f} | {counts[op]:,} | "
+              f"{micros / counts[op]:.1f} |")
+
+
+if __name__ == "__main__":
+    app.run(main)

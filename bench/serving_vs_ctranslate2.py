@@ -1,0 +1,605 @@
+"""The SavedModel's `serving_default` against CTranslate2 (float32, int8): the same outputs? how fast?
+
+    .venv/bin/python bench/serving_vs_ctranslate2.py --model_dir=runs/multi30k_en_de \\
+        --input=../shared/data/multi30k/test_2016_flickr.en.gz \\
+        --reference=../shared/data/multi30k/test_2016_flickr.de.gz --batch_size=32 --repeats=3
+
+The checkpoint of --model_dir that export and translation use (averaged/, else the newest
+readable one; or --checkpoint) is restored once (`serving_module.from_model_dir`) and written
+into a new work folder (temporary unless --work_dir is given) as
+
+* two CTranslate2 models of the restored model (`ctranslate2_model.convert`): float32 weights,
+  run with compute_type float32, and int8 weights, run with compute_type int8;
+* two SavedModels (`serving_module.export_saved_model`): one with the beam search of
+  --beam_size, --alpha and --max_extra_length, one greedy (beam 1). Each is loaded back with
+  `tf.saved_model.load` and called through its `serving_default` signature
+  (`export.client.load_translate_fn`): strings in, strings out.
+
+Every engine gets the first --sentences lines of --input (plain or gzipped UTF-8, read by
+`pipelines.text_files.read_lines`) in the same batches: at most --batch_size sentences of
+similar length, longest first (`sorted_batches.length_sorted_batches` on the key
+`export.client.translate_lines` sorts by: words, then bytes).
+
+1. Fidelity, CTranslate2 float32 (the export path below) against the SavedModel: how many
+   translations are identical, and the largest score difference over those. Greedy search must
+   give the same translation for every sentence (the exit status is 1 otherwise). Beam search
+   agrees on most sentences, not all: the two searches collect finished hypotheses by different
+   rules (`ctranslate2_model.translation_options`); where they differ, the scores (both the
+   project's log P(Y) / lp(|Y|) of their own output) say which search found the better one.
+2. Speed, with beam search, of seven engines:
+   * SavedModel: its `serving_default` (tokenization, search and detokenization in the graph);
+   * CTranslate2 float32 and int8, export path: `ctranslate2_model.translate_pieces` on source
+     pieces that the export's tokenizer made before timing; outputs stay pieces. It makes one
+     `translate_batch` call per batch with the batch's largest output limit, and one more per
+     source length for the sources whose output reached their own limit (the project's limit is
+     per sentence, CTranslate2's per call), asks for every finished hypothesis and re-ranks them
+     with the project's length penalty (`rescore`);
+   * CTranslate2 float32 and int8, plain: CTranslate2 alone on the same model folder (the same
+     `ctranslate2.Translator`) and the same piece batches, one call per batch,
+     `translate_batch(pieces, beam_size, length_penalty=alpha, max_decoding_length=the batch's
+     longest source in tokens (EOS included) + max_extra_length)` and CTranslate2's defaults
+     otherwise. Its time over the export path's is what the export's own work costs. Its
+     outputs may differ from the export's: it ranks finished hypotheses by log P(Y) / |Y| **
+     alpha (not the GNMT penalty), never ends at the first step, does not suppress PAD and BOS,
+     and has one output limit per batch;
+   * CTranslate2 float32 and int8, text: `Ctranslate2Translator.translate`, strings in and
+     strings out, tokenization and detokenization included as in the SavedModel.
+   Each engine translates one batch to warm up; then in each of --repeats rounds every engine
+   translates all batches, the engines' order rotated each round, so that a change of the
+   machine's load touches all of them alike. Each engine's best round gives its sentences/s,
+   target tokens/s, its wall time and its speed over the SavedModel's; with --reference, also
+   sacreBLEU BLEU (`keras_transformer.metrics`). Target tokens are counted the same way for
+   every engine: each translation tokenized again by the target tokenizer, plus one EOS per
+   non-empty source. Beam search's fidelity is that of the first round's outputs.
+
+Threads: --threads for TensorFlow's intra-op and inter-op pools (`cli.start_tensorflow`, which
+sets `tf.config.threading` before it creates the devices: once the
+runtime runs, TensorFlow refuses the change) and for CTranslate2's `intra_threads`, with
+`inter_threads=1` (one batch at a time, as the SavedModel is called here).
+
+Prints the steps as they run, then a Markdown table with its notes for docs/BENCHMARKS.md (CPU
+figures: the host's CPU model, cores and load) and, last, one JSON line with every number.
+Needs ctranslate2 4.x (`pip install -e .[bench]`). Bad input (a missing or unreadable file,
+references that do not match the input line for line, a training directory without a checkpoint
+or tokenizer, a model CTranslate2 cannot express, no ctranslate2) ends with one `error:` line and
+exit status 2, before anything is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Optional
+
+from absl import flags, logging
+
+from keras_transformer import cli
+from tasks import flags as task_flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_dir", None, "Training directory (model_config.json, tokenizer/, checkpoints/).")
+flags.DEFINE_string("checkpoint", None, "Checkpoint prefix (default: averaged/, else the latest).")
+flags.DEFINE_string("input", None, "Source sentences, one per line, plain or gzipped UTF-8 "
+                    "(e.g. Multi30k's test_2016_flickr.en.gz).")
+flags.DEFINE_string("reference", None, "Reference translations of --input, line by line: BLEU of every engine.")
+flags.DEFINE_integer("sentences", 0, "Translate the first N lines of --input (0: all).", lower_bound=0)
+flags.DEFINE_integer("batch_size", 32, "Sentences per batch; every engine gets the same length-sorted batches.",
+                     lower_bound=1)
+task_flags.define_decoding_flags()  # --beam_size 4, --alpha 0.6, --max_extra_length 50 (section 6.1)
+flags.DEFINE_integer("threads", 2, "TensorFlow intra- and inter-op threads and CTranslate2 intra_threads "
+                     "(2: both cores of a 2-core host).", lower_bound=1)
+flags.DEFINE_integer("repeats", 3, "Timed rounds, the engines taking turns; each engine's best round is reported.",
+                     lower_bound=1)
+flags.DEFINE_string("work_dir", None, "Where the exports go, in a new folder that is kept when the run ends "
+                    "(default: a temporary folder, removed at the end).")
+flags.mark_flags_as_required(["model_dir", "input"])
+
+LABELS = {  # engine -> its row in the table, in the order the engines take turns
+    "saved_model": "SavedModel, `serving_default`",
+    "ct2_float32": "CTranslate2 float32, export path (`translate_pieces`)",
+    "ct2_int8": "CTranslate2 int8, export path (`translate_pieces`)",
+    "ct2_float32_plain": "CTranslate2 float32, plain `translate_batch`",
+    "ct2_int8_plain": "CTranslate2 int8, plain `translate_batch`",
+    "ct2_float32_text": "CTranslate2 float32, text (`Ctranslate2Translator.translate`)",
+    "ct2_int8_text": "CTranslate2 int8, text (`Ctranslate2Translator.translate`)",
+}
+BASELINE = "saved_model"  # speeds are also given over this engine's
+FIDELITY = "ct2_float32"  # the engine whose outputs and scores are compared with the SavedModel's
+COMPUTE_TYPES = {"ct2_float32": (None, "float32"), "ct2_int8": ("int8", "int8")}  # quantization, compute_type
+EXPORT_OVERHEAD_TARGET = 1.05  # the issue: the export path within 5% of CTranslate2 itself (wall time)
+SCORE_TOLERANCE = 1e-4  # scores closer than this count as equal (float32 sums in two programs)
+SHOWN_DIFFERENCES = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    """One way to translate the batches.
+
+    Attributes:
+        run: batch number -> per sentence of that batch (output, score), the output as the
+            engine returns it (bytes, pieces or text); score None where the engine's score is
+            not the project's (plain CTranslate2).
+        texts: a list of such pairs -> their translations as text (not timed).
+    """
+
+    run: Callable[[int], list]
+    texts: Callable[[list], list[str]]
+
+
+# Host, input, TensorFlow ------------------------------------------------------------------------
+
+def host() -> dict[str, Any]:
+    """The CPU model (/proc/cpuinfo), the cores and the load average: what the figures depend on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            cpu = next((line.split(":", 1)[1].strip() for line in file if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "load_average": [round(load, 2) for load in os.getloadavg()]}
+
+
+def read_corpus() -> tuple[list[str], Optional[list[str]]]:
+    """The first --sentences lines of --input (stripped), and of --reference (None without it).
+
+    `text_files.read_lines` reads a gzipped file as such (it looks at the magic bytes, not the
+    name) and raises a one-line `DataError` (a ValueError) for a missing, empty or non-UTF-8 file.
+    """
+    from pipelines import text_files  # pylint: disable=g-import-not-at-top  (no TensorFlow)
+
+    cli.check_input_file(FLAGS.input, "input")
+    cli.check_input_file(FLAGS.reference, "reference")
+    lines = text_files.read_lines(FLAGS.input)
+    references = text_files.read_lines(FLAGS.reference) if FLAGS.reference else None
+    if references is not None and len(references) != len(lines):
+        raise ValueError(f"--reference={FLAGS.reference} has {len(references):,} lines but --input={FLAGS.input} "
+                         f"has {len(lines):,}")
+    count = FLAGS.sentences or len(lines)
+    return lines[:count], (references[:count] if references is not None else None)
+
+
+def start_tensorflow(threads: int):
+    """TensorFlow with `threads` intra- and inter-op threads (`cli.start_tensorflow`)."""
+    tf = cli.start_tensorflow(threads=threads)
+    tf.get_logger().setLevel("ERROR")
+    logging.set_verbosity(logging.WARNING)  # no "Assets written to" lines from the SavedModel writer
+    return tf
+
+
+# Exports and engines ----------------------------------------------------------------------------
+
+def write_exports(translator, greedy_decoding, checkpoint: str, work: str) -> dict[str, str]:
+    """The CTranslate2 models (float32, int8) and the SavedModels (beam search, greedy) of the
+    model of `translator` (the `serving_module.Translator` with the beam search), in `work`."""
+    from export import ctranslate2_model, serving_module  # pylint: disable=g-import-not-at-top
+
+    paths = {}
+    # The model object rather than the directory: the same weights as the SavedModels for sure,
+    # even while a training run writes new checkpoints into --model_dir.
+    tokenizers = (translator.source_tokenizer, translator.target_tokenizer)
+    for name, (quantization, _) in COMPUTE_TYPES.items():
+        paths[name], _ = ctranslate2_model.convert(translator.model, os.path.join(work, name), quantization,
+                                                   tokenizers=tokenizers, decoding_config=translator.decoding_config)
+    greedy = serving_module.Translator(translator.model, translator.source_tokenizer, translator.target_tokenizer,
+                                       greedy_decoding)
+    for name, module in (("saved_model", translator), ("saved_model_greedy", greedy)):
+        paths[name] = serving_module.export_saved_model(module, os.path.join(work, name), version=1,
+                                                        extra={"checkpoint": checkpoint})
+    return paths
+
+
+def saved_model_engine(serving_default, batches: list[list[bytes]]) -> Engine:
+    """A loaded `serving_default` signature (the batches' tensors are made before timing)."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    from export import serving_module  # pylint: disable=g-import-not-at-top
+
+    inputs = [tf.constant(batch, tf.string) for batch in batches]
+
+    def run(k: int) -> list:
+        outputs = serving_default(**{serving_module.SIGNATURE_INPUT: inputs[k]})
+        return list(zip(outputs["translations"].numpy().tolist(), outputs["scores"].numpy().tolist()))
+
+    return Engine(run, lambda pairs: [text.decode("utf-8") for text, _ in pairs])
+
+
+class CountingTranslator:
+    """A `ctranslate2.Translator` that counts its `translate_batch` calls."""
+
+    def __init__(self, translator):
+        self.translator, self.calls = translator, 0
+
+    def translate_batch(self, *args, **kwargs):
+        self.calls += 1
+        return self.translator.translate_batch(*args, **kwargs)
+
+
+def export_path_calls(ct2, decoding, batches: list[list[list[str]]]) -> int:
+    """How many `translate_batch` calls `translate_pieces` makes over `batches` (one per batch,
+    plus those of the sources translated again with their own limit)."""
+    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
+
+    counting = CountingTranslator(ct2.translator)
+    for batch in batches:
+        ctranslate2_model.translate_pieces(counting, batch, decoding, ct2.config, special=ct2.special)
+    return counting.calls
+
+
+def pieces_engine(ct2, decoding, batches: list[list[list[str]]]) -> Engine:
+    """The export path: `translate_pieces` with a `Ctranslate2Translator`'s model on sources
+    tokenized beforehand."""
+    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
+
+    def run(k: int) -> list:
+        nbest = ctranslate2_model.translate_pieces(ct2.translator, batches[k], decoding, ct2.config,
+                                                   special=ct2.special)
+        return [hypotheses[0] for hypotheses in nbest]
+
+    return Engine(run, lambda pairs: ct2.detokenize([pieces for pieces, _ in pairs]))
+
+
+def plain_options(decoding, batch: list[list[str]]) -> dict[str, Any]:
+    """The plain CTranslate2 call's arguments for `batch`: beam size, alpha as CTranslate2's own
+    length penalty, and one output limit, that of the batch's longest source (tokens, EOS
+    included, + max_extra_length: the project's limit for that sentence); CTranslate2's
+    defaults otherwise."""
+    longest = max((len(pieces) for pieces in batch), default=0) + 1  # + the EOS CTranslate2 appends
+    return dict(beam_size=decoding.beam_size, length_penalty=decoding.alpha,
+                max_decoding_length=longest + decoding.max_extra_length)
+
+
+def plain_engine(ct2, decoding, batches: list[list[list[str]]]) -> Engine:
+    """CTranslate2 alone: one `translate_batch` per batch on the same `ctranslate2.Translator`
+    as the export path, its best hypothesis by its own ranking, no score."""
+    options = [plain_options(decoding, batch) for batch in batches]
+
+    def run(k: int) -> list:
+        results = ct2.translator.translate_batch(batches[k], **options[k])
+        return [(result.hypotheses[0], None) for result in results]
+
+    return Engine(run, lambda pairs: ct2.detokenize([pieces for pieces, _ in pairs]))
+
+
+def text_engine(ct2, decoding, batches: list[list[str]]) -> Engine:
+    """`Ctranslate2Translator.translate`: sentences in, translations out."""
+    def run(k: int) -> list:
+        return [hypotheses[0] for hypotheses in ct2.translate(batches[k], decoding)]
+
+    return Engine(run, lambda pairs: [text for text, _ in pairs])
+
+
+# Running and comparing --------------------------------------------------------------------------
+
+def translate_all(engine: Engine, batches: list[list[int]]) -> tuple[float, list]:
+    """(seconds for all batches, the (output, score) pairs in input order)."""
+    start = time.perf_counter()
+    per_batch = [engine.run(k) for k in range(len(batches))]
+    seconds = time.perf_counter() - start
+    results: list = [None] * sum(len(batch) for batch in batches)
+    for batch, outputs in zip(batches, per_batch):
+        for i, output in zip(batch, outputs):
+            results[i] = output
+    return seconds, results
+
+
+def as_texts(engine: Engine, pairs: list) -> list[tuple[str, Optional[float]]]:
+    """An engine's (output, score) pairs as (translation, score)."""
+    with cli.silence_native_stderr():  # a tokenizer's first use prints sentencepiece's INFO lines
+        return list(zip(engine.texts(pairs), [score for _, score in pairs]))
+
+
+def time_engines(engines: dict[str, Engine], batches: list[list[int]], repeats: int
+                 ) -> tuple[dict[str, list[float]], dict[str, list], dict[str, int]]:
+    """Warms each engine up on the first batch, then times `repeats` rounds of all batches per
+    engine, the engines' order rotated each round.
+
+    Returns per engine: the seconds of every round, the first round's (output, score) pairs,
+    and the most outputs a later round changed (0 for a deterministic engine).
+    """
+    with cli.silence_native_stderr():
+        for engine in engines.values():
+            engine.run(0)
+    names = list(engines)
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    outputs: dict[str, list] = {}
+    changed = {name: 0 for name in names}
+    for round_index in range(repeats):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            elapsed, result = translate_all(engines[name], batches)
+            seconds[name].append(elapsed)
+            if name in outputs:
+                changed[name] = max(changed[name], sum(a[0] != b[0] for a, b in zip(outputs[name], result)))
+            else:
+                outputs[name] = result
+        print(f"round {round_index + 1}/{repeats}: "
+              + ", ".join(f"{name} {seconds[name][-1]:.2f} s" for name in names), flush=True)
+    return seconds, outputs, changed
+
+
+def identical(reference: list[tuple], other: list[tuple]) -> int:
+    """How many translations of `other` equal those of `reference`."""
+    return sum(a[0] == b[0] for a, b in zip(reference, other))
+
+
+def agreement(reference: list[tuple[str, float]], other: list[tuple[str, float]]) -> dict[str, Any]:
+    """`other`'s (translation, score) pairs against `reference`'s: identical translations, the
+    largest score difference over them, and on the others whether `other`'s score is higher or
+    lower (each is the project's score of its own output)."""
+    same = [i for i, ((a, _), (b, _)) in enumerate(zip(reference, other)) if a == b]
+    differing = [i for i, ((a, _), (b, _)) in enumerate(zip(reference, other)) if a != b]
+    deltas = [other[i][1] - reference[i][1] for i in differing]
+    return {
+        "identical": len(same),
+        "sentences": len(reference),
+        "max_score_difference": max((abs(other[i][1] - reference[i][1]) for i in same), default=0.0),
+        "differing": len(differing),
+        "other_scores_higher": sum(delta > SCORE_TOLERANCE for delta in deltas),
+        "other_scores_lower": sum(delta < -SCORE_TOLERANCE for delta in deltas),
+        "first_differing": differing[:SHOWN_DIFFERENCES],
+    }
+
+
+def report_agreement(name: str, result: dict[str, Any], lines: list[str], reference: list, other: list) -> None:
+    """Prints `agreement`'s result and the first differing sentences."""
+    line = (f"  {name}: {result['identical']:,} of {result['sentences']:,} identical; largest score difference "
+            f"over them {result['max_score_difference']:.2g}")
+    if result["differing"]:
+        line += (f"; of the {result['differing']:,} that differ, CTranslate2's output scores higher on "
+                 f"{result['other_scores_higher']:,}, lower on {result['other_scores_lower']:,} (the rest equal "
+                 f"within {SCORE_TOLERANCE:g})")
+    print(line, flush=True)
+    for i in result["first_differing"]:
+        print(f"    sentence {i + 1}: {lines[i]!r}\n      SavedModel:  {reference[i][0]!r} ({reference[i][1]:.4f})"
+              f"\n      CTranslate2: {other[i][0]!r} ({other[i][1]:.4f})")
+
+
+def target_tokens(tokenizer, translations: list[str], nonempty: list[bool]) -> int:
+    """The pieces of `translations` (tokenized again) plus one EOS per non-empty source."""
+    with cli.silence_native_stderr():
+        lengths = tokenizer.tokenize(translations).row_lengths().numpy()
+    return int(lengths.sum()) + sum(nonempty)
+
+
+# The measurement --------------------------------------------------------------------------------
+
+def measure(translator, checkpoint: str, work: str, lines: list[str], references: Optional[list[str]]
+            ) -> dict[str, Any]:
+    """Exports, checks fidelity, times the engines; returns every number (the JSON record)."""
+    import ctranslate2  # pylint: disable=g-import-not-at-top
+
+    from export import client, ctranslate2_model  # pylint: disable=g-import-not-at-top
+    from keras_transformer import metrics, sorted_batches  # pylint: disable=g-import-not-at-top
+
+    decoding, threads = translator.decoding_config, FLAGS.threads
+    greedy = dataclasses.replace(decoding, beam_size=1, n_best=1)
+    config = translator.model.config
+    started = time.perf_counter()
+    with cli.silence_native_stderr():  # sentencepiece's INFO lines as the tokenizers load
+        paths = write_exports(translator, greedy, checkpoint, work)
+        serving = {name: client.load_translate_fn(export_dir=paths[name])[0]
+                   for name in ("saved_model", "saved_model_greedy")}
+        ct2 = {name: ctranslate2_model.Ctranslate2Translator(paths[name], decoding, device="cpu",
+                                                             compute_type=compute_type, intra_threads=threads,
+                                                             inter_threads=1)
+               for name, (_, compute_type) in COMPUTE_TYPES.items()}
+        pieces = ct2[FIDELITY].tokenize(lines)  # the export's tokenizer (the same in both models)
+    print(f"exported {checkpoint} to {work} in {time.perf_counter() - started:.0f} s: CTranslate2 float32 and "
+          f"int8, SavedModels (beam {decoding.beam_size}, greedy), the SavedModels loaded back", flush=True)
+
+    encoded = [line.encode("utf-8") for line in lines]
+    lengths = [(len(line.split()), len(line)) for line in encoded]  # export.client.translate_lines' key
+    batches = sorted_batches.length_sorted_batches(lengths, FLAGS.batch_size, descending=True)
+    byte_batches = [[encoded[i] for i in batch] for batch in batches]
+    piece_batches = [[pieces[i] for i in batch] for batch in batches]
+    text_batches = [[lines[i] for i in batch] for batch in batches]
+    calls = export_path_calls(ct2[FIDELITY], decoding, piece_batches)
+    print(f"input: {len(lines):,} sentences in {len(batches):,} batches of up to {FLAGS.batch_size}, longest "
+          f"first; the export path makes {calls:,} translate_batch calls per pass (one per batch, more for "
+          f"sources whose output reached their own length limit), plain CTranslate2 {len(batches):,}", flush=True)
+
+    # 1. Fidelity: greedy search now, beam search from the first timed round.
+    sm_greedy = saved_model_engine(serving["saved_model_greedy"], byte_batches)
+    ct2_greedy = pieces_engine(ct2[FIDELITY], greedy, piece_batches)
+    sm_texts = as_texts(sm_greedy, translate_all(sm_greedy, batches)[1])
+    ct2_texts = as_texts(ct2_greedy, translate_all(ct2_greedy, batches)[1])
+    greedy_result = agreement(sm_texts, ct2_texts)
+    print("fidelity of CTranslate2 float32 (export path) to the SavedModel:", flush=True)
+    report_agreement("greedy", greedy_result, lines, sm_texts, ct2_texts)
+
+    # 2. Speed, with beam search.
+    engines = {"saved_model": saved_model_engine(serving["saved_model"], byte_batches)}
+    for name in COMPUTE_TYPES:
+        engines[name] = pieces_engine(ct2[name], decoding, piece_batches)
+    for name in COMPUTE_TYPES:
+        engines[f"{name}_plain"] = plain_engine(ct2[name], decoding, piece_batches)
+    for name in COMPUTE_TYPES:
+        engines[f"{name}_text"] = text_engine(ct2[name], decoding, text_batches)
+    seconds, outputs, changed = time_engines(engines, batches, FLAGS.repeats)
+    load_after = [round(load, 2) for load in os.getloadavg()]
+    texts = {name: as_texts(engines[name], pairs) for name, pairs in outputs.items()}
+    beam_result = agreement(texts[BASELINE], texts[FIDELITY])
+    report_agreement(f"beam {decoding.beam_size}, alpha {decoding.alpha:g} (first round)", beam_result, lines,
+                     texts[BASELINE], texts[FIDELITY])
+
+    nonempty = [bool(p) for p in pieces]
+    rows, bleu_signature = {}, None
+    for name in engines:
+        best = min(seconds[name])
+        translations = [text for text, _ in texts[name]]
+        tokens = target_tokens(translator.target_tokenizer, translations, nonempty)
+        rows[name] = {
+            "wall_seconds": best,
+            "seconds_per_round": seconds[name],
+            "sentences_per_second": len(lines) / best,
+            "target_tokens": tokens,
+            "target_tokens_per_second": tokens / best,
+            "speed_over_saved_model": min(seconds[BASELINE]) / best,
+            "identical_to_saved_model": identical(texts[BASELINE], texts[name]),
+            "identical_to_ct2_float32": identical(texts[FIDELITY], texts[name]),
+            "outputs_changed_in_later_rounds": changed[name],
+        }
+        if references is not None:
+            bleu = metrics.corpus_bleu(translations, references)
+            rows[name]["bleu"], bleu_signature = bleu.score, bleu.signature
+    plain = {  # the export path against CTranslate2 alone, per compute type
+        name: {"export_wall_over_plain": rows[name]["wall_seconds"] / rows[f"{name}_plain"]["wall_seconds"],
+               "identical_to_export": identical(texts[name], texts[f"{name}_plain"])}
+        for name in COMPUTE_TYPES}
+    int8_speed = {kind: rows[f"ct2_int8{suffix}"]["sentences_per_second"]
+                  / rows[f"ct2_float32{suffix}"]["sentences_per_second"]
+                  for kind, suffix in (("export_path", ""), ("plain", "_plain"), ("text", "_text"))}
+    tf_threads = _tf_threads()  # as TensorFlow reports them: what --threads set before it started
+    return {
+        "ctranslate2": ctranslate2.__version__,
+        "checkpoint": checkpoint,
+        "model": config.to_dict(),
+        "parameters": translator.model.count_params(),
+        "ct2_model_bytes": {name: os.path.getsize(os.path.join(paths[name], "model.bin")) for name in ct2},
+        "compute_types": {name: model.translator.compute_type for name, model in ct2.items()},
+        "sentences": len(lines),
+        "batch_size": FLAGS.batch_size,
+        "batches": len(batches),
+        "translate_batch_calls": {"export_path": calls, "plain": len(batches)},
+        "decoding": decoding.to_dict(),
+        "threads": {"tensorflow_intra_op": tf_threads[0], "tensorflow_inter_op": tf_threads[1],
+                    "ct2_intra_threads": threads, "ct2_inter_threads": 1},
+        "repeats": FLAGS.repeats,
+        "fidelity": {"greedy": greedy_result, "beam": beam_result},
+        "engines": rows,
+        "plain_ct2": plain,
+        "int8_speed_over_float32": int8_speed,
+        "export_overhead_target": EXPORT_OVERHEAD_TARGET,
+        "bleu_signature": bleu_signature,
+        "load_average_after": load_after,
+    }
+
+
+def _tf_threads() -> tuple[int, int]:
+    """TensorFlow's intra- and inter-op thread counts, as it reports them."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    return (tf.config.threading.get_intra_op_parallelism_threads(),
+            tf.config.threading.get_inter_op_parallelism_threads())
+
+
+def print_markdown(record: dict[str, Any]) -> None:
+    """The table and its notes, as docs/BENCHMARKS.md shows a measurement."""
+    machine, model, decoding, rows = record["host"], record["model"], record["decoding"], record["engines"]
+    greedy, beam = record["fidelity"]["greedy"], record["fidelity"]["beam"]
+    with_bleu = record["bleu_signature"] is not None
+    search = f"beam {decoding['beam_size']}, alpha {decoding['alpha']:g}"
+    print(f"\n--- for docs/BENCHMARKS.md ---\n\nCPU figures: {machine['cpu']}, {machine['cores']} cores, load average "
+          f"{machine['load_average'][0]:g} at the start and {record['load_average_after'][0]:g} at the end; "
+          f"TensorFlow {record['tensorflow']}, CTranslate2 {record['ctranslate2']}.\n\n    {record['command']}\n")
+    print("| engine | sentences/s | target tokens/s | wall (s) | speed over the SavedModel's | identical to "
+          "SavedModel |" + (" BLEU |" if with_bleu else ""))
+    print("|---|---:|---:|---:|---:|---:|" + ("---:|" if with_bleu else ""))
+    for name, row in rows.items():
+        print(f"| {LABELS[name]} | {row['sentences_per_second']:,.1f} | {row['target_tokens_per_second']:,.0f} | "
+              f"{row['wall_seconds']:,.2f} | {row['speed_over_saved_model']:.2f}x | "
+              f"{row['identical_to_saved_model']:,}/{record['sentences']:,} |"
+              + (f" {row['bleu']:.2f} |" if with_bleu else ""))
+    megabytes = {name: size / 2**20 for name, size in record["ct2_model_bytes"].items()}
+    threads, calls = record["threads"], record["translate_batch_calls"]
+    vocabulary = f"vocabulary {model['vocab_size']:,}" + (
+        f" / {model['target_vocab_size']:,}" if model.get("target_vocab_size") else "")
+    print(f"\n- Model: N={model['num_layers']}, d_model={model['d_model']}, d_ff={model['d_ff']}, "
+          f"h={model['num_heads']}, {vocabulary}, {record['parameters']:,} parameters "
+          f"(CTranslate2 model.bin {megabytes['ct2_float32']:.1f} MB float32, {megabytes['ct2_int8']:.1f} MB int8); "
+          f"{record['checkpoint']}.")
+    print(f"- {record['sentences']:,} sentences of {os.path.basename(record['input'])} in {record['batches']:,} "
+          f"length-sorted batches of up to {record['batch_size']}, the same for every engine; {search}, outputs "
+          f"up to source length + {decoding['max_extra_length']}; the best of {record['repeats']} "
+          f"round{'s' if record['repeats'] > 1 else ''}, the engines taking turns.")
+    print(f"- Threads: TensorFlow intra-op {threads['tensorflow_intra_op']}, inter-op "
+          f"{threads['tensorflow_inter_op']} (`tf.config.threading`); CTranslate2 intra_threads "
+          f"{threads['ct2_intra_threads']}, inter_threads {threads['ct2_inter_threads']}, compute types "
+          f"{record['compute_types']['ct2_float32']} and {record['compute_types']['ct2_int8']}.")
+    print("- \"export path\" and \"plain\": sources tokenized before timing, outputs left as pieces; \"text\" and "
+          "the SavedModel: strings to strings, tokenization included. Target tokens: the translations tokenized "
+          "again, plus EOS.")
+    print(f"- The export path (`translate_pieces`: {calls['export_path']:,} translate_batch calls per pass, one "
+          f"per batch and one per source length of the sources translated again with their own limit, every "
+          f"finished hypothesis re-ranked with the GNMT length penalty) "
+          f"against CTranslate2 alone on the same model folder and batches ({calls['plain']:,} calls, "
+          f"`translate_batch(beam_size={decoding['beam_size']}, length_penalty={decoding['alpha']:g}, "
+          f"max_decoding_length=longest source + EOS + {decoding['max_extra_length']})`, its defaults otherwise): "
+          + "; ".join(f"{name.split('_')[1]} wall time {plain['export_wall_over_plain']:.3f}x plain's "
+                      f"({'within' if plain['export_wall_over_plain'] <= record['export_overhead_target'] else 'over'}"
+                      f" {record['export_overhead_target']:g}x), {plain['identical_to_export']:,}/"
+                      f"{record['sentences']:,} identical outputs"
+                      for name, plain in record["plain_ct2"].items())
+          + ". Plain CTranslate2 ranks finished hypotheses by log P(Y) / |Y| ** alpha, so its outputs may differ.")
+    print(f"- Fidelity of CTranslate2 float32 (export path) to the SavedModel: greedy {greedy['identical']:,}/"
+          f"{greedy['sentences']:,} identical (largest score difference {greedy['max_score_difference']:.2g}); "
+          f"{search} {beam['identical']:,}/{beam['sentences']:,} (largest score difference "
+          f"{beam['max_score_difference']:.2g}; of those that differ, CTranslate2's output scores higher on "
+          f"{beam['other_scores_higher']:,} and lower on {beam['other_scores_lower']:,}).")
+    print("- int8 over float32 (sentences/s): " + "; ".join(
+        f"{kind.replace('_', ' ')} {ratio:.2f}x" for kind, ratio in record["int8_speed_over_float32"].items()) + ".")
+    if with_bleu:
+        print(f"- BLEU against {os.path.basename(record['reference'])}: sacreBLEU {record['bleu_signature']}.")
+    unstable = {name: row["outputs_changed_in_later_rounds"] for name, row in rows.items()
+                if row["outputs_changed_in_later_rounds"]}
+    if unstable:
+        print(f"- Outputs changed between rounds (most in one round): {unstable}.")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
+    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top  (no TensorFlow)
+
+    ctranslate2_model.check_quantization("int8")  # ctranslate2 4.x is installed
+    if not os.path.isdir(FLAGS.model_dir):
+        raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such training directory")
+    if FLAGS.work_dir:
+        cli.check_writable_folder(FLAGS.work_dir, "work_dir")
+    lines, references = read_corpus()
+    decoding = task_flags.decoding_config()
+    command = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable), *sys.argv])
+    machine = host()
+    print(f"CPU: {machine['cpu']}, {machine['cores']} cores, load average {machine['load_average']}; "
+          f"command: {command}", flush=True)
+
+    tf = start_tensorflow(FLAGS.threads)
+    from export import serving_module  # pylint: disable=g-import-not-at-top
+
+    # A training directory without a checkpoint or tokenizer fails here, and a model CTranslate2
+    # cannot express (d_k != d_v, another activation, special pieces named differently on the two
+    # sides) at `build_spec`: both before anything is written.
+    translator, checkpoint = serving_module.from_model_dir(FLAGS.model_dir, decoding, FLAGS.checkpoint)
+    ctranslate2_model.build_spec(translator.model, translator.source_tokenizer.pieces(),
+                                 translator.target_tokenizer.pieces(),
+                                 ctranslate2_model.default_max_positions(translator.model.config, decoding))
+    if FLAGS.work_dir:
+        os.makedirs(FLAGS.work_dir, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="serving_vs_ctranslate2-", dir=FLAGS.work_dir)  # a new folder each run
+    completed = False
+    try:
+        measured = measure(translator, checkpoint, work, lines, references)
+        completed = True
+    finally:
+        if not (FLAGS.work_dir and completed):
+            shutil.rmtree(work, ignore_errors=True)
+    record = {"command": command, "host": machine, "tensorflow": tf.__version__, "model_dir": FLAGS.model_dir,
+              "input": FLAGS.input, "reference": FLAGS.reference, **measured}
+    print_markdown(record)
+    greedy_differs = record["fidelity"]["greedy"]["differing"]
+    if greedy_differs:
+        print(f"\nFAILED: greedy search gives other translations on {greedy_differs:,} of {len(lines):,} sentences "
+              "(it must give the same on all); exit status 1")
+    print("\n" + json.dumps(record, sort_keys=True))
+    return 1 if greedy_differs else 0
+
+
+if __name__ == "__main__":
+    cli.run(main)
