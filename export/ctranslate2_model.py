@@ -534,24 +534,25 @@ def translate_pieces(translator, sources: Sequence[Sequence[str]], decoding: Dec
         return translation_options(decoding, config, length, pad_token=special["pad"], bos_token=special["bos"],
                                    patience=patience)
 
-    def run(indices, length):
+    def run(indices, length) -> list[tuple[int, int]]:
+        """Translates `indices` with the limit of `length`; returns (index, longest hypothesis)."""
         call = options(length)
         outputs = translator.translate_batch([list(sources[i]) for i in indices], max_batch_size=max_batch_size,
                                              **call)
-        for i, output, ranked in zip(indices, outputs, rescore(outputs, decoding, call["length_penalty"],
-                                                                special["eos"])):
+        for i, ranked in zip(indices, rescore(outputs, decoding, call["length_penalty"], special["eos"])):
             results[i] = ranked
-            yield i, max((len(tokens) for tokens in output.hypotheses), default=0)
+        return [(i, max((len(tokens) for tokens in output.hypotheses), default=0))
+                for i, output in zip(indices, outputs)]
 
     if not sources:
         return results
+    limits = {length: options(length)["max_decoding_length"] for length in set(lengths)}
     again: dict[int, list[int]] = {}
     for i, longest in run(range(len(sources)), max(lengths)):
-        if longest >= options(lengths[i])["max_decoding_length"]:  # it reached its own limit
+        if longest >= limits[lengths[i]]:  # it reached its own limit
             again.setdefault(lengths[i], []).append(i)
     for length, indices in again.items():
-        for _ in run(indices, length):
-            pass
+        run(indices, length)
     return results
 
 
