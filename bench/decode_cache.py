@@ -68,39 +68,36 @@ def main(argv):
 
     def lean_uncached_fn(encoder_outputs, source_mask):
         """Full decoder over the prefix, logits of the last position only."""
-        beam = FLAGS.beam_size
-        encoder_outputs, source_mask = tf.repeat(encoder_outputs, beam, 0), tf.repeat(source_mask, beam, 0)
-        cache = {"prefix": tf.zeros([tf.shape(source_mask)[0] // beam, steps], tf.int32)}
+        memory = {"encoder_outputs": encoder_outputs, "source_mask": source_mask}  # the search expands it
+        cache = {"prefix": tf.zeros([tf.shape(source_mask)[0], steps], tf.int32)}
 
-        def last_only(ids, step, cache):
+        def last_only(ids, step, cache, memory):
             at_step = tf.one_hot(step, steps, dtype=tf.int32)[None, :]
             prefix = cache["prefix"] * (1 - at_step) + ids[:, None] * at_step  # (B, steps)
             x = model._embed_target(prefix[:, : step + 1], 0, False)  # pylint: disable=protected-access
             for layer in model.decoder_layers:
-                x = layer(x, encoder_outputs, source_mask=source_mask)
+                x = layer(x, memory["encoder_outputs"], source_mask=memory["source_mask"])
             if model.decoder_norm is not None:
                 x = model.decoder_norm(x)
             logits = model.target_embedding.logits(x[:, -1:])[:, 0]  # (B, V)
             return logits, {"prefix": prefix}
 
-        return last_only, cache
+        return last_only, cache, memory
 
     def make(use_cache):
         @tf.function
         def decode(source_ids):
             encoder_outputs, source_mask = model.encode(source_ids)
             if not use_cache and FLAGS.last_logits_only:
-                fn, cache = lean_uncached_fn(encoder_outputs, source_mask)
+                fn, cache, memory = lean_uncached_fn(encoder_outputs, source_mask)
             else:
-                fn, cache = decoding.step_fn(
-                    model, encoder_outputs, source_mask, steps, use_cache=use_cache, beam_size=FLAGS.beam_size
-                )
+                fn, cache, memory = decoding.step_fn(model, encoder_outputs, source_mask, steps, use_cache=use_cache)
             start = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
             if FLAGS.beam_size == 1:
-                return beam_search.greedy_search(fn, start, cache, steps, eos_id=-1)
+                return beam_search.greedy_search(fn, start, cache, steps, eos_id=-1, memory=memory)
             return beam_search.beam_search(
                 fn, start, cache, config.output_vocab_size, beam_size=FLAGS.beam_size, alpha=FLAGS.alpha,
-                max_decode_length=steps, eos_id=-1, n_best=1,
+                max_decode_length=steps, eos_id=-1, n_best=1, memory=memory,
             )
         return decode
 

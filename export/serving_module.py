@@ -76,7 +76,6 @@ ATTENTION_SIGNATURE = "translate_with_attention"
 N_BEST_SIGNATURE = "translate_n_best"
 SCORE_SIGNATURE = "score"
 EOS_LABEL = "</s>"
-SETTINGS_FILE = versions.SETTINGS_FILE  # in OUT/<version>/assets.extra/, beside the SavedModel
 MAX_BEAM_SIZE = 16  # the widest beam a request may ask for (translate_n_best)
 MAX_ALPHA = 10.0  # the strongest length penalty a request may ask for
 NO_HYPOTHESIS_SCORE = beam_search.NEG_INF  # the score of an n-best slot no hypothesis fills
@@ -354,8 +353,8 @@ def export_saved_model(
     temporary = versions.temporary_folder(export_dir, version)
     try:
         tf.saved_model.save(module, temporary, signatures=module.signatures())
-        os.makedirs(os.path.join(temporary, "assets.extra"), exist_ok=True)
-        with open(os.path.join(temporary, "assets.extra", SETTINGS_FILE), "w", encoding="utf-8") as file:
+        os.makedirs(os.path.join(temporary, versions.ASSETS_EXTRA), exist_ok=True)
+        with open(versions.settings_path(temporary), "w", encoding="utf-8") as file:
             json.dump({**module.settings(), **(extra or {})}, file, indent=2, sort_keys=True)
             file.write("\n")
         warmup.write(temporary, warmup.warmup_requests(module.warmup_batches()))

@@ -31,6 +31,7 @@ from typing import Callable, Optional, Union
 from keras_transformer import cli
 
 SAVED_MODEL_FILE = "saved_model.pb"
+ASSETS_EXTRA = "assets.extra"  # a version's folder for files beside the SavedModel (TF Serving reads its warm-up here)
 SETTINGS_FILE = "export.json"  # an export's model and decoding settings (SavedModel: in assets.extra/)
 _VERSION = re.compile(r"^[0-9]+$")
 _TEMPORARY = re.compile(r"^\.tmp-(?P<version>[0-9]+)-(?P<host>.+)-(?P<pid>[0-9]+)-[0-9a-f]{8}$")
@@ -63,13 +64,18 @@ def saved_model_path(export_dir: str) -> str:
     raise FileNotFoundError(f"{export_dir}: no {SAVED_MODEL_FILE} in it or in a version folder")
 
 
+def settings_path(saved_model_dir: str) -> str:
+    """`<saved_model_dir>/assets.extra/export.json`."""
+    return os.path.join(saved_model_dir, ASSETS_EXTRA, SETTINGS_FILE)
+
+
 def read_settings(saved_model_dir: str) -> dict:
     """What an export was made with: its `assets.extra/export.json` (`serving_module.export_saved_model`).
 
     Raises:
         FileNotFoundError: the version folder has no such file (not made by `python -m export`).
     """
-    path = os.path.join(saved_model_dir, "assets.extra", SETTINGS_FILE)
+    path = settings_path(saved_model_dir)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: not found; was {saved_model_dir} made by python -m export?")
     with open(path, encoding="utf-8") as file:

@@ -68,7 +68,8 @@ from typing import Iterable, Mapping, Optional, Sequence, Union
 import numpy as np
 import tensorflow as tf
 
-ASSETS_EXTRA = "assets.extra"
+from export import versions
+
 FILE_NAME = "tf_serving_warmup_requests"
 MAX_RECORDS = 1000  # TF Serving's kMaxNumRecords
 DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY  # "serving_default"
@@ -170,7 +171,7 @@ def translation_batches(input_name: str, sizes: Sequence[int] = DEFAULT_BATCH_SI
 
 def path_of(saved_model_dir: str) -> str:
     """`<saved_model_dir>/assets.extra/tf_serving_warmup_requests`."""
-    return os.path.join(saved_model_dir, ASSETS_EXTRA, FILE_NAME)
+    return os.path.join(saved_model_dir, versions.ASSETS_EXTRA, FILE_NAME)
 
 
 def _signature_inputs(saved_model_dir: str) -> dict[str, dict[str, int]]:

@@ -6,17 +6,28 @@ maximum output length during inference to input length + 50, but terminate early
 The module imports no model: a model is reached only through
 
     symbols_to_logits_fn(ids, step, cache) -> (logits, new_cache)
+    symbols_to_logits_fn(ids, step, cache, memory) -> (logits, new_cache)   (with `memory=`)
 
-    ids:    int32 (batch * beam,), the token at position `step` of every hypothesis
+    ids:    int32 (rows,), the token at position `step` of every hypothesis still searched
             (at step 0 the start id, e.g. BOS).
     step:   int32 scalar tensor.
-    cache:  nested structure (dicts) of tensors with leading dimension batch * beam, e.g. the
-            encoder output and pre-allocated key/value buffers. Its shapes may change from step to
+    cache:  nested structure (dicts) of tensors with leading dimension rows: what each step
+            writes, e.g. self-attention keys and values. Its shapes may change from step to
             step except for the last dimension (see `_loose_shape`).
-    logits: float (batch * beam, vocab_size) for the token at position step + 1 (any float dtype;
+    memory: nested structure of tensors with leading dimension rows that no step changes (the
+            encoder-decoder keys and values of the source): the search expands it to the beam
+            once and reorders it only when examples leave the batch, never with the beams
+            (the hypotheses of one example share their source).
+    logits: float (rows, vocab_size) for the token at position step + 1 (any float dtype;
             the log-softmax is taken in float32).
 
-Hypotheses of one example are adjacent in the flat batch * beam dimension (row b * beam + j).
+Done examples leave the batch: `rows` is live * beam (live * 1 for greedy search), where live
+are the examples still searched, in their batch order. An example whose result can no longer
+change is written to the output and its rows are dropped from the alive hypotheses, the cache
+and the memory, so a step computes only for the sentences still being translated (on a batch
+of mixed lengths the short ones no longer ride along with the longest). Hypotheses of one
+example are adjacent (row i * beam + j for the i-th live example).
+
 Everything runs in one `tf.while_loop` built from core TF ops, so the same code runs eagerly,
 under `tf.function` and inside a SavedModel served by stock TF Serving. The structure (alive and
 finished hypotheses, 2 * beam candidates per step, early stopping bound) follows tensor2tensor /
@@ -35,7 +46,7 @@ import tensorflow as tf
 # log-probabilities are far above NEG_INF / 2; anything below counts as impossible.
 NEG_INF = -1.0e7
 
-SymbolsToLogitsFn = Callable[[tf.Tensor, tf.Tensor, Any], Tuple[tf.Tensor, Any]]
+SymbolsToLogitsFn = Callable[..., Tuple[tf.Tensor, Any]]
 LengthLike = Union[int, tf.Tensor]
 
 
@@ -56,26 +67,28 @@ def length_penalty(length: LengthLike, alpha: Union[float, tf.Tensor]) -> tf.Ten
     return tf.pow((5.0 + length) / 6.0, tf.cast(alpha, tf.float32))
 
 
-def _expand_to_beam(tensor: tf.Tensor, beam_size: int) -> tf.Tensor:
+def _expand_to_beam(tensor: tf.Tensor, beam_size) -> tf.Tensor:
     """(B, ...) -> (B * beam, ...), copy j of example b at row b * beam + j."""
     return tf.repeat(tensor, beam_size, axis=0)
 
 
-def _gather_beams(tensor: tf.Tensor, beam_indices: tf.Tensor, batch_size, beam_size: int):
-    """Selects cache rows: out[b * beam + j] = tensor[b * beam + beam_indices[b, j]].
+def _beam_rows(examples: tf.Tensor, beams: tf.Tensor, beam_size) -> tf.Tensor:
+    """Flat rows of chosen hypotheses: example i's j-th at row examples[i] * beam + beams[i, j].
 
     Args:
-        tensor: (B * beam, ...).
-        beam_indices: int32 (B, beam), indices into the beams of the same example.
+        examples: int32 (n,), positions in the current (live) batch.
+        beams: int32 (n, k), beams of the same examples.
 
     Returns:
-        (B * beam, ...), the static shape of `tensor`.
+        int32 (n * k,).
     """
-    shape = tf.shape(tensor)
-    split = tf.reshape(tensor, tf.concat([[batch_size, beam_size], shape[1:]], 0))  # (B, beam, ...)
-    gathered = tf.gather(split, beam_indices, axis=1, batch_dims=1)  # (B, beam, ...)
-    out = tf.reshape(gathered, shape)  # (B * beam, ...)
-    out.set_shape(tensor.shape)
+    return tf.reshape(examples[:, None] * beam_size + beams, [-1])
+
+
+def _gather_beams(tensor: tf.Tensor, rows: tf.Tensor) -> tf.Tensor:
+    """Selects cache rows, (rows_before, ...) -> (len(rows), ...), keeping the static rank."""
+    out = tf.gather(tensor, rows, axis=0)
+    out.set_shape(tf.TensorShape([None]).concatenate(tensor.shape[1:]))
     return out
 
 
@@ -105,6 +118,49 @@ def beam_width(beam_size: LengthLike) -> LengthLike:
     return tf.maximum(_max_or_zero(tf.cast(beam_size, tf.int32)), 1)
 
 
+def _with_memory(symbols_to_logits_fn: SymbolsToLogitsFn, memory: Any) -> Tuple[Callable, Any]:
+    """The model as fn(ids, step, cache, memory), and the memory as tensors ({} if None)."""
+    if memory is None:
+        return (lambda ids, step, cache, _: symbols_to_logits_fn(ids, step, cache)), {}
+    return symbols_to_logits_fn, tf.nest.map_structure(tf.convert_to_tensor, memory)
+
+
+def _split(done: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """bool (n,) -> int32 positions of the examples that stay, and of those that are done."""
+    stay = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
+    gone = tf.cast(tf.where(done)[:, 0], tf.int32)
+    return stay, gone
+
+
+def _store(results: dict, finished: dict, batch_positions: tf.Tensor, gone: tf.Tensor) -> dict:
+    """Writes the rows `gone` of `finished` into `results` at `batch_positions[gone]`.
+
+    `results` and `finished` have the same keys; "seq" has a time axis (the last) that grows
+    with the steps: `results["seq"]` is padded with 0s to the length of `finished["seq"]`.
+    """
+    where = tf.gather(batch_positions, gone)[:, None]  # (g, 1)
+    grow = tf.shape(finished["seq"])[-1] - tf.shape(results["seq"])[-1]
+    padding = [[0, 0]] * (results["seq"].shape.rank - 1) + [[0, grow]]
+    out = {}
+    for key, value in results.items():
+        if key == "seq":
+            value = tf.pad(value, padding)
+        out[key] = tf.tensor_scatter_nd_update(value, where, tf.gather(finished[key], gone))
+    return out
+
+
+def _keep_rows(tensors: Any, rows: tf.Tensor, shrinks: tf.Tensor) -> Any:
+    """`rows` of every tensor of a nested structure, copied only on the steps where `shrinks`
+    (some example left the batch); else the tensors themselves."""
+    if not tf.nest.flatten(tensors):
+        return tensors
+    return tf.cond(
+        shrinks,
+        lambda: tf.nest.map_structure(lambda t: _gather_beams(t, rows), tensors),
+        lambda: tf.nest.map_structure(tf.identity, tensors),
+    )
+
+
 def beam_search(
     symbols_to_logits_fn: SymbolsToLogitsFn,
     initial_ids: tf.Tensor,
@@ -116,6 +172,7 @@ def beam_search(
     max_decode_length: LengthLike,
     eos_id: int,
     n_best: Optional[LengthLike] = None,
+    memory: Any = None,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Beam search with the GNMT length penalty (paper section 6.1: beam 4, alpha 0.6).
 
@@ -124,9 +181,9 @@ def beam_search(
     `beam_size` best finished hypotheses (ranked by log P / lp) and keeps the `beam_size` best
     others alive (ranked by log P). An example is done when it reached its length limit, or when
     it holds `n_best` finished hypotheses and even the best alive one, given the largest length
-    penalty it could still get, cannot beat the n_best-th of them; the loop stops when every
-    example is done. A done example is frozen, so its result does not depend on the rest of the
-    batch.
+    penalty it could still get, cannot beat the n_best-th of them. A done example leaves the
+    batch (module docstring): its result is final and does not depend on the rest of the
+    batch. The loop stops when no example is left.
 
     Args:
         symbols_to_logits_fn: the model, see the module docstring.
@@ -144,6 +201,8 @@ def beam_search(
         eos_id: int, the end-of-sentence id (the caller's vocabulary; no default).
         n_best: int in [1, beam_size] or None (= beam_size): hypotheses returned per example;
             or an int32 scalar or (B,) tensor (each in [1, that example's beam]).
+        memory: None, or a nested structure of tensors with leading dimension B that
+            `symbols_to_logits_fn` receives as its 4th argument (module docstring).
 
     Returns:
         sequences: int32 (B, n_best, T), best first, without the start token; each holds its
@@ -165,148 +224,168 @@ def beam_search(
     per_example = any(isinstance(v, (tf.Tensor, tf.Variable)) for v in (beam_size, n_best, alpha))
     initial_ids = tf.cast(initial_ids, tf.int32)
     initial_cache = tf.nest.map_structure(tf.convert_to_tensor, initial_cache)
+    model, memory = _with_memory(symbols_to_logits_fn, memory)
     batch_size = tf.shape(initial_ids)[0]
-    max_len = _per_example_limit(max_decode_length, batch_size)  # (B,)
+    settings = {"max_len": _per_example_limit(max_decode_length, batch_size)}  # (B,) each
     if per_example:
-        row_beam = _per_example_limit(beam_size, batch_size)  # (B,)
-        row_n_best = row_beam if n_best is None else _per_example_limit(n_best, batch_size)  # (B,)
-        alpha = tf.broadcast_to(tf.cast(alpha, tf.float32), [batch_size])  # (B,)
-        beam_size = beam_width(row_beam)  # K: the widest beam of the batch
-        n_best_width = tf.maximum(_max_or_zero(row_n_best), 1)
+        settings["beam"] = _per_example_limit(beam_size, batch_size)
+        settings["n_best"] = settings["beam"] if n_best is None else _per_example_limit(n_best, batch_size)
+        settings["alpha"] = tf.broadcast_to(tf.cast(alpha, tf.float32), [batch_size])
+        beam_size = beam_width(settings["beam"])  # K: the widest beam of the batch
+        n_best_width = tf.maximum(_max_or_zero(settings["n_best"]), 1)
     else:
         if beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
         n_best = beam_size if n_best is None else n_best
         if not 1 <= n_best <= beam_size:
             raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}.")
-        row_n_best = n_best_width = n_best
+        n_best_width = n_best
     num_candidates = 2 * beam_size  # <= beam_size * vocab_size since vocab_size >= 2
 
-    def nth_finished(state, key):  # (B,): the row_n_best-th best finished flag or score
+    def live_settings(live):
+        """The settings of the live examples, (n,) each; alpha a float for a shared one."""
+        own = {key: tf.gather(value, live) for key, value in settings.items()}
+        own.setdefault("alpha", alpha)
+        return own
+
+    def nth_finished(finished, own, key):  # (n,): the n_best-th best finished flag or score
         if not per_example:
-            return state[key][:, n_best_width - 1]
-        return tf.gather(state[key], row_n_best[:, None] - 1, batch_dims=1)[:, 0]
+            return finished[key][:, n_best_width - 1]
+        return tf.gather(finished[key], own["n_best"][:, None] - 1, batch_dims=1)[:, 0]
 
-    def per_row(value):  # a (B,) tensor of per-example settings lines up with (B, k) ones
-        return value[:, None] if per_example else value
-
-    def done_examples(state):
-        """bool (B,): examples whose finished hypotheses can no longer change."""
-        step = state["step"]  # tokens generated so far
-        best_alive = tf.reduce_max(state["alive_log_probs"], axis=1)  # (B,)
+    def done_examples(step, alive_log_probs, finished, own):
+        """bool (n,): live examples whose finished hypotheses can no longer change."""
+        best_alive = tf.reduce_max(alive_log_probs, axis=1)  # (n,)
         # lp is monotone in the length, so its maximum over the reachable lengths
         # [step + 1, max_len] is at one of the two ends.
-        largest_lp = tf.maximum(length_penalty(step + 1, alpha), length_penalty(max_len, alpha))
-        best_possible = best_alive / largest_lp  # (B,), log-probs only decrease
+        largest_lp = tf.maximum(length_penalty(step + 1, own["alpha"]), length_penalty(own["max_len"], own["alpha"]))
+        best_possible = best_alive / largest_lp  # (n,), log-probs only decrease
         cannot_improve = tf.logical_and(
-            nth_finished(state, "finished_flags"),  # scores are sorted: n_best are finished
-            nth_finished(state, "finished_scores") >= best_possible,
+            nth_finished(finished, own, "flags"),  # scores are sorted: n_best are finished
+            nth_finished(finished, own, "scores") >= best_possible,
         )
         nothing_alive = best_alive <= NEG_INF / 2
-        return tf.logical_or(tf.logical_or(step >= max_len, nothing_alive), cannot_improve)
+        return tf.logical_or(tf.logical_or(step >= own["max_len"], nothing_alive), cannot_improve)
+
+    def leave(state, step, alive_seq, alive_log_probs, finished, cache, parents):
+        """The next loop state: done examples written to the results and out of the batch.
+
+        `cache` holds the rows of the current live batch, `parents` (n, K) the beam each new
+        alive hypothesis extends: one gather reorders the beams and drops the done examples.
+        """
+        live = state["live"]
+        done = done_examples(step, alive_log_probs, finished, live_settings(live))
+        stay, gone = _split(done)
+        return {
+            "step": step,
+            "live": tf.gather(live, stay),
+            "alive_seq": tf.gather(alive_seq, stay),
+            "alive_log_probs": tf.gather(alive_log_probs, stay),
+            "finished": tf.nest.map_structure(lambda t: tf.gather(t, stay), finished),
+            "results": _store(state["results"], finished, live, gone),
+            "cache": tf.nest.map_structure(
+                lambda t: _gather_beams(t, _beam_rows(stay, tf.gather(parents, stay), beam_size)), cache),
+            "memory": _keep_rows(
+                state["memory"], _beam_rows(stay, tf.range(beam_size)[None, :], beam_size), tf.size(gone) > 0),
+        }
 
     def cond(state):
-        return tf.logical_not(tf.reduce_all(done_examples(state)))
+        return tf.size(state["live"]) > 0
 
     def body(state):
         step = state["step"]
-        active = tf.logical_not(done_examples(state))  # (B,)
+        live = state["live"]
+        n = tf.shape(live)[0]
+        own = live_settings(live)
+        finished = state["finished"]
 
-        flat_ids = tf.reshape(state["alive_seq"][:, :, -1], [-1])  # (B * beam,)
-        logits, new_cache = symbols_to_logits_fn(flat_ids, step, state["cache"])
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)  # (B * beam, V)
+        flat_ids = tf.reshape(state["alive_seq"][:, :, -1], [-1])  # (n * beam,)
+        logits, new_cache = model(flat_ids, step, state["cache"], state["memory"])
+        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)  # (n * beam, V)
         log_probs = tf.maximum(log_probs, NEG_INF)  # -inf logits (masking) stay finite
-        log_probs = tf.reshape(log_probs, [batch_size, beam_size, vocab_size])  # (B, beam, V)
+        log_probs = tf.reshape(log_probs, [n, beam_size, vocab_size])  # (n, beam, V)
 
         # Every (hypothesis, next token) pair, flat over beam * V; keep the 2 * beam best.
-        candidates = state["alive_log_probs"][:, :, None] + log_probs  # (B, beam, V)
-        candidates = tf.reshape(candidates, [batch_size, beam_size * vocab_size])  # (B, beam * V)
-        top_log_probs, top_indices = tf.math.top_k(candidates, k=num_candidates)  # (B, 2 * beam)
-        top_beams = top_indices // vocab_size  # (B, 2 * beam), the parent hypothesis
-        top_tokens = top_indices % vocab_size  # (B, 2 * beam)
-        top_seq = tf.gather(state["alive_seq"], top_beams, batch_dims=1)  # (B, 2 * beam, step + 1)
-        top_seq = tf.concat([top_seq, top_tokens[:, :, None]], axis=2)  # (B, 2 * beam, step + 2)
+        candidates = state["alive_log_probs"][:, :, None] + log_probs  # (n, beam, V)
+        candidates = tf.reshape(candidates, [n, beam_size * vocab_size])  # (n, beam * V)
+        top_log_probs, top_indices = tf.math.top_k(candidates, k=num_candidates)  # (n, 2 * beam)
+        top_beams = top_indices // vocab_size  # (n, 2 * beam), the parent hypothesis
+        top_tokens = top_indices % vocab_size  # (n, 2 * beam)
+        top_seq = tf.gather(state["alive_seq"], top_beams, batch_dims=1)  # (n, 2 * beam, step + 1)
+        top_seq = tf.concat([top_seq, top_tokens[:, :, None]], axis=2)  # (n, 2 * beam, step + 2)
 
         new_length = step + 1  # |Y| of every candidate
-        valid = tf.logical_and(top_log_probs > NEG_INF / 2, active[:, None])  # (B, 2 * beam)
+        valid = top_log_probs > NEG_INF / 2  # (n, 2 * beam)
         if per_example:  # example b's own beam sees only its 2 * k_b best candidates
-            valid = tf.logical_and(valid, tf.range(num_candidates)[None, :] < 2 * row_beam[:, None])
-        ended = tf.logical_or(tf.equal(top_tokens, eos_id), (new_length >= max_len)[:, None])
+            valid = tf.logical_and(valid, tf.range(num_candidates)[None, :] < 2 * own["beam"][:, None])
+        ended = tf.logical_or(tf.equal(top_tokens, eos_id), (new_length >= own["max_len"])[:, None])
 
         # Alive: the beam best candidates that did not end, ranked by log-probability.
-        keep_alive = tf.logical_and(valid, tf.logical_not(ended))  # (B, 2 * beam)
+        keep_alive = tf.logical_and(valid, tf.logical_not(ended))  # (n, 2 * beam)
         alive_scores = tf.where(keep_alive, top_log_probs, NEG_INF)
-        alive_log_probs, alive_indices = tf.math.top_k(alive_scores, k=beam_size)  # (B, beam)
+        alive_log_probs, alive_indices = tf.math.top_k(alive_scores, k=beam_size)  # (n, beam)
         if per_example:  # and keeps its k_b best alive
-            alive_log_probs = tf.where(tf.range(beam_size)[None, :] < row_beam[:, None], alive_log_probs, NEG_INF)
-        alive_seq = tf.gather(top_seq, alive_indices, batch_dims=1)  # (B, beam, step + 2)
-        parents = tf.gather(top_beams, alive_indices, batch_dims=1)  # (B, beam)
-        cache = tf.nest.map_structure(
-            lambda t: _gather_beams(t, parents, batch_size, beam_size), new_cache
-        )
+            alive_log_probs = tf.where(tf.range(beam_size)[None, :] < own["beam"][:, None], alive_log_probs, NEG_INF)
+        alive_seq = tf.gather(top_seq, alive_indices, batch_dims=1)  # (n, beam, step + 2)
+        parents = tf.gather(top_beams, alive_indices, batch_dims=1)  # (n, beam)
 
         # Finished: merge the ended candidates into the beam best, ranked by log P / lp.
         # The old ones come first, so they win ties (top_k prefers lower indices).
-        new_flags = tf.logical_and(valid, ended)  # (B, 2 * beam)
-        new_scores = tf.where(new_flags, top_log_probs / length_penalty(new_length, per_row(alpha)), NEG_INF)
-        old_seq = tf.pad(state["finished_seq"], [[0, 0], [0, 0], [0, 1]])  # (B, beam, step + 2)
-        all_seq = tf.concat([old_seq, top_seq], axis=1)  # (B, 3 * beam, step + 2)
-        all_scores = tf.concat([state["finished_scores"], new_scores], axis=1)  # (B, 3 * beam)
-        all_flags = tf.concat([state["finished_flags"], new_flags], axis=1)
-        all_lengths = tf.concat(
-            [state["finished_lengths"], tf.fill(tf.shape(new_flags), new_length)], axis=1
-        )
-        finished_scores, keep = tf.math.top_k(all_scores, k=beam_size)  # (B, beam)
-
-        return (
-            {
-                "step": new_length,
-                "alive_seq": alive_seq,
-                "alive_log_probs": alive_log_probs,
-                "finished_seq": tf.gather(all_seq, keep, batch_dims=1),
-                "finished_scores": finished_scores,
-                "finished_flags": tf.gather(all_flags, keep, batch_dims=1),
-                "finished_lengths": tf.gather(all_lengths, keep, batch_dims=1),
-                "cache": cache,
-            },
-        )
+        new_flags = tf.logical_and(valid, ended)  # (n, 2 * beam)
+        own_alpha = own["alpha"][:, None] if per_example else own["alpha"]
+        new_scores = tf.where(new_flags, top_log_probs / length_penalty(new_length, own_alpha), NEG_INF)
+        merged = {
+            "seq": tf.concat([tf.pad(finished["seq"], [[0, 0], [0, 0], [0, 1]]), top_seq], axis=1),
+            "scores": tf.concat([finished["scores"], new_scores], axis=1),  # (n, 3 * beam)
+            "flags": tf.concat([finished["flags"], new_flags], axis=1),
+            "lengths": tf.concat([finished["lengths"], tf.fill(tf.shape(new_flags), new_length)], axis=1),
+        }
+        _, keep = tf.math.top_k(merged["scores"], k=beam_size)  # (n, beam)
+        finished = {key: tf.gather(value, keep, batch_dims=1) for key, value in merged.items()}
+        return (leave(state, new_length, alive_seq, alive_log_probs, finished, new_cache, parents),)
 
     # Only the first copy of each example is alive at first, or the beam would hold duplicates.
     first_beam = tf.where(tf.range(beam_size) == 0, 0.0, NEG_INF)[None, :]  # (1, beam)
     start_seq = tf.tile(initial_ids[:, None, None], [1, beam_size, 1])  # (B, beam, 1)
-    state = {
-        "step": tf.constant(0, tf.int32),
-        "alive_seq": start_seq,
-        "alive_log_probs": tf.tile(first_beam, [batch_size, 1]),  # (B, beam)
-        "finished_seq": tf.zeros_like(start_seq),  # (B, beam, 1)
-        "finished_scores": tf.fill([batch_size, beam_size], NEG_INF),
-        "finished_flags": tf.zeros([batch_size, beam_size], tf.bool),
-        "finished_lengths": tf.zeros([batch_size, beam_size], tf.int32),
-        "cache": tf.nest.map_structure(lambda t: _expand_to_beam(t, beam_size), initial_cache),
+    empty = {
+        "seq": tf.zeros_like(start_seq),  # (B, beam, 1)
+        "scores": tf.fill([batch_size, beam_size], NEG_INF),
+        "flags": tf.zeros([batch_size, beam_size], tf.bool),
+        "lengths": tf.zeros([batch_size, beam_size], tf.int32),
     }
+    start = {"live": tf.range(batch_size), "results": empty, "memory": tf.nest.map_structure(
+        lambda t: _expand_to_beam(t, beam_size), memory)}
+    # Examples with limit 0 are done before the first step.
+    state = leave(
+        start, tf.constant(0, tf.int32), start_seq, tf.tile(first_beam, [batch_size, 1]), empty,
+        tf.nest.map_structure(lambda t: _expand_to_beam(t, beam_size), initial_cache),
+        tf.zeros([batch_size, beam_size], tf.int32) + tf.range(beam_size)[None, :],
+    )
     static_beam = None if per_example else beam_size
     seq_shape = tf.TensorShape([None, static_beam, None])
     beam_shape = tf.TensorShape([None, static_beam])
+    finished_shapes = {"seq": seq_shape, "scores": beam_shape, "flags": beam_shape, "lengths": beam_shape}
     invariants = {
         "step": tf.TensorShape([]),
+        "live": tf.TensorShape([None]),
         "alive_seq": seq_shape,
         "alive_log_probs": beam_shape,
-        "finished_seq": seq_shape,
-        "finished_scores": beam_shape,
-        "finished_flags": beam_shape,
-        "finished_lengths": beam_shape,
+        "finished": finished_shapes,
+        "results": finished_shapes,
         "cache": tf.nest.map_structure(_loose_shape, state["cache"]),
+        "memory": tf.nest.map_structure(_loose_shape, state["memory"]),
     }
     (state,) = tf.while_loop(
         cond, body, loop_vars=(state,), shape_invariants=(invariants,), parallel_iterations=1
     )
 
-    flags = state["finished_flags"][:, :n_best_width]  # (B, n_best)
+    results = state["results"]
+    flags = results["flags"][:, :n_best_width]  # (B, n_best)
     if per_example:  # slots past an example's own n_best stay empty
-        flags = tf.logical_and(flags, tf.range(n_best_width)[None, :] < row_n_best[:, None])
-    scores = tf.where(flags, state["finished_scores"][:, :n_best_width], NEG_INF)
-    lengths = tf.where(flags, state["finished_lengths"][:, :n_best_width], 0)
-    sequences = state["finished_seq"][:, :n_best_width, 1:]  # (B, n_best, steps), drop the start token
+        flags = tf.logical_and(flags, tf.range(n_best_width)[None, :] < settings["n_best"][:, None])
+    scores = tf.where(flags, results["scores"][:, :n_best_width], NEG_INF)
+    lengths = tf.where(flags, results["lengths"][:, :n_best_width], 0)
+    sequences = results["seq"][:, :n_best_width, 1:]  # (B, n_best, steps), drop the start token
     sequences *= tf.cast(flags, tf.int32)[:, :, None]
     sequences = sequences[:, :, : _max_or_zero(lengths)]  # (B, n_best, T)
     return tf.stop_gradient(sequences), tf.stop_gradient(scores)
@@ -319,19 +398,23 @@ def greedy_search(
     max_decode_length: LengthLike,
     *,
     eos_id: int,
+    memory: Any = None,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Greedy decoding: the most probable next token at every step.
 
     Same model contract, lengths and stopping rule as `beam_search` (a hypothesis ends at EOS
     or when |Y| == max_decode_length), without the length penalty and without a beam: the cache
-    keeps leading dimension B and is never reordered.
+    has one row per live example and is reordered only when examples leave the batch (at their
+    EOS or limit).
 
     Args:
-        symbols_to_logits_fn: the model, called with ids int32 (B,).
+        symbols_to_logits_fn: the model, called with ids int32 (live,).
         initial_ids: int32 (B,), the start token of every example.
         initial_cache: nested structure of tensors with leading dimension B.
         max_decode_length: int, int32 scalar tensor or int32 (B,), the largest |Y|, EOS included.
         eos_id: int, the end-of-sentence id (the caller's vocabulary; no default).
+        memory: None, or a nested structure of tensors with leading dimension B that
+            `symbols_to_logits_fn` receives as its 4th argument (module docstring).
 
     Returns:
         sequences: int32 (B, T), without the start token, up to and including EOS, then 0s.
@@ -339,54 +422,62 @@ def greedy_search(
     """
     initial_ids = tf.cast(initial_ids, tf.int32)
     initial_cache = tf.nest.map_structure(tf.convert_to_tensor, initial_cache)
+    model, memory = _with_memory(symbols_to_logits_fn, memory)
     batch_size = tf.shape(initial_ids)[0]
     max_len = _per_example_limit(max_decode_length, batch_size)  # (B,)
 
-    def done_examples(state):
-        return tf.logical_or(state["finished"], state["step"] >= max_len)  # (B,)
+    def leave(state, step, hypotheses, done, cache):
+        """The next loop state: the `done` examples written to the results and out of the batch."""
+        live = state["live"]
+        stay, gone = _split(done)
+        return {
+            "step": step,
+            "live": tf.gather(live, stay),
+            "hypotheses": tf.nest.map_structure(lambda t: tf.gather(t, stay), hypotheses),
+            "results": _store(state["results"], hypotheses, live, gone),
+            "cache": _keep_rows(cache, stay, tf.size(gone) > 0),  # never reordered otherwise
+            "memory": _keep_rows(state["memory"], stay, tf.size(gone) > 0),
+        }
 
     def cond(state):
-        return tf.logical_not(tf.reduce_all(done_examples(state)))
+        return tf.size(state["live"]) > 0
 
     def body(state):
-        active = tf.logical_not(done_examples(state))  # (B,)
-        logits, cache = symbols_to_logits_fn(state["seq"][:, -1], state["step"], state["cache"])
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)  # (B, V)
+        hypotheses = state["hypotheses"]
+        logits, cache = model(hypotheses["seq"][:, -1], state["step"], state["cache"], state["memory"])
+        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)  # (n, V)
         log_probs = tf.maximum(log_probs, NEG_INF)
-        token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)  # (B,)
-        token = tf.where(active, token, 0)
-        token_log_prob = tf.gather(log_probs, token, batch_dims=1)  # (B,)
-        return (
-            {
-                "step": state["step"] + 1,
-                "seq": tf.concat([state["seq"], token[:, None]], axis=1),  # (B, step + 2)
-                "log_probs": state["log_probs"] + tf.where(active, token_log_prob, 0.0),
-                "lengths": state["lengths"] + tf.cast(active, tf.int32),
-                "finished": tf.logical_or(
-                    state["finished"], tf.logical_and(active, tf.equal(token, eos_id))
-                ),
-                "cache": cache,
-            },
-        )
+        token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)  # (n,)
+        step = state["step"] + 1
+        hypotheses = {
+            "seq": tf.concat([hypotheses["seq"], token[:, None]], axis=1),  # (n, step + 1)
+            "log_probs": hypotheses["log_probs"] + tf.gather(log_probs, token, batch_dims=1),
+            "lengths": hypotheses["lengths"] + 1,
+        }
+        done = tf.logical_or(tf.equal(token, eos_id), step >= tf.gather(max_len, state["live"]))
+        return (leave(state, step, hypotheses, done, cache),)
 
-    state = {
-        "step": tf.constant(0, tf.int32),
+    start = {
         "seq": initial_ids[:, None],  # (B, 1)
         "log_probs": tf.zeros([batch_size], tf.float32),
         "lengths": tf.zeros([batch_size], tf.int32),
-        "finished": tf.zeros([batch_size], tf.bool),
-        "cache": initial_cache,
     }
+    state = {"live": tf.range(batch_size), "results": start, "memory": memory}
+    # Examples with limit 0 are done before the first step.
+    state = leave(state, tf.constant(0, tf.int32), start, max_len <= 0, initial_cache)
+    shapes = {"seq": tf.TensorShape([None, None]), "log_probs": tf.TensorShape([None]),
+              "lengths": tf.TensorShape([None])}
     invariants = {
         "step": tf.TensorShape([]),
-        "seq": tf.TensorShape([None, None]),
-        "log_probs": tf.TensorShape([None]),
-        "lengths": tf.TensorShape([None]),
-        "finished": tf.TensorShape([None]),
-        "cache": tf.nest.map_structure(_loose_shape, initial_cache),
+        "live": tf.TensorShape([None]),
+        "hypotheses": shapes,
+        "results": shapes,
+        "cache": tf.nest.map_structure(_loose_shape, state["cache"]),
+        "memory": tf.nest.map_structure(_loose_shape, state["memory"]),
     }
     (state,) = tf.while_loop(
         cond, body, loop_vars=(state,), shape_invariants=(invariants,), parallel_iterations=1
     )
-    sequences = state["seq"][:, 1 : 1 + _max_or_zero(state["lengths"])]  # (B, T)
-    return tf.stop_gradient(sequences), tf.stop_gradient(state["log_probs"])
+    results = state["results"]
+    sequences = results["seq"][:, 1 : 1 + _max_or_zero(results["lengths"])]  # (B, T)
+    return tf.stop_gradient(sequences), tf.stop_gradient(results["log_probs"])

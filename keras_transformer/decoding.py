@@ -50,62 +50,56 @@ def max_decode_lengths(model: Transformer, source_ids, max_extra_length: int = 5
     return tf.where(lengths > 0, limits, 0)
 
 
-def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use_cache: bool = True,
-            beam_size: int = 1):
-    """`(fn, initial_cache)` for `beam_search` / `greedy_search`: the model's next-token logits.
+def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use_cache: bool = True):
+    """`(fn, initial_cache, memory)` for `beam_search` / `greedy_search`: next-token logits.
+
+    `fn(ids, step, cache, memory)` follows the search's contract with `memory=` (see
+    `keras_transformer.beam_search`): the memory is what does not change from step to step,
+    one row per sentence; the search expands it to the beam once and drops the rows of the
+    sentences that are done, so the beams of one sentence share their source and a finished
+    sentence costs nothing more.
 
     With `use_cache` (the default) `fn` is `model.decode_step` over the self-attention cache
     of `model.init_cache`, empty at first and extended by each step (so a step's cost grows
-    with the positions decoded, not with `max_length`), reading the per-sentence
-    `model.init_memory`. Without it, `fn`
-    re-runs the full causal decoder over the whole prefix at every step (the slow reference:
-    it must give the same tokens; see `bench/decode_cache.py`); its cache holds the prefix
-    `(B, max_length)`.
-
-    What does not change from step to step (the model's memory: source mask and
-    encoder-decoder keys and values; or the encoder outputs) stays out of the returned cache:
-    `fn` reads it, expanded once to `beam_size` rows per example, from its closure, so beam
-    search does not copy and reorder it at every step (the beams of one example share their
-    source). Its layout is the model's: it is expanded leaf by leaf.
+    with the positions decoded, not with `max_length`), reading `model.init_memory` (source
+    mask and encoder-decoder keys and values). Without it, `fn` re-runs the full causal
+    decoder over the whole prefix at every step (the slow reference: it must give the same
+    tokens; see `bench/decode_cache.py`); its cache holds the prefix `(B, max_length)` and its
+    memory the encoder outputs and source mask.
 
     Either way PAD and BOS get NEG_INF logits: they are never outputs, so an output sequence
     is its tokens up to EOS followed only by PAD.
 
     Args:
         encoder_outputs, source_mask: from `model.encode`, `(B, S, d_model)` and `(B, S)`.
-        max_length: int or int32 scalar, the largest number of steps (>= every limit).
-        beam_size: the beam the search will use (1 for greedy search).
+        max_length: int or int32 scalar, the largest number of steps (>= every limit); only
+            the uncached path needs it.
     """
     vocab_size = model.config.output_vocab_size
     special = tf.constant([model.config.pad_id, BOS_ID])
     never = tf.reduce_any(tf.equal(tf.range(vocab_size)[:, None], special[None, :]), axis=1)  # (V,)
 
-    def per_beam(tensor):  # (B, ...) -> (B * beam, ...), the row order of beam_search
-        return tensor if isinstance(beam_size, int) and beam_size == 1 else tf.repeat(tensor, beam_size, axis=0)
-
     if use_cache:
-        memory = tf.nest.map_structure(per_beam, model.init_memory(encoder_outputs, source_mask))
+        memory = model.init_memory(encoder_outputs, source_mask)
         # Empty, grown by one position per step: a step writes, reorders (beam search) and
         # attends over the positions decoded so far, not over a buffer of max_length.
         cache = model.init_cache(tf.shape(encoder_outputs)[0], 0)
-
-        def decode(ids, step, cache):
-            return model.decode_step(ids, step, cache, memory)
+        decode = model.decode_step
     else:
-        static = {"encoder_outputs": per_beam(encoder_outputs), "source_mask": per_beam(source_mask)}
+        memory = {"encoder_outputs": encoder_outputs, "source_mask": source_mask}
         cache = {"prefix": tf.zeros([tf.shape(encoder_outputs)[0], max_length], tf.int32)}
 
-        def decode(ids, step, cache):
+        def decode(ids, step, cache, memory):
             at_step = tf.one_hot(step, tf.shape(cache["prefix"])[1], dtype=tf.int32)[None, :]  # (1, max_length)
-            prefix = cache["prefix"] * (1 - at_step) + ids[:, None] * at_step  # (B, max_length)
-            logits = model.decode(prefix[:, : step + 1], static["encoder_outputs"], static["source_mask"])
-            return logits[:, -1, :], {"prefix": prefix}  # (B, V)
+            prefix = cache["prefix"] * (1 - at_step) + ids[:, None] * at_step  # (rows, max_length)
+            logits = model.decode(prefix[:, : step + 1], memory["encoder_outputs"], memory["source_mask"])
+            return logits[:, -1, :], {"prefix": prefix}  # (rows, V)
 
-    def fn(ids, step, cache):
-        logits, cache = decode(ids, step, cache)
+    def fn(ids, step, cache, memory):
+        logits, cache = decode(ids, step, cache, memory)
         return tf.where(never, tf.cast(beam_search_lib.NEG_INF, logits.dtype), logits), cache
 
-    return fn, cache
+    return fn, cache, memory
 
 
 def translate_ids(
@@ -144,16 +138,16 @@ def translate_ids(
     longest = tf.reduce_max(tf.concat([[0], limits], axis=0))  # 0 for an empty batch
     encoder_outputs, source_mask = model.encode(source_ids)
     greedy = isinstance(beam_size, int) and beam_size == 1 and n_best == 1
-    fn, cache = step_fn(model, encoder_outputs, source_mask, longest, use_cache=use_cache,
-                        beam_size=1 if greedy else beam_search_lib.beam_width(beam_size))
+    fn, cache, memory = step_fn(model, encoder_outputs, source_mask, longest, use_cache=use_cache)
     initial_ids = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
     if greedy:
-        sequences, scores = beam_search_lib.greedy_search(fn, initial_ids, cache, limits, eos_id=EOS_ID)
+        sequences, scores = beam_search_lib.greedy_search(
+            fn, initial_ids, cache, limits, eos_id=EOS_ID, memory=memory)
         sequences, scores = sequences[:, None, :], scores[:, None]  # (B, 1, T), (B, 1)
     else:
         sequences, scores = beam_search_lib.beam_search(
             fn, initial_ids, cache, model.config.output_vocab_size, beam_size=beam_size, alpha=alpha,
-            max_decode_length=limits, eos_id=EOS_ID, n_best=n_best,
+            max_decode_length=limits, eos_id=EOS_ID, n_best=n_best, memory=memory,
         )
     return sequences, tf.where((limits > 0)[:, None], scores, 0.0)
 

@@ -435,3 +435,55 @@ def test_per_example_settings_in_a_saved_model_and_an_empty_batch(tmp_path):
     np.testing.assert_allclose(scores, eager[1], rtol=1e-6)
     empty = loaded(*[tf.zeros([0], a.dtype) for a in args])
     assert empty[0].shape == (0, 1, 0) and empty[1].shape == (0, 1)
+
+
+def table_memory_fn(tables, rows_seen):
+    """markov_fn with its table chosen by the memory (4th argument), recording each call's rows."""
+    log_tables = tf.constant(_log(np.stack(tables)), tf.float32)  # (N, V, V)
+
+    def fn(ids, step, cache, memory):
+        rows_seen.append(int(tf.shape(ids)[0]))  # eager: one call per loop iteration
+        tf.debugging.assert_equal(cache["table"], memory["table"])  # the two stay aligned
+        return tf.gather_nd(log_tables, tf.stack([memory["table"], ids], axis=1)), cache
+
+    return fn
+
+
+def test_done_examples_leave_the_batch_and_their_memory_with_them():
+    # No EOS, limits 1, 3, 6: 3 examples at step 0, 2 at steps 1-2, 1 at steps 3-5; each reads
+    # its own table through the memory, which must follow it as the others leave.
+    no_eos_b = _table({t: {A: 0.2, B: 0.5, C: 0.3} for t in (BOS, A, B, C)})
+    tables, table_ids, limits = [NO_EOS, no_eos_b], [1, 0, 1], [1, 3, 6]
+    rows_seen = []
+    ids, cache = markov_inputs(table_ids)
+    seqs, scores = beam_search(
+        table_memory_fn(tables, rows_seen), ids, cache, V, max_decode_length=limits, memory=cache)
+    assert rows_seen == [12, 8, 8, 4, 4, 4]
+    reference = beam_search(markov_fn(tables), ids, cache, V, max_decode_length=limits)
+    np.testing.assert_array_equal(seqs, reference[0])
+    np.testing.assert_array_equal(scores, reference[1])
+    for example, (table, limit) in enumerate(zip(table_ids, limits)):
+        expected = brute_force(markov_log_probs(tables[table]), limit, 0.6, 4)
+        assert unpad(seqs[example])[: len(expected)] == [s for _, s in expected]
+        np.testing.assert_allclose(scores[example, : len(expected)], [s for s, _ in expected], rtol=1e-6)
+
+    rows_seen.clear()
+    greedy = greedy_search(table_memory_fn(tables, rows_seen), ids, cache, limits, memory=cache)
+    assert rows_seen == [3, 2, 2, 1, 1, 1]
+    assert unpad(greedy[0]) == [(B,), (A, A, A), (B,) * 6]
+    for x, y in zip(greedy, greedy_search(markov_fn(tables), ids, cache, limits)):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_an_example_that_leaves_keeps_its_result_whatever_the_order():
+    # The output of each example is where it was in the batch, however the live set shrinks.
+    vocab, keys = 13, 97
+    fn = random_history_fn(vocab, keys, seed=3)
+    states, limits = [5, 17, 29, 31, 2, 60], [2, 9, 4, 7, 1, 5]
+    seqs, scores = beam_search(fn, tf.fill([6], BOS), {"state": tf.constant(states)}, vocab,
+                               max_decode_length=tf.constant(limits), n_best=2)
+    for b in range(6):
+        alone = beam_search(fn, tf.fill([1], BOS), {"state": tf.constant(states[b : b + 1])}, vocab,
+                            max_decode_length=limits[b], n_best=2)
+        assert unpad(seqs[b]) == unpad(alone[0][0])
+        np.testing.assert_allclose(scores[b], alone[1][0], rtol=1e-6)

@@ -39,11 +39,11 @@ def test_cached_step_equals_full_prefix_step_under_tf_function():
     encoder_outputs, source_mask = model.encode(SOURCE)
     results = []
     for use_cache in (True, False):
-        fn, cache = decoding.step_fn(model, encoder_outputs, source_mask, 5, use_cache=use_cache, beam_size=1)
+        fn, cache, memory = decoding.step_fn(model, encoder_outputs, source_mask, 5, use_cache=use_cache)
         step = tf.function(fn)
         logits = []
         for t, token in enumerate([2, 17, 21, 30]):
-            out, cache = step(tf.fill([4], token), tf.constant(t), cache)
+            out, cache = step(tf.fill([4], token), tf.constant(t), cache, memory)
             logits.append(out)
         results.append(np.stack(logits))
     np.testing.assert_allclose(results[0], results[1], atol=1e-5)
@@ -53,14 +53,17 @@ def test_the_search_cache_is_the_per_step_part_and_each_beam_reads_its_sentence_
     model = make_model()
     encoder_outputs, source_mask = model.encode(SOURCE)
     beam = 3
-    fn, cache = decoding.step_fn(model, encoder_outputs, source_mask, 5, beam_size=beam)
+    fn, cache, memory = decoding.step_fn(model, encoder_outputs, source_mask, 5)
+    # What beam search expands once and reorders only when sentences leave: the model's memory.
+    tf.nest.assert_same_structure(memory, model.init_memory(encoder_outputs, source_mask))
     # What beam search expands and reorders: the self-attention keys/values only, one row per
     # sentence, empty at first and grown by each step.
     expected = model.init_cache(4, 0)
     tf.nest.assert_same_structure(cache, expected)
     assert [t.shape for t in tf.nest.flatten(cache)] == [t.shape for t in tf.nest.flatten(expected)]
     beams = tf.nest.map_structure(lambda t: tf.repeat(t, beam, axis=0), cache)  # as beam_search does
-    logits, new_cache = fn(tf.fill([4 * beam], 2), tf.constant(0), beams)
+    beam_memory = tf.nest.map_structure(lambda t: tf.repeat(t, beam, axis=0), memory)
+    logits, new_cache = fn(tf.fill([4 * beam], 2), tf.constant(0), beams, beam_memory)
     tf.nest.assert_same_structure(new_cache, beams)
     assert {t.shape[2] for t in tf.nest.flatten(new_cache)} == {1}
     memory = model.init_memory(encoder_outputs, source_mask)
@@ -69,6 +72,23 @@ def test_the_search_cache_is_the_per_step_part_and_each_beam_reads_its_sentence_
     for b in range(beam):
         np.testing.assert_allclose(tf.gather(logits[b::beam], allowed, axis=1),
                                    tf.gather(reference, allowed, axis=1), atol=1e-5)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_a_sentence_decodes_the_same_in_a_batch_and_alone(beam_size):
+    # Sentences leave the batch when done (their cache and memory rows are dropped): what the
+    # others get must not depend on when that happens.
+    model = make_model()
+    args = dict(beam_size=beam_size, alpha=0.6, max_extra_length=6, n_best=beam_size)
+    batch = decoding.translate_ids(model, SOURCE, **args)
+    lengths = np.count_nonzero(batch[0].numpy()[:, 0], axis=1)
+    assert len(set(lengths[[0, 1, 3]])) > 1  # they do leave at different steps
+    for row in range(len(SOURCE)):
+        alone = decoding.translate_ids(model, SOURCE[row : row + 1], **args)
+        width = alone[0].shape[2]
+        np.testing.assert_array_equal(batch[0][row, :, :width], alone[0][0])
+        assert not np.any(batch[0][row, :, width:])
+        np.testing.assert_allclose(batch[1][row], alone[1][0], rtol=1e-5)
 
 
 def test_length_rule_and_empty_rows():

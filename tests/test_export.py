@@ -100,7 +100,7 @@ def test_layout_and_assets(exported):
     assert (path / "saved_model.pb").is_file() and (path / "variables").is_dir()
     assert (path / "assets" / "tokenizer.model").is_file()
     assert (path / "assets.extra" / "tf_serving_warmup_requests").is_file()
-    settings = json.loads((path / "assets.extra" / serving_module.SETTINGS_FILE).read_text())
+    settings = versions.read_settings(str(path))
     assert settings["decoding"] == DECODING.to_dict()
     assert settings["signatures"] == SIGNATURES
 

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
-from export import client, serving_module, warmup
+from export import client, serving_module, versions, warmup
 from export_helpers import make_model_dir
 from keras_transformer.config import DecodingConfig
 
@@ -51,7 +51,7 @@ def as_text(inputs):
 
 
 def test_records_are_predict_logs_of_every_signature(exported, translator):
-    path = exported / warmup.ASSETS_EXTRA / warmup.FILE_NAME
+    path = exported / versions.ASSETS_EXTRA / warmup.FILE_NAME
     assert path.stat().st_mode & 0o777 == 0o644  # readable by a TF Serving of another user
     serialized = tf.data.TFRecordDataset(str(path)).as_numpy_iterator()
     records = [prediction_log_pb2.PredictionLog.FromString(r) for r in serialized]
@@ -103,7 +103,7 @@ def test_more_than_1000_records_are_refused_and_nothing_is_written(exported, tmp
     record = warmup.warmup_requests(warmup.translation_batches(INPUT, sizes=(1,)))[0]
     with pytest.raises(ValueError, match="1001 warm-up records; .* more than 1000"):
         warmup.write(str(tmp_path), [record] * (warmup.MAX_RECORDS + 1))
-    assert not (tmp_path / warmup.ASSETS_EXTRA).exists()
+    assert not (tmp_path / versions.ASSETS_EXTRA).exists()
     path = warmup.write(str(tmp_path), [record] * warmup.MAX_RECORDS)  # TF Serving's limit itself loads
     assert len(warmup.read(path)) == warmup.MAX_RECORDS
 
@@ -121,7 +121,7 @@ def test_records_tf_serving_would_fail_the_load_on_are_refused(exported, tmp_pat
     with pytest.raises(ValueError, match="warm-up record 1 ") as raised:
         warmup.write(str(tmp_path), good + warmup.warmup_requests([batch]))
     assert fragment in str(raised.value)
-    assert not (tmp_path / warmup.ASSETS_EXTRA).exists()
+    assert not (tmp_path / versions.ASSETS_EXTRA).exists()
 
 
 def test_empty_and_non_predict_records_and_a_base_folder_are_refused(exported, tmp_path):
