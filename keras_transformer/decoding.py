@@ -68,7 +68,8 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
     memory the encoder outputs and source mask.
 
     Either way PAD and BOS get NEG_INF logits: they are never outputs, so an output sequence
-    is its tokens up to EOS followed only by PAD.
+    is its tokens up to EOS followed only by PAD. The cached path adds NEG_INF to them in the
+    output projection (`logits_bias`), not in a pass of its own over the `(rows, V)` logits.
 
     Args:
         encoder_outputs, source_mask: from `model.encode`, `(B, S, d_model)` and `(B, S)`.
@@ -84,20 +85,20 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
         # Empty, grown by one position per step: a step writes, reorders (beam search) and
         # attends over the positions decoded so far, not over a buffer of max_length.
         cache = model.init_cache(tf.shape(encoder_outputs)[0], 0)
-        decode = model.decode_step
+        never_bias = tf.where(never, beam_search_lib.NEG_INF, 0.0)  # (V,)
+
+        def fn(ids, step, cache, memory):
+            return model.decode_step(ids, step, cache, memory, logits_bias=never_bias)
     else:
         memory = {"encoder_outputs": encoder_outputs, "source_mask": source_mask}
         cache = {"prefix": tf.zeros([tf.shape(encoder_outputs)[0], max_length], tf.int32)}
 
-        def decode(ids, step, cache, memory):
+        def fn(ids, step, cache, memory):
             at_step = tf.one_hot(step, tf.shape(cache["prefix"])[1], dtype=tf.int32)[None, :]  # (1, max_length)
             prefix = cache["prefix"] * (1 - at_step) + ids[:, None] * at_step  # (rows, max_length)
             logits = model.decode(prefix[:, : step + 1], memory["encoder_outputs"], memory["source_mask"])
-            return logits[:, -1, :], {"prefix": prefix}  # (rows, V)
-
-    def fn(ids, step, cache, memory):
-        logits, cache = decode(ids, step, cache, memory)
-        return tf.where(never, tf.cast(beam_search_lib.NEG_INF, logits.dtype), logits), cache
+            logits = logits[:, -1, :]  # (rows, V)
+            return tf.where(never, tf.cast(beam_search_lib.NEG_INF, logits.dtype), logits), {"prefix": prefix}
 
     return fn, cache, memory
 

@@ -219,7 +219,7 @@ class Transformer(keras.Model):
         """
         return {f"layer_{i}": layer.init_cache(batch_size, max_length) for i, layer in enumerate(self.decoder_layers)}
 
-    def decode_step(self, ids, step, cache, memory, training=False):
+    def decode_step(self, ids, step, cache, memory, training=False, logits_bias=None):
         """One decoding step: the tokens at position `step` -> logits for position step + 1.
 
         Args:
@@ -227,13 +227,15 @@ class Transformer(keras.Model):
             step: int scalar, its position (0 for the start token).
             cache: from `init_cache` or a previous step.
             memory: from `init_memory` (with the same B rows as the cache); not changed.
+            logits_bias: optional `(V,)`, added to the logits by the output projection itself
+                (e.g. NEG_INF for ids that must never be produced).
 
         Returns:
             float32 logits `(B, V)` and the updated cache (same structure as `cache`).
         """
         x = self._embed_target(tf.expand_dims(ids, 1), step, training)  # (B, 1, d_model)
         x, cache = self._decode_cached(x, step, cache, memory, training=training)
-        return self.target_embedding.logits(x)[:, 0, :], cache  # (B, V)
+        return self.target_embedding.logits(x, bias=logits_bias)[:, 0, :], cache  # (B, V)
 
     def _decode_cached(self, x, index, cache, memory, training=False):
         """The decoder stack on embedded inputs `(B, L, d_model)` at positions index ... index + L - 1.

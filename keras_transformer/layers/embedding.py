@@ -64,14 +64,21 @@ class SharedEmbedding(keras.layers.Layer):
             vectors = vectors * tf.cast(self.d_model**0.5, self.compute_dtype)
         return vectors
 
-    def logits(self, x):
-        """The pre-softmax linear transformation: float32 `x E^T`, `(B, T, vocab_size)`."""
+    def logits(self, x, bias=None):
+        """The pre-softmax linear transformation: float32 `x E^T`, `(B, T, vocab_size)`.
+
+        `bias`, optional `(vocab_size,)`, is added in the same op (MatMul + BiasAdd, which
+        TensorFlow's CPU kernels fuse): decoding uses it to rule tokens out without another
+        pass over the logits.
+        """
         kernel = tf.cast(self.embeddings, self.compute_dtype)  # (V, d_model)
         # One 2-D matmul over all positions. A rank-3 x rank-2 `tf.matmul` broadcasts
         # the kernel over the batch, and its gradient then builds a (B, V, d_model)
         # tensor before summing it: 1 GB per step at 128 sentences and 8k tokens.
         flat = tf.reshape(tf.cast(x, self.compute_dtype), [-1, self.d_model])  # (B*T, d_model)
         logits = tf.matmul(flat, kernel, transpose_b=True)  # (B*T, V)
+        if bias is not None:
+            logits = tf.nn.bias_add(logits, tf.cast(bias, logits.dtype))
         logits = tf.reshape(logits, tf.concat([tf.shape(x)[:-1], [self.vocab_size]], axis=0))  # (B, T, V)
         return tf.cast(logits, tf.float32)
 

@@ -66,9 +66,18 @@ def cached_key_length(cache: tf.Tensor, index, query_length) -> tf.Tensor:
     return tf.maximum(tf.shape(cache)[2], tf.cast(index, tf.int32) + query_length)
 
 
+def swap_axes_1_2(x: tf.Tensor) -> tf.Tensor:
+    """(B, X, Y, d) -> (B, Y, X, d). When X or Y is statically 1 (a decoding step's single
+    position) the bytes keep their order, so it is a reshape instead of a transposing copy."""
+    if x.shape[1] == 1 or x.shape[2] == 1:
+        dims = [x.shape[i] if x.shape[i] is not None else tf.shape(x)[i] for i in range(4)]
+        return tf.reshape(x, [dims[0], dims[2], dims[1], dims[3]])
+    return tf.transpose(x, [0, 2, 1, 3])
+
+
 def split_heads(x: tf.Tensor) -> tf.Tensor:
     """(B, T, h, d) -> (B, h, T, d): head-major, so attention is two batched matmuls with no copies."""
-    return tf.transpose(x, [0, 2, 1, 3])
+    return swap_axes_1_2(x)
 
 
 def project_jointly(x: tf.Tensor, projections) -> list[tf.Tensor]:
@@ -318,7 +327,7 @@ class MultiHeadAttention(keras.layers.Layer):
         weights = masked_softmax(scores, attention_mask)  # float32 (B, h, T_q, T_k)
         dropped = self.dropout_layer(weights, training=training)
         heads = tf.matmul(tf.cast(dropped, values.dtype), values)  # (B, h, T_q, d_v)
-        outputs = self.output_dense(tf.transpose(heads, [0, 2, 1, 3]))  # (B, T_q, h, d_v) -> (B, T_q, d_model)
+        outputs = self.output_dense(swap_axes_1_2(heads))  # (B, T_q, h, d_v) -> (B, T_q, d_model)
 
         results = (outputs,)
         if return_attention_scores:
