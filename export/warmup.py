@@ -68,7 +68,9 @@ from typing import Iterable, Mapping, Optional, Sequence, Union
 import numpy as np
 import tensorflow as tf
 
-from export import versions
+# TF Serving's folder; the same as `export.versions.ASSETS_EXTRA` (a test checks), spelled
+# here because this module imports nothing of the project (serving_module imports it).
+ASSETS_EXTRA = "assets.extra"
 
 FILE_NAME = "tf_serving_warmup_requests"
 MAX_RECORDS = 1000  # TF Serving's kMaxNumRecords
@@ -171,7 +173,7 @@ def translation_batches(input_name: str, sizes: Sequence[int] = DEFAULT_BATCH_SI
 
 def path_of(saved_model_dir: str) -> str:
     """`<saved_model_dir>/assets.extra/tf_serving_warmup_requests`."""
-    return os.path.join(saved_model_dir, versions.ASSETS_EXTRA, FILE_NAME)
+    return os.path.join(saved_model_dir, ASSETS_EXTRA, FILE_NAME)
 
 
 def _signature_inputs(saved_model_dir: str) -> dict[str, dict[str, int]]:

@@ -82,7 +82,8 @@ def start_tensorflow(cpu_replicas: int = 0, threads: int = 0):
     # the step's large buffers (the logits) then come back from the pool each step
     # rather than as fresh mmap'd pages the kernel must zero (the kernel time this
     # saves is measured in docs/BENCHMARKS.md). Read when the devices are created, so
-    # it must be set before; TF_CPU_ALLOCATOR_USE_BFC=false restores malloc.
+    # it must be set before; TF_CPU_ALLOCATOR_USE_BFC=false restores malloc (where TensorFlow
+    # runs oneDNN's kernels, on by default on AVX-512 hosts, it pools CPU memory itself).
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
     with silence_native_stderr():
         import tensorflow as tf

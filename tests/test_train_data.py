@@ -74,7 +74,8 @@ def test_fine_tune_from_a_run_on_mixed_corpora(tmp_path, flagfile):
     corpus = _write_corpus(tmp_path / "data", "news", sources.load_pair_list("embedded", "test")[:300])
     flags = [f"--init_from={old}", f"--train_files=news:{corpus}:0.8,emb:embedded:0.2", "--train_steps=4",
              "--log_every_steps=1", "--checkpoint_every_steps=4", "--eval_max_sentences=-1",
-             "--learning_rate_scale=0.5", "--shuffle_buffer=5000"]
+             "--learning_rate_scale=0.5", "--shuffle_buffer=5000",
+             "--precision=float32"]  # the loss recomputed below is float32's (auto is bfloat16 on some hosts)
     second = run(train_command(new, *flags, flagfile=flagfile))
     assert second.returncode == 0, second.stderr[-2000:]
     assert "starting at step 0 from the weights of" in second.stdout and "(fresh optimizer)" in second.stdout

@@ -193,3 +193,4 @@ def test_warmup_imports_nothing_of_the_project():
     """serving_module imports it: an import back would be a cycle (tests/test_import_rules.py)."""
     names = imported_modules(warmup, top_level_only=False)
     assert not [n for n in names if n.split(".")[0] in ("export", "keras_transformer", "pipelines", "tasks")]
+    assert warmup.ASSETS_EXTRA == versions.ASSETS_EXTRA  # so it spells the folder itself
