@@ -125,6 +125,11 @@ def _with_memory(symbols_to_logits_fn: SymbolsToLogitsFn, memory: Any) -> Tuple[
     return symbols_to_logits_fn, tf.nest.map_structure(tf.convert_to_tensor, memory)
 
 
+def _log_probs(logits: tf.Tensor) -> tf.Tensor:
+    """float32 log-softmax of logits (rows, V) of any float dtype; -inf (masked) becomes NEG_INF."""
+    return tf.maximum(tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1), NEG_INF)
+
+
 def _split(done: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     """bool (n,) -> int32 positions of the examples that stay, and of those that are done."""
     stay = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
@@ -301,9 +306,7 @@ def beam_search(
 
         flat_ids = tf.reshape(state["alive_seq"][:, :, -1], [-1])  # (n * beam,)
         logits, new_cache = model(flat_ids, step, state["cache"], state["memory"])
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)  # (n * beam, V)
-        log_probs = tf.maximum(log_probs, NEG_INF)  # -inf logits (masking) stay finite
-        log_probs = tf.reshape(log_probs, [n, beam_size, vocab_size])  # (n, beam, V)
+        log_probs = tf.reshape(_log_probs(logits), [n, beam_size, vocab_size])  # (n, beam, V)
 
         # Every (hypothesis, next token) pair, flat over beam * V; keep the 2 * beam best.
         candidates = state["alive_log_probs"][:, :, None] + log_probs  # (n, beam, V)
@@ -430,13 +433,14 @@ def greedy_search(
         """The next loop state: the `done` examples written to the results and out of the batch."""
         live = state["live"]
         stay, gone = _split(done)
+        shrinks = tf.size(gone) > 0
         return {
             "step": step,
             "live": tf.gather(live, stay),
             "hypotheses": tf.nest.map_structure(lambda t: tf.gather(t, stay), hypotheses),
             "results": _store(state["results"], hypotheses, live, gone),
-            "cache": _keep_rows(cache, stay, tf.size(gone) > 0),  # never reordered otherwise
-            "memory": _keep_rows(state["memory"], stay, tf.size(gone) > 0),
+            "cache": _keep_rows(cache, stay, shrinks),  # never reordered otherwise
+            "memory": _keep_rows(state["memory"], stay, shrinks),
         }
 
     def cond(state):
@@ -445,8 +449,7 @@ def greedy_search(
     def body(state):
         hypotheses = state["hypotheses"]
         logits, cache = model(hypotheses["seq"][:, -1], state["step"], state["cache"], state["memory"])
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)  # (n, V)
-        log_probs = tf.maximum(log_probs, NEG_INF)
+        log_probs = _log_probs(logits)  # (n, V)
         token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)  # (n,)
         step = state["step"] + 1
         hypotheses = {

@@ -68,8 +68,8 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
     memory the encoder outputs and source mask.
 
     Either way PAD and BOS get NEG_INF logits: they are never outputs, so an output sequence
-    is its tokens up to EOS followed only by PAD. The cached path adds NEG_INF to them in the
-    output projection (`logits_bias`), not in a pass of its own over the `(rows, V)` logits.
+    is its tokens up to EOS followed only by PAD: NEG_INF is added to theirs, by the output
+    projection itself in the cached path (`logits_bias`, no pass of its own over the logits).
 
     Args:
         encoder_outputs, source_mask: from `model.encode`, `(B, S, d_model)` and `(B, S)`.
@@ -79,13 +79,13 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
     vocab_size = model.config.output_vocab_size
     special = tf.constant([model.config.pad_id, BOS_ID])
     never = tf.reduce_any(tf.equal(tf.range(vocab_size)[:, None], special[None, :]), axis=1)  # (V,)
+    never_bias = tf.where(never, beam_search_lib.NEG_INF, 0.0)  # (V,), added to the logits
 
     if use_cache:
         memory = model.init_memory(encoder_outputs, source_mask)
         # Empty, grown by one position per step: a step writes, reorders (beam search) and
         # attends over the positions decoded so far, not over a buffer of max_length.
         cache = model.init_cache(tf.shape(encoder_outputs)[0], 0)
-        never_bias = tf.where(never, beam_search_lib.NEG_INF, 0.0)  # (V,)
 
         def fn(ids, step, cache, memory):
             return model.decode_step(ids, step, cache, memory, logits_bias=never_bias)
@@ -97,8 +97,7 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
             at_step = tf.one_hot(step, tf.shape(cache["prefix"])[1], dtype=tf.int32)[None, :]  # (1, max_length)
             prefix = cache["prefix"] * (1 - at_step) + ids[:, None] * at_step  # (rows, max_length)
             logits = model.decode(prefix[:, : step + 1], memory["encoder_outputs"], memory["source_mask"])
-            logits = logits[:, -1, :]  # (rows, V)
-            return tf.where(never, tf.cast(beam_search_lib.NEG_INF, logits.dtype), logits), {"prefix": prefix}
+            return logits[:, -1, :] + never_bias, {"prefix": prefix}  # (rows, V)
 
     return fn, cache, memory
 
