@@ -29,7 +29,7 @@ from keras_transformer.layers.embedding import SharedEmbedding
 from keras_transformer.layers.encoder_layer import EncoderLayer
 from keras_transformer.layers.layer_norm import LayerNormalization
 from keras_transformer.layers.masks import causal_mask, padding_mask
-from keras_transformer.layers.multi_head_attention import cached_key_length
+from keras_transformer.layers.multi_head_attention import attention_bias, cached_key_length
 from keras_transformer.layers.position_encoding import LearnedPositionEmbedding, SinusoidalPositionEncoding
 
 
@@ -193,7 +193,7 @@ class Transformer(keras.Model):
             A nested dict, computed once per sentence and never changed by `decode_step`:
             `"source_mask"`: bool `(B, S)`; and for each decoder layer i, `"layer_i"`:
             the encoder output projected once by that layer's W^K and W^V,
-            `{"key": (B, h, S, d_k), "value": (B, h, S, d_v)}`, head-major. Every leaf
+            `{"key": (B, h, d_k, S), "value": (B, h, S, d_v)}`, head-major, keys transposed. Every leaf
             has the batch as its leading dimension, so a search can expand it per beam
             with `tf.nest.map_structure` without knowing its layout.
         """
@@ -219,7 +219,16 @@ class Transformer(keras.Model):
         """
         return {f"layer_{i}": layer.init_cache(batch_size, max_length) for i, layer in enumerate(self.decoder_layers)}
 
-    def decode_step(self, ids, step, cache, memory, training=False, logits_bias=None):
+    def step_weights(self):
+        """What `decode_step` multiplies by that is not a variable as stored: each decoder
+        layer's W^Q, W^K and W^V side by side (`MultiHeadAttention.self_attention_weights`),
+        `{"layer_i": (kernel, bias)}`. A decoding loop computes it once, before its first
+        step, and passes it to every step (`weights=`): inside the loop it would be
+        concatenated again at every step."""
+        return {f"layer_{i}": layer.self_attention.self_attention_weights()
+                for i, layer in enumerate(self.decoder_layers)}
+
+    def decode_step(self, ids, step, cache, memory, training=False, logits_bias=None, weights=None):
         """One decoding step: the tokens at position `step` -> logits for position step + 1.
 
         Args:
@@ -229,27 +238,36 @@ class Transformer(keras.Model):
             memory: from `init_memory` (with the same B rows as the cache); not changed.
             logits_bias: optional `(V,)`, added to the logits by the output projection itself
                 (e.g. NEG_INF for ids that must never be produced).
+            weights: optional, `step_weights()` computed once for all steps.
 
         Returns:
-            float32 logits `(B, V)` and the updated cache (same structure as `cache`).
+            float32 logits `(B, V)` and the updated cache (same structure as `cache`). The
+            logits of a row whose source is empty (all PAD) are undefined: a search gives
+            such a row no output.
         """
         x = self._embed_target(tf.expand_dims(ids, 1), step, training)  # (B, 1, d_model)
-        x, cache = self._decode_cached(x, step, cache, memory, training=training)
+        x, cache = self._decode_cached(x, step, cache, memory, training=training, weights=weights, biases=True)
         return self.target_embedding.logits(x, bias=logits_bias)[:, 0, :], cache  # (B, V)
 
-    def _decode_cached(self, x, index, cache, memory, training=False):
+    def _decode_cached(self, x, index, cache, memory, training=False, weights=None, biases=False):
         """The decoder stack on embedded inputs `(B, L, d_model)` at positions index ... index + L - 1.
 
         Returns the normalized decoder outputs `(B, L, d_model)` and the updated cache.
         `decode_step` runs it with L = 1; tests run it with L = T to fill a cache at once.
+        With `biases`, the masks are applied as additive biases (`attention_bias`): one add
+        per attention instead of two selects, the same weights when every source has a token.
         """
         new_cache = {}
         key_length = cached_key_length(cache["layer_0"]["key"], index, tf.shape(x)[1])  # T_max, or index + L
         self_mask = causal_mask(tf.shape(x)[1], key_length, index)  # (L, T_k), shared by all layers
+        source_mask = memory["source_mask"]
+        if biases:
+            self_mask, source_mask = attention_bias(self_mask), attention_bias(source_mask)
         for i, layer in enumerate(self.decoder_layers):
             x, new_cache[f"layer_{i}"] = layer(
-                x, source_mask=memory["source_mask"], cache=cache[f"layer_{i}"], memory=memory[f"layer_{i}"],
+                x, source_mask=source_mask, cache=cache[f"layer_{i}"], memory=memory[f"layer_{i}"],
                 cache_index=index, self_attention_mask=self_mask, training=training,
+                self_attention_weights=None if weights is None else weights[f"layer_{i}"],
             )
         if self.decoder_norm is not None:
             x = self.decoder_norm(x)

@@ -86,7 +86,10 @@ def test_init_cache_and_init_memory_shapes_dtypes_and_values():
     assert cache["key"].shape == (B, 2, 7, 8) and cache["value"].shape == (B, 2, 7, 4)
     assert cache["key"].dtype == tf.float32 and not np.any(cache["key"].numpy())
     memory = layer.init_memory(encoder_outputs)
-    assert memory["key"].shape == (B, 2, S, 8) and memory["value"].shape == (B, 2, S, 4)
+    # Keys transposed, (B, h, d_k, S), as Q K^T reads them; values head-major (B, h, S, d_v).
+    assert memory["key"].shape == (B, 2, 8, S) and memory["value"].shape == (B, 2, S, 4)
+    keys = tf.reshape(layer.cross_attention.key_dense(encoder_outputs), (B, S, 2, 8))
+    np.testing.assert_allclose(memory["key"], tf.transpose(keys, [0, 2, 3, 1]), atol=1e-6)
     expected = layer.cross_attention.project_key_value(tf.constant(encoder_outputs))
     for name in ("key", "value"):
         np.testing.assert_array_equal(memory[name], expected[name])

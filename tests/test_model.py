@@ -120,7 +120,7 @@ def test_init_memory_and_init_cache_structures():
     for i, layer in enumerate(model.decoder_layers):
         # The memory is each layer's encoder-decoder W^K, W^V applied to the encoder output once.
         expected = layer.cross_attention.project_key_value(encoder_outputs)
-        assert memory[f"layer_{i}"]["key"].shape == (2, c.num_heads, SOURCE.shape[1], 4)
+        assert memory[f"layer_{i}"]["key"].shape == (2, c.num_heads, 4, SOURCE.shape[1])  # keys transposed
         assert memory[f"layer_{i}"]["value"].shape == (2, c.num_heads, SOURCE.shape[1], 2)
         for name in ("key", "value"):
             np.testing.assert_array_equal(memory[f"layer_{i}"][name], expected[name])

@@ -10,7 +10,7 @@ and what each step updates (as keras-hub's `TransformerDecoder` takes an explici
 cache and index):
 
 * `init_memory(encoder_outputs)`: the encoder output projected once into the
-  encoder-decoder keys and values `{"key": (B, h, S, d_k), "value": (B, h, S, d_v)}`;
+  encoder-decoder keys and values `{"key": (B, h, d_k, S), "value": (B, h, S, d_v)}`;
   static for the whole sentence, read by every step (`memory=`).
 * `init_cache(batch_size, max_length)`: the empty self-attention keys and values
   `{"key": (B, h, T_max, d_k), "value": (B, h, T_max, d_v)}`, which each call with
@@ -39,17 +39,22 @@ class DecoderLayer(keras.layers.Layer):
     Call arguments:
         x: `(B, T, d_model)`, the (shifted) target embeddings or the previous layer.
         encoder_outputs: `(B, S, d_model)`; unused when `memory` is given.
-        source_mask: bool `(B, S)`, True at real source tokens, or None.
+        source_mask: bool `(B, S)`, True at real source tokens, or None; or its float32
+            `attention_bias` when every sentence has a token (decoding).
         cache: None for the full causal pass, or the self-attention keys and
             values of `init_cache` (or of a previous call), `(B, h, T_max, d)`.
         memory: None (project `encoder_outputs`), or the encoder-decoder keys and
-            values of `init_memory`, `(B, h, S, d)`, projected once per sentence.
+            values of `init_memory` (keys `(B, h, d_k, S)`, values `(B, h, S, d_v)`),
+            projected once per sentence.
         cache_index: with a cache, the position of `x[:, 0]`; `x` may hold one
             token (incremental decoding) or several (e.g. a prefix at index 0).
-        self_attention_mask: optional bool `(T, T_k)`, the causal mask; computed
-            here when not given (a model passes one mask to all its layers).
+        self_attention_mask: optional bool `(T, T_k)`, the causal mask, or its float32
+            `attention_bias`; computed here when not given (a model passes one mask to
+            all its layers).
         return_attention_scores: also return `{"self": (B, h, T, T_k), "cross": (B, h, T, S)}`.
         training: enables dropout.
+        self_attention_weights: None, or `self_attention.self_attention_weights()`
+            computed beforehand (a decoding loop computes it once, not at every step).
 
     Returns:
         `(B, T, d_model)`; then the attention weights if asked for; then the
@@ -130,9 +135,9 @@ class DecoderLayer(keras.layers.Layer):
     def init_memory(self, encoder_outputs):
         """The encoder output `(B, S, d_model)` projected once into encoder-decoder keys and values.
 
-        Returns `{"key": (B, h, S, d_k), "value": (B, h, S, d_v)}`, head-major: static
-        for the sentence, so a step reads it instead of projecting the encoder
-        output again (section 3.2.3: "the memory keys and values come from the
+        Returns `{"key": (B, h, d_k, S), "value": (B, h, S, d_v)}`, head-major, keys
+        transposed (`MultiHeadAttention.project_key_value`): static for the sentence,
+        so a step reads it instead of projecting the encoder output again (section 3.2.3: "the memory keys and values come from the
         output of the encoder").
         """
         return self.cross_attention.project_key_value(encoder_outputs)
@@ -148,6 +153,7 @@ class DecoderLayer(keras.layers.Layer):
         self_attention_mask=None,
         return_attention_scores=False,
         training=None,
+        self_attention_weights=None,
     ):
         if cache is not None and cache_index is None:
             raise ValueError("DecoderLayer: a cache needs a cache_index (the position of x[:, 0])")
@@ -164,7 +170,7 @@ class DecoderLayer(keras.layers.Layer):
             nonlocal new_cache
             outputs = self.self_attention(
                 y, y, attention_mask=self_mask[tf.newaxis], cache=cache, cache_index=cache_index,
-                return_attention_scores=True, training=training,
+                return_attention_scores=True, training=training, self_attention_weights=self_attention_weights,
             )
             if cache is not None:
                 new_cache = outputs[2]  # {"key", "value"}: (B, h, T_max, d)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from keras_transformer.layers.shapes import leading_and
+
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class SharedEmbedding(keras.layers.Layer):
@@ -79,7 +81,7 @@ class SharedEmbedding(keras.layers.Layer):
         logits = tf.matmul(flat, kernel, transpose_b=True)  # (B*T, V)
         if bias is not None:
             logits = tf.nn.bias_add(logits, tf.cast(bias, logits.dtype))
-        logits = tf.reshape(logits, tf.concat([tf.shape(x)[:-1], [self.vocab_size]], axis=0))  # (B, T, V)
+        logits = tf.reshape(logits, leading_and(x, len(x.shape) - 1, [self.vocab_size]))  # (B, T, V)
         return tf.cast(logits, tf.float32)
 
     def compute_output_shape(self, input_shape):

@@ -9,6 +9,9 @@ kernel size 1, i.e. two dense layers over the last axis, d_model -> d_ff -> d_mo
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
+
+from keras_transformer.layers.shapes import leading_and
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -78,9 +81,14 @@ class PositionwiseFeedForward(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, training=None):
-        hidden = self.inner_dense(inputs)  # (B, T, d_ff)
+        # Over the positions as rows of one matrix, (B*T, d_model): a rank-3 input would go
+        # through tensordot, whose reshape between the matmul and the bias keeps TensorFlow's
+        # CPU kernels from fusing MatMul, bias and ReLU into one op (as they do here).
+        rows = tf.reshape(inputs, [-1, inputs.shape[-1]])
+        hidden = self.inner_dense(rows)  # (B*T, d_ff)
         hidden = self.relu_dropout_layer(hidden, training=training)
-        return self.output_dense(hidden)  # (B, T, d_model)
+        outputs = self.output_dense(hidden)  # (B*T, d_model)
+        return tf.reshape(outputs, leading_and(inputs, len(inputs.shape) - 1, outputs.shape[-1:]))  # (B, T, d_model)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.output_dim or input_shape[-1],)

@@ -18,10 +18,21 @@ import math
 import keras
 import tensorflow as tf
 
+from keras_transformer.layers.shapes import leading_and
+
 # A large negative logit for masked positions. The softmax is computed in
 # float32 (section "masking" below), where this value is finite and exp() of it
 # underflows to exactly 0; in bfloat16/float16 it would overflow to -inf.
 _MASK_LOGIT = -1e9
+
+
+def attention_bias(mask: tf.Tensor) -> tf.Tensor:
+    """The additive form of a boolean attention mask: float32, 0.0 where True, a large negative
+    logit where False. `masked_softmax` with it is one add instead of two selects, and gives
+    the same weights bit for bit on every row that allows at least one key (the masked logits
+    are as far below the row's maximum as with the mask, so exp() of them is exactly 0 too):
+    decoding, where every query sees a key, converts its masks once per step."""
+    return tf.where(tf.cast(mask, tf.bool), 0.0, _MASK_LOGIT)
 
 
 def masked_softmax(scores: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
@@ -33,7 +44,9 @@ def masked_softmax(scores: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
 
     Args:
         scores: attention logits, `(B, h, T_q, T_k)`, any float dtype.
-        mask: boolean, broadcastable to `scores`; True where attention is allowed.
+        mask: boolean, broadcastable to `scores`; True where attention is allowed. Or the
+            float32 `attention_bias` of such a mask, added to the logits: then every row
+            must allow some key (a row that allows none gets uniform weights).
 
     Returns:
         float32 weights of the same shape as `scores`.
@@ -41,6 +54,8 @@ def masked_softmax(scores: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
     scores = tf.cast(scores, tf.float32)
     if mask is None:
         return tf.nn.softmax(scores, axis=-1)
+    if mask.dtype.is_floating:
+        return tf.nn.softmax(scores + tf.cast(mask, tf.float32), axis=-1)  # (Keras may autocast the bias)
     mask = tf.cast(mask, tf.bool)
     weights = tf.nn.softmax(tf.where(mask, scores, _MASK_LOGIT), axis=-1)
     return tf.where(mask, weights, 0.0)
@@ -70,6 +85,8 @@ def swap_axes_1_2(x: tf.Tensor) -> tf.Tensor:
     """(B, X, Y, d) -> (B, Y, X, d). When X or Y is statically 1 (a decoding step's single
     position) the bytes keep their order, so it is a reshape instead of a transposing copy."""
     if x.shape[1] == 1 or x.shape[2] == 1:
+        if x.shape[1:].is_fully_defined():
+            return tf.reshape(x, [-1, x.shape[2], x.shape[1], x.shape[3]])
         dims = [x.shape[i] if x.shape[i] is not None else tf.shape(x)[i] for i in range(4)]
         return tf.reshape(x, [dims[0], dims[2], dims[1], dims[3]])
     return tf.transpose(x, [0, 2, 1, 3])
@@ -80,7 +97,20 @@ def split_heads(x: tf.Tensor) -> tf.Tensor:
     return swap_axes_1_2(x)
 
 
-def project_jointly(x: tf.Tensor, projections) -> list[tf.Tensor]:
+def joint_weights(projections) -> tuple[tf.Tensor, tf.Tensor | None]:
+    """The kernels of `HeadProjection`s from the same input side by side, `(fan_in, sum of h*d)`,
+    and their biases `(sum of h*d,)` (None without biases), in the compute dtype: the operand
+    of `project_jointly`. A decoding loop computes it once (`Transformer.step_weights`)
+    instead of concatenating the kernels again at every step."""
+    dtype = projections[0].compute_dtype
+    fan_in = math.prod(projections[0].input_shape_)
+    kernel = tf.concat([tf.reshape(tf.cast(p.kernel, dtype), [fan_in, -1]) for p in projections], axis=1)
+    if not projections[0].use_bias:
+        return kernel, None
+    return kernel, tf.concat([tf.reshape(tf.cast(p.bias, dtype), [-1]) for p in projections], axis=0)
+
+
+def project_jointly(x: tf.Tensor, projections, weights=None) -> list[tf.Tensor]:
     """`[split_heads(p(x)) for p in projections]`, as one matmul over the concatenated kernels.
 
     Self-attention projects the same positions by W^Q, W^K and W^V, and
@@ -93,26 +123,26 @@ def project_jointly(x: tf.Tensor, projections) -> list[tf.Tensor]:
     Args:
         x: `(B, T, d_model)`.
         projections: two or more `HeadProjection`s from `(d_model,)` to `(h, d)`, same d_model.
+        weights: None, or `joint_weights(projections)` computed beforehand.
 
     Returns:
         One `(B, h, T, d)` tensor per projection.
     """
-    dtype = projections[0].compute_dtype
-    fan_in = math.prod(projections[0].input_shape_)
-    kernel = tf.concat([tf.reshape(tf.cast(p.kernel, dtype), [fan_in, -1]) for p in projections], axis=1)
-    y = tf.matmul(tf.reshape(x, [-1, fan_in]), kernel)  # (B*T, sum of h*d)
-    if projections[0].use_bias:
-        y = y + tf.concat([tf.reshape(tf.cast(p.bias, dtype), [-1]) for p in projections], axis=0)
-    batch_time = tf.shape(x)[:-1]  # (B, T)
+    kernel, bias = joint_weights(projections) if weights is None else weights
+    y = tf.matmul(tf.reshape(x, [-1, kernel.shape[0]]), kernel)  # (B*T, sum of h*d)
+    if bias is not None:
+        y = y + bias
     shapes = {p.output_shape_ for p in projections}
-    if len(shapes) == 1:
+    widths = [math.prod(p.output_shape_) for p in projections]
+    if len(shapes) == 1 and x.shape[1] != 1:
         # (B, T, n, h, d) -> (n, B, h, T, d): one transpose for all n; unstacking the
         # leading axis then shares its buffer instead of copying.
         (shape,) = shapes
-        y = tf.reshape(y, tf.concat([batch_time, [len(projections)], shape], axis=0))
+        y = tf.reshape(y, leading_and(x, 2, (len(projections),) + shape))  # (B, T, n, h, d)
         return tf.unstack(tf.transpose(y, [2, 0, 3, 1, 4]), axis=0)
-    widths = [math.prod(p.output_shape_) for p in projections]
-    return [split_heads(tf.reshape(part, tf.concat([batch_time, p.output_shape_], axis=0)))
+    # Different widths, or one position (a decoding step), where (B, 1, h, d) is (B, h, 1, d)
+    # byte for byte: the split's copies are all the moving there is, no transpose.
+    return [split_heads(tf.reshape(part, leading_and(x, 2, p.output_shape_)))
             for part, p in zip(tf.split(y, widths, axis=-1), projections)]
 
 
@@ -157,12 +187,11 @@ class HeadProjection(keras.layers.Layer):
 
     def call(self, x):
         fan_in, fan_out = math.prod(self.input_shape_), math.prod(self.output_shape_)
-        leading = tf.shape(x)[: len(x.shape) - len(self.input_shape_)]  # e.g. (B, T)
         flat = tf.reshape(x, [-1, fan_in])  # (B*T, fan_in)
         y = tf.matmul(flat, tf.reshape(tf.cast(self.kernel, self.compute_dtype), [fan_in, fan_out]))
         if self.bias is not None:
             y = y + tf.reshape(tf.cast(self.bias, self.compute_dtype), [fan_out])
-        return tf.reshape(y, tf.concat([leading, self.output_shape_], axis=0))  # (B, T, *output_shape)
+        return tf.reshape(y, leading_and(x, len(x.shape) - len(self.input_shape_), self.output_shape_))  # (B, T, ...)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[: len(input_shape) - len(self.input_shape_)]) + self.output_shape_
@@ -204,14 +233,18 @@ class MultiHeadAttention(keras.layers.Layer):
         key: `(B, T_k, d_model)` or None (then `value`).
         attention_mask: boolean, broadcastable to `(B, T_q, T_k)`; True where a
             query may attend to a key. With a cache, `T_k` is the cache length.
+            Or its float32 `attention_bias`, when every query may attend to some key.
         cache: None, or a dict `{"key": (B, h, T_max, d_k), "value": (B, h, T_max, d_v)}`
-            of projected keys and values, head-major.
+            of projected keys and values, head-major; for a static cache, the
+            `project_key_value` of the attended sequence (keys transposed).
         cache_index: with a cache: None for a static cache (encoder-decoder
             attention: keys and values are read from the cache, `value` is
             ignored), or the int position at which the projections of this
             call's `value` are written (self-attention, one or more steps).
         return_attention_scores: also return the attention weights.
         training: enables dropout.
+        self_attention_weights: None, or `self_attention_weights()` computed beforehand
+            (decoding computes it once, not at every step); only for self-attention.
 
     Returns:
         `(B, T_q, output_dim)`; then the weights `(B, h, T_q, T_k)` if
@@ -278,17 +311,29 @@ class MultiHeadAttention(keras.layers.Layer):
         self.dropout_layer = keras.layers.Dropout(self.dropout, name="attention_dropout")
         self.built = True
 
+    def self_attention_weights(self) -> tuple[tf.Tensor, tf.Tensor | None]:
+        """W^Q, W^K and W^V as the one kernel (and bias) self-attention multiplies by
+        (`joint_weights`); for the `self_attention_weights` argument of `call`."""
+        return joint_weights([self.query_dense, self.key_dense, self.value_dense])
+
+    def _keys_values(self, value, key=None):
+        """Head-major keys `(B, h, T, d_k)` and values `(B, h, T, d_v)` of an attended sequence."""
+        if key is None or key is value:
+            keys, values = project_jointly(value, [self.key_dense, self.value_dense])
+            return keys, values
+        return split_heads(self.key_dense(key)), split_heads(self.value_dense(value))
+
     def project_key_value(self, value, key=None):
-        """Projects an attended sequence into head-major keys and values `{"key": (B, h, T, d_k), "value": ...}`.
+        """Projects an attended sequence into the static cache `{"key": (B, h, d_k, T), "value": (B, h, T, d_v)}`.
 
         Encoder-decoder attention uses this as a static cache: the keys and values
         of the encoder output, computed once per sentence instead of once per step.
+        The keys are stored transposed, as Q K^T reads them: a step's product of one
+        query by the keys then needs no `transpose_b`, which costs oneDNN's batched
+        matmul over a third of its time at that size (docs/BENCHMARKS.md).
         """
-        if key is None or key is value:
-            keys, values = project_jointly(value, [self.key_dense, self.value_dense])
-        else:
-            keys, values = split_heads(self.key_dense(key)), split_heads(self.value_dense(value))
-        return {"key": keys, "value": values}
+        keys, values = self._keys_values(value, key)
+        return {"key": tf.transpose(keys, [0, 1, 3, 2]), "value": values}
 
     def call(
         self,
@@ -300,6 +345,7 @@ class MultiHeadAttention(keras.layers.Layer):
         cache_index=None,
         return_attention_scores=False,
         training=None,
+        self_attention_weights=None,
     ):
         # Eq. (1) divides Q K^T by sqrt(d_k); scaling the queries first is the same
         # and keeps the logits small in low precision.
@@ -307,23 +353,26 @@ class MultiHeadAttention(keras.layers.Layer):
         static_cache = cache is not None and cache_index is None
         if value is query and (key is None or key is query) and not static_cache:
             # Self-attention: W^Q, W^K and W^V in one product.
-            query, keys, values = project_jointly(query, [self.query_dense, self.key_dense, self.value_dense])
+            query, keys, values = project_jointly(
+                query, [self.query_dense, self.key_dense, self.value_dense], self_attention_weights)
         else:
             query = split_heads(self.query_dense(query))
             if not static_cache:
-                projected = self.project_key_value(value, key)
-                keys, values = projected["key"], projected["value"]
+                keys, values = self._keys_values(value, key)
         query = query * scale  # (B, h, T_q, d_k)
-        if static_cache:
-            keys, values = cache["key"], cache["value"]  # encoder-decoder attention (B, h, S, d)
+        if static_cache:  # encoder-decoder attention: keys (B, h, d_k, S), values (B, h, S, d_v)
+            keys, values = cache["key"], cache["value"]
         elif cache is not None:
             keys = update_cache(cache["key"], keys, cache_index)  # (B, h, T_max, d_k)
             values = update_cache(cache["value"], values, cache_index)
             cache = {"key": keys, "value": values}
 
-        scores = tf.matmul(query, keys, transpose_b=True)  # (B, h, T_q, T_k)
+        scores = tf.matmul(query, keys, transpose_b=not static_cache)  # (B, h, T_q, T_k), Q K^T
         if attention_mask is not None:
-            attention_mask = tf.expand_dims(tf.cast(attention_mask, tf.bool), axis=-3)  # (B, 1, T_q, T_k)
+            attention_mask = tf.convert_to_tensor(attention_mask)
+            if not attention_mask.dtype.is_floating:
+                attention_mask = tf.cast(attention_mask, tf.bool)
+            attention_mask = tf.expand_dims(attention_mask, axis=-3)  # (B, 1, T_q, T_k)
         weights = masked_softmax(scores, attention_mask)  # float32 (B, h, T_q, T_k)
         dropped = self.dropout_layer(weights, training=training)
         heads = tf.matmul(tf.cast(dropped, values.dtype), values)  # (B, h, T_q, d_v)
