@@ -30,7 +30,9 @@ or a --checkpoint prefix without its .index file (these before the model is buil
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import sys
 
 from absl import flags, logging
 
@@ -74,6 +76,10 @@ def main(argv):
     if os.path.isfile(os.path.join(FLAGS.model_dir, model_dir_lib.CONFIG_FILE)):  # else export_model_dir says so
         decoding = task_flags.decoding_config(base=parsing.run_decoding(FLAGS.model_dir))
     if FLAGS.format == "ctranslate2":
+        if decoding.tree_constraint:  # CTranslate2 decodes as each call says, with no such rule
+            print("note: CTranslate2 cannot constrain decoding to trees; its outputs are repaired instead "
+                  "(python -m keras_transformer.parse)", file=sys.stderr)
+            decoding = dataclasses.replace(decoding, tree_constraint=False)
         path, checkpoint = ctranslate2_model.export_model_dir(
             FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.quantization)
         print(f"exported {checkpoint} to {path} (CTranslate2, {FLAGS.quantization or 'float32'})")
@@ -82,7 +88,8 @@ def main(argv):
         FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.check_ops)
     print(f"exported {checkpoint} to {path}")
     print(f"signatures: {', '.join(sorted(translator.signatures()))}; "
-          f"beam_size={decoding.beam_size} alpha={decoding.alpha} max_extra_length={decoding.max_extra_length}")
+          f"beam_size={decoding.beam_size} alpha={decoding.alpha} max_extra_length={decoding.max_extra_length}"
+          + (" tree_constraint" if decoding.tree_constraint else ""))
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ from keras_transformer.config import DecodingConfig
 from keras_transformer import model_dir as model_dir_lib
 from keras_transformer.model import Transformer
 from keras_transformer.special_ids import EOS_ID
+from pipelines import linearized_trees
 from pipelines import tokenizers as tokenizers_lib
 
 SIGNATURE_INPUT = "sentences"
@@ -137,6 +138,9 @@ class Translator(tf.Module):
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
         self.decoding_config = decoding_config
+        # Hidden from tf tracking too: numpy tables, made constants where the search is traced.
+        self.__dict__["grammar"] = (linearized_trees.tree_grammar(target_tokenizer.pieces(), config.output_vocab_size)
+                                    if decoding_config.tree_constraint else None)
         paths = {t.asset_path for t in (source_tokenizer, target_tokenizer) if t.asset_path}
         self.tokenizer_assets = [tf.saved_model.Asset(path) for path in sorted(paths)]
 
@@ -170,7 +174,7 @@ class Translator(tf.Module):
         c = self.decoding_config
         sequences, scores = decoding.translate_ids(
             self.model, source_ids, beam_size=c.beam_size, alpha=c.alpha,
-            max_extra_length=c.max_extra_length, n_best=1,
+            max_extra_length=c.max_extra_length, n_best=1, grammar=self.grammar,
         )
         best = sequences[:, 0]  # (N, T)
         outputs = {
@@ -202,7 +206,7 @@ class Translator(tf.Module):
         source_ids = self.source_ids(sentences)
         sequences, scores = decoding.translate_ids(
             self.model, source_ids, beam_size=beam_size, alpha=alpha, n_best=n_best,
-            max_extra_length=c.max_extra_length,
+            max_extra_length=c.max_extra_length, grammar=self.grammar,
         )  # (N, K, T), (N, K)
         shape = tf.shape(sequences)
         # An empty sentence has one hypothesis, "" (score 0.0); no slot past n_best has any.

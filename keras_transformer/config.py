@@ -207,12 +207,16 @@ class DecodingConfig:
         max_extra_length: a hypothesis may be this many tokens longer than its source
             (paper: 50).
         n_best: hypotheses returned per sentence, best first (1 <= n_best <= beam_size).
+        tree_constraint: decode only linearized trees over the input's words (a parsing
+            model's output, `keras_transformer.tree_constraint`); needs a vocabulary with
+            whole bracket pieces.
     """
 
     beam_size: int = 4
     alpha: float = 0.6
     max_extra_length: int = 50
     n_best: int = 1
+    tree_constraint: bool = False
 
     def __post_init__(self):
         if not isinstance(self.beam_size, int) or self.beam_size < 1:
@@ -223,14 +227,17 @@ class DecodingConfig:
             raise ValueError(f"max_extra_length must be an integer >= 0, got {self.max_extra_length!r}")
         if not isinstance(self.n_best, int) or not 1 <= self.n_best <= self.beam_size:
             raise ValueError(f"n_best must be in [1, beam_size={self.beam_size}], got {self.n_best!r}")
+        if not isinstance(self.tree_constraint, bool):
+            raise ValueError(f"tree_constraint must be a bool, got {self.tree_constraint!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
 # Section 6.3, English constituency parsing: "We increased the maximum output length to input
-# length + 300. We used a beam size of 21 and alpha = 0.3".
-PARSING_DECODING = DecodingConfig(beam_size=21, alpha=0.3, max_extra_length=300)
+# length + 300. We used a beam size of 21 and alpha = 0.3". The paper says nothing of
+# constraining the search; here it decodes only trees over the input (`tree_constraint`).
+PARSING_DECODING = DecodingConfig(beam_size=21, alpha=0.3, max_extra_length=300, tree_constraint=True)
 
 
 @dataclasses.dataclass(frozen=True)

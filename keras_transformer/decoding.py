@@ -31,6 +31,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from keras_transformer import beam_search as beam_search_lib
+from keras_transformer import tree_constraint
 from keras_transformer.model import Transformer
 from keras_transformer.special_ids import BOS_ID, EOS_ID
 
@@ -113,6 +114,7 @@ def translate_ids(
     n_best: int = 1,
     max_decode_length=None,
     use_cache: bool = True,
+    grammar=None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Beam search (or greedy search for beam_size 1) over the Transformer.
 
@@ -126,6 +128,8 @@ def translate_ids(
             beam search also for a beam of 1.
         max_decode_length: optional int or int32 `(B,)` overriding the length rule.
         use_cache: False decodes with the slow full-prefix reference (see `step_fn`).
+        grammar: None, or a `tree_constraint.TreeGrammar` of the output vocabulary: decode only
+            linearized trees over the source's pieces (a parsing model, section 6.3).
 
     Returns:
         sequences int32 `(B, n_best, T)` (no BOS; EOS kept; 0-padded) and scores float32
@@ -140,6 +144,11 @@ def translate_ids(
     encoder_outputs, source_mask = model.encode(source_ids)
     greedy = isinstance(beam_size, int) and beam_size == 1 and n_best == 1
     fn, cache, memory = step_fn(model, encoder_outputs, source_mask, longest, use_cache=use_cache)
+    if grammar is not None:
+        if grammar.vocab_size != model.config.output_vocab_size:
+            raise ValueError(f"the grammar covers {grammar.vocab_size} ids, the model's output vocabulary "
+                             f"{model.config.output_vocab_size}")
+        fn, cache, memory = tree_constraint.constrain(grammar, fn, cache, memory, source_ids, EOS_ID)
     initial_ids = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
     if greedy:
         sequences, scores = beam_search_lib.greedy_search(

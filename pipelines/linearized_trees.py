@@ -140,3 +140,43 @@ def _drop_empty(node, repairs):
             repairs.append("empty")
         return None
     return nltk.Tree(node.label(), children)
+
+
+SENTENCEPIECE_SPACE = "\u2581"  # sentencepiece's mark of a piece that follows a space
+
+
+def tree_grammar(pieces: Sequence[str], vocab_size: int):
+    """The `keras_transformer.tree_constraint.TreeGrammar` of a sentencepiece vocabulary.
+
+    Args:
+        pieces: the vocabulary in id order (`Tokenizer.pieces()`), pieces after a space marked
+            with "\u2581" (sentencepiece's convention).
+        vocab_size: the model's output vocabulary, >= len(pieces) (ids past the pieces are
+            never allowed).
+
+    An opening bracket is a piece "\u2581(LABEL", its closing one "\u2581)LABEL"; a label whose
+    brackets are not whole pieces cannot be decoded under the constraint (train the tokenizer
+    with `--split_by_script=false`, as configs/ptb_parsing.flags does, so that they are).
+    Raises ValueError if the vocabulary has no such pair (e.g. a WordPiece vocabulary, which
+    splits "(" from its label).
+    """
+    import numpy as np  # pylint: disable=g-import-not-at-top
+
+    from keras_transformer import tree_constraint  # pylint: disable=g-import-not-at-top  (TensorFlow)
+
+    if len(pieces) > vocab_size:
+        raise ValueError(f"{len(pieces)} pieces for a vocabulary of {vocab_size} ids")
+    ids = {piece: i for i, piece in enumerate(pieces)}
+    closing = np.full([vocab_size], -1, np.int32)
+    word_starts = np.zeros([vocab_size], bool)
+    for i, piece in enumerate(pieces):
+        token = piece[len(SENTENCEPIECE_SPACE):] if piece.startswith(SENTENCEPIECE_SPACE) else None
+        opening = _OPEN.fullmatch(token) if token else None
+        if opening:
+            closing[i] = ids.get(SENTENCEPIECE_SPACE + ")" + opening.group(1), -1)
+        elif token is not None and not _CLOSE.fullmatch(token):
+            word_starts[i] = True
+        elif token == "":  # a bare space piece: the start of a word whose first characters follow
+            word_starts[i] = True
+    return tree_constraint.TreeGrammar(closing=closing, word_starts=word_starts, max_depth=MAX_DEPTH)
+

@@ -22,13 +22,16 @@ _DECODING_HELP = {
     "alpha": "Length penalty exponent alpha (paper: 0.6 for translation; 0.3 for parsing).",
     "max_extra_length": "At most source tokens (EOS included) + this many output tokens (paper: 50 for "
                         "translation; 300 for parsing).",
+    "tree_constraint": "Parsing: decode only linearized trees over the input's words (on by default for a "
+                       "parsing model; its vocabulary must hold whole bracket pieces).",
 }
 # Flags that apply to a training directory only, not to an export (whose decoding is built in).
 MODEL_DIR_ONLY = tuple(_DECODING_HELP) + ("checkpoint",)
 
 
 def define_decoding_flags(prefix: str = "", defaults=None) -> None:
-    """--{prefix}beam_size, --{prefix}alpha, --{prefix}max_extra_length (`DecodingConfig`'s fields),
+    """--{prefix}beam_size, --{prefix}alpha, --{prefix}max_extra_length, --{prefix}tree_constraint
+    (`DecodingConfig`'s fields but n_best),
     whose defaults are `defaults` (a `DecodingConfig`; None: section 6.1's, 4, 0.6 and 50)."""
     from keras_transformer.config import DecodingConfig  # pylint: disable=g-import-not-at-top
 
@@ -37,6 +40,7 @@ def define_decoding_flags(prefix: str = "", defaults=None) -> None:
     flags.DEFINE_float(f"{prefix}alpha", defaults.alpha, _DECODING_HELP["alpha"], lower_bound=0.0)
     flags.DEFINE_integer(f"{prefix}max_extra_length", defaults.max_extra_length, _DECODING_HELP["max_extra_length"],
                          lower_bound=0)
+    flags.DEFINE_bool(f"{prefix}tree_constraint", defaults.tree_constraint, _DECODING_HELP["tree_constraint"])
 
 
 def decoding_flag_names(prefix: str = "") -> tuple[str, ...]:

@@ -2,7 +2,8 @@
 
 "Attention Is All You Need" trains the translation model on sentence -> linearized tree
 pairs of the Penn Treebank and decodes with "a beam size of 21 and alpha = 0.3", output length
-up to "input length + 300" (`keras_transformer.config.PARSING_DECODING`). Training is the
+up to "input length + 300", and here only trees over the input's words (`tree_constraint`,
+`keras_transformer.config.PARSING_DECODING`). Training is the
 translation task's (`tasks.translation.train` on the `ptb` data set, `pipelines/treebank.py`);
 this module runs a trained model or its SavedModel over sentences, turns each decoded sequence
 into a tree over exactly the input's words (`pipelines.linearized_trees.to_tree`, which names

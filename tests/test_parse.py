@@ -84,7 +84,7 @@ def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, fi
     from_run = run("keras_transformer.parse", f"--model_dir={model_dir}", f"--input={root / 'sentences.txt'}",
                    f"--reference={root / 'gold.trees'}", f"--output={tmp_path / 'run.trees'}")
     exported = run("export", f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'export'}")
-    assert "beam_size=21 alpha=0.3 max_extra_length=300" in exported.stdout, exported.stdout
+    assert "beam_size=21 alpha=0.3 max_extra_length=300 tree_constraint" in exported.stdout, exported.stdout
     run("keras_transformer.parse", f"--export_dir={tmp_path / 'export'}", f"--input={root / 'sentences.txt'}",
         f"--output={tmp_path / 'export.trees'}")
 

@@ -1,0 +1,138 @@
+"""Decoding that can only write a linearized tree over its input's words (section 6.3).
+
+A parsing model translates a sentence into its tree written as tokens, the words kept:
+`(S (NP The dog )NP (VP barks )VP . )S` (`pipelines.linearized_trees`). Decoded freely, it may
+miscopy a word, skip one, or leave a bracket open, and the output then needs repair (most of a
+small model's outputs did, docs/BENCHMARKS.md). With this constraint, beam search only extends
+a hypothesis by a token that keeps it the prefix of a well-formed tree over exactly the input's
+pieces, so every output is one and needs no repair. Per hypothesis it tracks the source pieces
+copied so far and the stack of open brackets, and allows as the next token:
+
+* the next source piece, if words remain and a bracket is open (words are copied in order,
+  piece by piece, never dropped, repeated or invented);
+* an opening bracket, if words remain, the next piece starts a word (no bracket inside a
+  word), fewer than `max_depth` brackets are open, and the vocabulary has its closing one;
+* the closing bracket of the innermost open one (same label), if the next piece starts a word
+  or none remains, the constituent holds something (the last token is not its opening
+  bracket), and it is not the root while words remain (one root);
+* EOS, once every piece is copied and every bracket closed.
+
+Some token is always allowed, so a search never runs dry (but at the length limit, where the
+search ends a hypothesis wherever it is).
+
+The rules are about token ids only: which ids are opening and closing brackets of which label
+and which start a word come from the vocabulary (`pipelines.linearized_trees.tree_grammar`), and
+the state rides in the search's cache and memory, so it runs in `tf.function`, the SavedModel
+and TF Serving like the unconstrained search (`keras_transformer.decoding.translate_ids(grammar=)`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+from keras_transformer.beam_search import NEG_INF
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeGrammar:
+    """The token classes of a vocabulary that the tree rules need.
+
+    Attributes:
+        closing: int `(V,)`: for the id of a whole opening bracket with its label ("(NP"), the
+            id of its closing bracket (")NP"); -1 for every other id.
+        word_starts: bool `(V,)`: the ids that begin a word (a piece after a space).
+        max_depth: brackets open at once, at most.
+    """
+    closing: np.ndarray
+    word_starts: np.ndarray
+    max_depth: int = 100
+
+    def __post_init__(self):
+        if len(self.closing) != len(self.word_starts):
+            raise ValueError(f"closing and word_starts must cover one vocabulary, got {len(self.closing)} and "
+                             f"{len(self.word_starts)} ids")
+        if not np.any(self.closing >= 0):
+            raise ValueError("the vocabulary has no whole opening and closing bracket pair: not a parsing model's")
+        if self.max_depth < 1:
+            raise ValueError(f"max_depth must be positive, got {self.max_depth}")
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.closing)
+
+
+def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int):
+    """`(fn, cache, memory)` of `decoding.step_fn`, with the tree rules applied to `fn`'s logits.
+
+    Args:
+        grammar: the output vocabulary's `TreeGrammar`.
+        fn, cache, memory: from `decoding.step_fn`.
+        source_ids: int32 `(B, S)`: source pieces, then EOS, then PAD (0); what the tree's words
+            are copied from.
+        eos_id: the end-of-sequence id.
+
+    Returns:
+        The same triple for `beam_search` / `greedy_search`: the cache gains each hypothesis'
+        state `{"copied": (B,), "depth": (B,), "stack": (B, max_depth)}` (reordered with the
+        beams; the stack holds the open brackets' ids), the memory the source pieces.
+    """
+    source_ids = tf.cast(source_ids, tf.int32)
+    vocab_size, max_depth = grammar.vocab_size, grammar.max_depth
+    closing = tf.constant(grammar.closing, tf.int32)  # (V,)
+    opens = closing >= 0
+    word_starts = tf.constant(grammar.word_starts, tf.bool)
+    vocabulary = tf.range(vocab_size)[None, :]  # (1, V)
+    # Pieces to copy: the source's up to (not including) its EOS.
+    pieces = tf.reduce_sum(tf.cast(tf.logical_and(source_ids != 0, source_ids != eos_id), tf.int32), axis=1)
+    rows = tf.shape(source_ids)[0]
+    cache = {"model": cache, "tree": {"copied": tf.zeros([rows], tf.int32), "depth": tf.zeros([rows], tf.int32),
+                                      "stack": tf.fill([rows, max_depth], -1)}}
+    memory = {"model": memory, "tree": {"source": source_ids, "pieces": pieces}}
+
+    def step(ids, position, cache, memory):
+        source, total = memory["tree"]["source"], memory["tree"]["pieces"]
+        copied, depth, stack = cache["tree"]["copied"], cache["tree"]["depth"], cache["tree"]["stack"]
+        last = tf.shape(source)[1] - 1
+
+        def next_piece(copied):  # (rows,): the source piece to copy next (EOS once all are)
+            return tf.gather(source, tf.minimum(copied, last), batch_dims=1)
+
+        def innermost_close(stack, depth):  # (rows,): the closing id of the innermost open bracket, or -1
+            top = tf.gather(stack, tf.clip_by_value(depth - 1, 0, max_depth - 1), batch_dims=1)  # -1: none open
+            return tf.where(depth > 0, tf.gather(closing, tf.maximum(top, 0)), -1)
+
+        # The state after `ids`, the tokens the hypotheses hold last (BOS at the first step).
+        opened = tf.gather(opens, ids)
+        closed = tf.equal(ids, innermost_close(stack, depth))
+        copies = tf.logical_and(tf.logical_and(copied < total, tf.equal(ids, next_piece(copied))),
+                                tf.logical_not(tf.logical_or(opened, closed)))
+        stack = tf.where(tf.logical_and(opened[:, None], tf.range(max_depth)[None, :] == depth[:, None]),
+                         ids[:, None], stack)
+        copied = copied + tf.cast(copies, tf.int32)
+        # (Clipped: a hypothesis that took a forbidden token, which a beam holds only when fewer
+        # than beam_size allowed ones exist, has score NEG_INF and must merely not fail.)
+        depth = tf.minimum(depth + tf.cast(opened, tf.int32) - tf.cast(closed, tf.int32), max_depth)
+
+        upcoming = next_piece(copied)
+        words_left = copied < total
+        between_words = tf.logical_or(tf.logical_or(tf.logical_not(words_left), tf.equal(copied, 0)),
+                                      tf.gather(word_starts, upcoming))
+        may_copy = tf.logical_and(words_left, depth > 0)
+        may_open = tf.logical_and(tf.logical_and(words_left, between_words), depth < max_depth)
+        may_close = tf.logical_and(tf.logical_and(between_words, tf.logical_not(opened)),
+                                   tf.logical_or(depth > 1, tf.logical_and(depth > 0, tf.logical_not(words_left))))
+        may_end = tf.logical_and(tf.logical_not(words_left), tf.equal(depth, 0))
+        allowed = tf.logical_or(
+            tf.logical_or(tf.logical_and(may_open[:, None], opens[None, :]),
+                          tf.logical_and(may_close[:, None], tf.equal(vocabulary, innermost_close(stack, depth)[:, None]))),
+            tf.logical_or(tf.logical_and(may_copy[:, None], tf.equal(vocabulary, upcoming[:, None])),
+                          tf.logical_and(may_end[:, None], tf.equal(vocabulary, eos_id))))  # (rows, V)
+
+        logits, model_cache = fn(ids, position, cache["model"], memory["model"])
+        logits = logits + tf.where(allowed, 0.0, NEG_INF)
+        return logits, {"model": model_cache, "tree": {"copied": copied, "depth": depth, "stack": stack}}
+
+    return step, cache, memory
