@@ -125,9 +125,10 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int):
         may_close = tf.logical_and(tf.logical_and(between_words, tf.logical_not(opened)),
                                    tf.logical_or(depth > 1, tf.logical_and(depth > 0, tf.logical_not(words_left))))
         may_end = tf.logical_and(tf.logical_not(words_left), tf.equal(depth, 0))
+        close = innermost_close(stack, depth)
         allowed = tf.logical_or(
             tf.logical_or(tf.logical_and(may_open[:, None], opens[None, :]),
-                          tf.logical_and(may_close[:, None], tf.equal(vocabulary, innermost_close(stack, depth)[:, None]))),
+                          tf.logical_and(may_close[:, None], tf.equal(vocabulary, close[:, None]))),
             tf.logical_or(tf.logical_and(may_copy[:, None], tf.equal(vocabulary, upcoming[:, None])),
                           tf.logical_and(may_end[:, None], tf.equal(vocabulary, eos_id))))  # (rows, V)
 

@@ -174,9 +174,7 @@ def tree_grammar(pieces: Sequence[str], vocab_size: int):
         opening = _OPEN.fullmatch(token) if token else None
         if opening:
             closing[i] = ids.get(SENTENCEPIECE_SPACE + ")" + opening.group(1), -1)
-        elif token is not None and not _CLOSE.fullmatch(token):
-            word_starts[i] = True
-        elif token == "":  # a bare space piece: the start of a word whose first characters follow
+        elif token is not None and not _CLOSE.fullmatch(token):  # also a bare space piece, ""
             word_starts[i] = True
     return tree_constraint.TreeGrammar(closing=closing, word_starts=word_starts, max_depth=MAX_DEPTH)
 

@@ -137,8 +137,8 @@ class DecoderLayer(keras.layers.Layer):
 
         Returns `{"key": (B, h, d_k, S), "value": (B, h, S, d_v)}`, head-major, keys
         transposed (`MultiHeadAttention.project_key_value`): static for the sentence,
-        so a step reads it instead of projecting the encoder output again (section 3.2.3: "the memory keys and values come from the
-        output of the encoder").
+        so a step reads it instead of projecting the encoder output again (section 3.2.3:
+        "the memory keys and values come from the output of the encoder").
         """
         return self.cross_attention.project_key_value(encoder_outputs)
 

@@ -85,9 +85,9 @@ def swap_axes_1_2(x: tf.Tensor) -> tf.Tensor:
     """(B, X, Y, d) -> (B, Y, X, d). When X or Y is statically 1 (a decoding step's single
     position) the bytes keep their order, so it is a reshape instead of a transposing copy."""
     if x.shape[1] == 1 or x.shape[2] == 1:
-        if x.shape[1:].is_fully_defined():
-            return tf.reshape(x, [-1, x.shape[2], x.shape[1], x.shape[3]])
         dims = [x.shape[i] if x.shape[i] is not None else tf.shape(x)[i] for i in range(4)]
+        if x.shape[1:].is_fully_defined():
+            dims[0] = -1  # a constant target shape: no Shape/StridedSlice nodes for the batch
         return tf.reshape(x, [dims[0], dims[2], dims[1], dims[3]])
     return tf.transpose(x, [0, 2, 1, 3])
 
@@ -319,8 +319,7 @@ class MultiHeadAttention(keras.layers.Layer):
     def _keys_values(self, value, key=None):
         """Head-major keys `(B, h, T, d_k)` and values `(B, h, T, d_v)` of an attended sequence."""
         if key is None or key is value:
-            keys, values = project_jointly(value, [self.key_dense, self.value_dense])
-            return keys, values
+            return tuple(project_jointly(value, [self.key_dense, self.value_dense]))
         return split_heads(self.key_dense(key)), split_heads(self.value_dense(value))
 
     def project_key_value(self, value, key=None):
