@@ -7,7 +7,8 @@ Loads the export with the TF1 Session loader (TF Serving's), runs `serving_defau
 each of --batches length-sorted batches of --batch_size sentences (the first lines of
 --input, longest first, as `export.client.translate_lines` batches them) to warm up, then
 again with `RunOptions.FULL_TRACE`, and adds up the executed nodes' times (`StepStats`, which
-also records the nodes of the functions and loops inside the signature) by op type. Prints
+also records the nodes of the functions and loops inside the signature) by op type, or with
+--group_by=node by node name (which MatMul, which gather: summed over the loop's iterations). Prints
 the wall time of the traced runs, the op types by share of the summed node time, and the loop
 steps (`while` body iterations) they took. Node times overlap when two threads run nodes at
 once, and tracing slows small ops most: read the shares as where the time goes, the wall time
@@ -28,7 +29,9 @@ flags.DEFINE_string("export_dir", None, "A SavedModel from `python -m export` (v
 flags.DEFINE_string("input", None, "Source sentences, one per line, plain or gzipped.")
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
 flags.DEFINE_integer("batches", 4, "Batches traced (the longest first).", lower_bound=1)
-flags.DEFINE_integer("top", 25, "Op types listed.", lower_bound=1)
+flags.DEFINE_integer("top", 25, "Op types (or nodes) listed.", lower_bound=1)
+flags.DEFINE_enum("group_by", "op", ["op", "node"], "Add node times up by op type, or by node name "
+                  "(each node of the graph summed over the loop's iterations: which MatMul, which gather).")
 flags.mark_flags_as_required(["export_dir", "input"])
 
 
@@ -68,6 +71,8 @@ def main(argv):
             for device in metadata.step_stats.dev_stats:
                 for node in device.node_stats:
                     op = node.timeline_label.split("(")[0].split(" = ")[-1].strip() or node.node_name
+                    if FLAGS.group_by == "node":
+                        op = f"{node.node_name} ({op})"
                     by_type[op] += node.all_end_rel_micros
                     counts[op] += 1
         traced = time.perf_counter() - started
@@ -88,7 +93,8 @@ def main(argv):
     print(f"all {len(lines):,} sentences of --input in batches of {FLAGS.batch_size}: the best hypotheses hold "
           f"{best_steps:,} tokens (EOS included) of the {batch_steps:,} row-steps the batches' loops run to their "
           f"longest output ({100 * best_steps / max(batch_steps, 1):.1f}%)")
-    print("| op type | share | summed time (s) | executions | mean (us) |")
+    print(f"| {'op type' if FLAGS.group_by == 'op' else 'node (op type)'} | share | summed time (s) | executions "
+          "| mean (us) |")
     print("|---|---:|---:|---:|---:|")
     for op, micros in by_type.most_common(FLAGS.top):
         print(f"| {op} | {100 * micros / total:.1f}% | {micros / 1e6:.3f} | {counts[op]:,} | "
