@@ -148,7 +148,7 @@ def translate_ids(
         if grammar.vocab_size != model.config.output_vocab_size:
             raise ValueError(f"the grammar covers {grammar.vocab_size} ids, the model's output vocabulary "
                              f"{model.config.output_vocab_size}")
-        fn, cache, memory = tree_constraint.constrain(grammar, fn, cache, memory, source_ids, EOS_ID)
+        fn, cache, memory = tree_constraint.constrain(grammar, fn, cache, memory, source_ids, EOS_ID, limits=limits)
     initial_ids = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
     if greedy:
         sequences, scores = beam_search_lib.greedy_search(

@@ -11,14 +11,21 @@ copied so far and the stack of open brackets, and allows as the next token:
 * the next source piece, if words remain and a bracket is open (words are copied in order,
   piece by piece, never dropped, repeated or invented);
 * an opening bracket, if words remain, the next piece starts a word (no bracket inside a
-  word), fewer than `max_depth` brackets are open, and the vocabulary has its closing one;
+  word), fewer than `max_depth` brackets are open, the vocabulary has its closing one, and
+  (but for the root) the hypothesis can still end within its length limit after it (below);
 * the closing bracket of the innermost open one (same label), if the next piece starts a word
   or none remains, the constituent holds something (the last token is not its opening
   bracket), and it is not the root while words remain (one root);
 * EOS, once every piece is copied and every bracket closed.
 
-Some token is always allowed, so a search never runs dry (but at the length limit, where the
-search ends a hypothesis wherever it is).
+Some token is always allowed, so a search never runs dry. The length limit (the search ends
+a hypothesis that reaches it wherever it is) is kept by counting: the fewest tokens that finish
+a hypothesis are its pieces still to copy, a closing bracket for each open one and EOS. Copying
+a piece or closing a bracket lowers that count by one as it writes one token; an opening bracket
+raises it by one, so it is allowed only while the tokens written plus those still needed stay
+within the limit. A hypothesis whose root fits (the sentence's pieces, the root's two brackets
+and EOS within the limit) therefore always ends as a complete tree, never cut by the limit with
+brackets open.
 
 The rules are about token ids only: which ids are opening and closing brackets of which label
 and which start a word come from the vocabulary (`pipelines.linearized_trees.tree_grammar`), and
@@ -64,7 +71,7 @@ class TreeGrammar:
         return len(self.closing)
 
 
-def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int):
+def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, limits=None):
     """`(fn, cache, memory)` of `decoding.step_fn`, with the tree rules applied to `fn`'s logits.
 
     Args:
@@ -73,6 +80,8 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int):
         source_ids: int32 `(B, S)`: source pieces, then EOS, then PAD (0); what the tree's words
             are copied from.
         eos_id: the end-of-sequence id.
+        limits: None (no length limit), or int32 `(B,)`: each sentence's largest |Y|, EOS
+            included, as the search is given it (`max_decode_length`).
 
     Returns:
         The same triple for `beam_search` / `greedy_search`: the cache gains each hypothesis'
@@ -90,7 +99,8 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int):
     rows = tf.shape(source_ids)[0]
     cache = {"model": cache, "tree": {"copied": tf.zeros([rows], tf.int32), "depth": tf.zeros([rows], tf.int32),
                                       "stack": tf.fill([rows, max_depth], -1)}}
-    memory = {"model": memory, "tree": {"source": source_ids, "pieces": pieces}}
+    limits = tf.fill([rows], tf.int32.max) if limits is None else tf.cast(limits, tf.int32)
+    memory = {"model": memory, "tree": {"source": source_ids, "pieces": pieces, "limit": limits}}
 
     def step(ids, position, cache, memory):
         source, total = memory["tree"]["source"], memory["tree"]["pieces"]
@@ -121,7 +131,11 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int):
         between_words = tf.logical_or(tf.logical_or(tf.logical_not(words_left), tf.equal(copied, 0)),
                                       tf.gather(word_starts, upcoming))
         may_copy = tf.logical_and(words_left, depth > 0)
-        may_open = tf.logical_and(tf.logical_and(words_left, between_words), depth < max_depth)
+        # |Y| after the next token, plus what an opening bracket then leaves to write: the pieces
+        # still to copy, a closing bracket for every open one and EOS.
+        after_opening = (tf.cast(position, tf.int32) + 1) + (total - copied) + (depth + 1) + 1
+        fits = tf.logical_or(tf.equal(depth, 0), after_opening <= memory["tree"]["limit"])  # the root always
+        may_open = tf.logical_and(tf.logical_and(tf.logical_and(words_left, between_words), depth < max_depth), fits)
         may_close = tf.logical_and(tf.logical_and(between_words, tf.logical_not(opened)),
                                    tf.logical_or(depth > 1, tf.logical_and(depth > 0, tf.logical_not(words_left))))
         may_end = tf.logical_and(tf.logical_not(words_left), tf.equal(depth, 0))

@@ -158,3 +158,48 @@ def test_the_rules_step_by_step_on_a_tree():
         allowed = {PIECES[i] for i in np.flatnonzero(logits.numpy()[0] > -1e6)}
         assert allowed == expected[token], token
         assert following in allowed
+
+
+def test_an_opening_bracket_only_while_the_tree_can_still_end_within_the_limit():
+    """`(S (NP the dogs )NP bark . )S` under limits 8 and 10: the fewest tokens that end a tree over
+    the 5 pieces are 8, (S + 5 pieces + )S + EOS; each extra constituent costs 2."""
+    grammar = linearized_trees.tree_grammar(PIECES, VOCAB)
+
+    def model(ids, step, cache, memory):
+        return tf.zeros([tf.shape(ids)[0], VOCAB]), cache
+
+    def allowed_along(tokens, limit):
+        fn, cache, memory = tree_constraint.constrain(grammar, model, {}, {}, source_ids()[:1], EOS_ID,
+                                                      limits=tf.constant([limit]))
+        allowed = []
+        for position, token in enumerate(tokens):
+            logits, cache = fn(tf.constant([ID[token]]), tf.constant(position), cache, memory)
+            allowed.append({PIECES[i] for i in np.flatnonzero(logits.numpy()[0] > -1e6)})
+        return allowed
+
+    opens = {S + "(S", S + "(NP", S + "(VP"}
+    tight = allowed_along(["<s>", S + "(S", S + "the"], limit=8)
+    assert tight == [opens, {S + "the"}, {S + "dog"}]  # the root always; then no room for another
+    roomy = allowed_along(["<s>", S + "(S", S + "(NP", S + "the", S + "dog", "s"], limit=10)
+    assert roomy[1] == opens | {S + "the"}  # room for one constituent: 2 + 5 + 2 + 1 = 10
+    assert roomy[2] == {S + "the"}  # (S (NP: none for a second
+    assert roomy[5] == {S + "bark", S + ")NP"}  # still none after its words: they are copied too
+
+
+def test_every_output_ends_as_a_tree_within_a_tight_limit(grammar, monkeypatch):
+    def search(beam_size):
+        outputs = []
+        for seed in (1, 2, 3):
+            sequences, _ = decoding.translate_ids(make_model(seed), source_ids(), beam_size=beam_size, alpha=0.6,
+                                                  max_extra_length=4, n_best=beam_size, grammar=grammar)
+            outputs += [(text_of(hypothesis), pieces) for row, pieces in zip(sequences.numpy(), SOURCES)
+                        for hypothesis in row]
+        return [linearized_trees.to_tree(text, words_of(pieces))[1] for text, pieces in outputs]
+
+    for beam_size in (1, 4):
+        assert all(repairs == () for repairs in search(beam_size)), beam_size
+    # The same searches with the bracket rules but without the limit's: trees cut by the limit.
+    constrain = tree_constraint.constrain
+    monkeypatch.setattr(tree_constraint, "constrain",
+                        lambda *args, limits=None: constrain(*args))
+    assert sum(repairs != () for repairs in search(4)) >= 24  # of 48 (43 when written)
