@@ -222,11 +222,14 @@ class Transformer(keras.Model):
     def step_weights(self):
         """What `decode_step` multiplies by that is not a variable as stored: each decoder
         layer's W^Q, W^K and W^V side by side (`MultiHeadAttention.self_attention_weights`),
-        `{"layer_i": (kernel, bias)}`. A decoding loop computes it once, before its first
-        step, and passes it to every step (`weights=`): inside the loop it would be
-        concatenated again at every step."""
-        return {f"layer_{i}": layer.self_attention.self_attention_weights()
-                for i, layer in enumerate(self.decoder_layers)}
+        `{"layer_i": (kernel, bias)}`, and the output projection's E^T, `"logits"`
+        (`SharedEmbedding.output_kernel`). A decoding loop computes them once, before its
+        first step, and passes them to every step (`weights=`): inside the loop they would be
+        concatenated (and E read transposed) again at every step."""
+        weights = {f"layer_{i}": layer.self_attention.self_attention_weights()
+                   for i, layer in enumerate(self.decoder_layers)}
+        weights["logits"] = self.target_embedding.output_kernel()
+        return weights
 
     def decode_step(self, ids, step, cache, memory, training=False, logits_bias=None, weights=None):
         """One decoding step: the tokens at position `step` -> logits for position step + 1.
@@ -247,7 +250,8 @@ class Transformer(keras.Model):
         """
         x = self._embed_target(tf.expand_dims(ids, 1), step, training)  # (B, 1, d_model)
         x, cache = self._decode_cached(x, step, cache, memory, training=training, weights=weights, biases=True)
-        return self.target_embedding.logits(x, bias=logits_bias)[:, 0, :], cache  # (B, V)
+        kernel = None if weights is None else weights["logits"]
+        return self.target_embedding.logits(x, bias=logits_bias, kernel=kernel)[:, 0, :], cache  # (B, V)
 
     def _decode_cached(self, x, index, cache, memory, training=False, weights=None, biases=False):
         """The decoder stack on embedded inputs `(B, L, d_model)` at positions index ... index + L - 1.

@@ -72,12 +72,16 @@ def test_cached_decoding_equals_the_full_pass(overrides):
     memory = model.init_memory(encoder_outputs, source_mask)
     steps, cache = [], model.init_cache(2, max_length=TARGET.shape[1])
     grown_steps, grown = [], model.init_cache(2, max_length=0)  # what decoding uses: grown by each step
+    weights, hoisted = model.step_weights(), model.init_cache(2, max_length=0)  # and its hoisted weights
     for t in range(TARGET.shape[1]):
         logits, cache = model.decode_step(TARGET[:, t], t, cache, memory)
         steps.append(logits)
         logits, grown = model.decode_step(TARGET[:, t], t, grown, memory)
         grown_steps.append(logits)
         assert grown["layer_0"]["key"].shape[2] == t + 1
+        with_weights, hoisted = model.decode_step(TARGET[:, t], t, hoisted, memory, weights=weights)
+        # The same products; E^T as stored may change oneDNN's summation order by an ulp or two.
+        np.testing.assert_allclose(with_weights, logits, rtol=0, atol=1e-6)
     np.testing.assert_allclose(tf.stack(steps, axis=1), full, atol=1e-5)
     np.testing.assert_allclose(tf.stack(grown_steps, axis=1), full, atol=1e-5)
     for a, b in zip(tf.nest.flatten(cache), tf.nest.flatten(grown)):  # the same keys and values

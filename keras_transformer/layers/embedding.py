@@ -66,19 +66,30 @@ class SharedEmbedding(keras.layers.Layer):
             vectors = vectors * tf.cast(self.d_model**0.5, self.compute_dtype)
         return vectors
 
-    def logits(self, x, bias=None):
+    def output_kernel(self):
+        """E^T, `(d_model, vocab_size)` in the compute dtype: the operand of `logits(kernel=)`.
+
+        A decoding loop transposes E once, before its first step (`Transformer.step_weights`):
+        oneDNN multiplies a few rows by a (d_model, V) matrix faster than by a (V, d_model) one
+        read transposed, with the same result bit for bit (docs/BENCHMARKS.md).
+        """
+        return tf.transpose(tf.cast(self.embeddings, self.compute_dtype))
+
+    def logits(self, x, bias=None, kernel=None):
         """The pre-softmax linear transformation: float32 `x E^T`, `(B, T, vocab_size)`.
 
         `bias`, optional `(vocab_size,)`, is added in the same op (MatMul + BiasAdd, which
         TensorFlow's CPU kernels fuse): decoding uses it to rule tokens out without another
-        pass over the logits.
+        pass over the logits. `kernel`, optional, is `output_kernel()` computed beforehand.
         """
-        kernel = tf.cast(self.embeddings, self.compute_dtype)  # (V, d_model)
         # One 2-D matmul over all positions. A rank-3 x rank-2 `tf.matmul` broadcasts
         # the kernel over the batch, and its gradient then builds a (B, V, d_model)
         # tensor before summing it: 1 GB per step at 128 sentences and 8k tokens.
         flat = tf.reshape(tf.cast(x, self.compute_dtype), [-1, self.d_model])  # (B*T, d_model)
-        logits = tf.matmul(flat, kernel, transpose_b=True)  # (B*T, V)
+        if kernel is None:
+            logits = tf.matmul(flat, tf.cast(self.embeddings, self.compute_dtype), transpose_b=True)  # (B*T, V)
+        else:
+            logits = tf.matmul(flat, kernel)
         if bias is not None:
             logits = tf.nn.bias_add(logits, tf.cast(bias, logits.dtype))
         logits = tf.reshape(logits, leading_and(x, len(x.shape) - 1, [self.vocab_size]))  # (B, T, V)
