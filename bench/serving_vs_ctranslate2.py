@@ -73,6 +73,7 @@ import os
 import platform
 import shlex
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -442,6 +443,10 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
             "target_tokens": tokens,
             "target_tokens_per_second": tokens / best,
             "speed_over_saved_model": min(seconds[BASELINE]) / best,
+            # Paired by round (the engines take turns within a round): robust to a host whose speed
+            # drifts during the run, where the best rounds of two engines may come from different times.
+            "paired_speed_over_saved_model": statistics.median(
+                baseline / own for baseline, own in zip(seconds[BASELINE], seconds[name])),
             "identical_to_saved_model": identical(texts[BASELINE], texts[name]),
             "identical_to_ct2_float32": identical(texts[FIDELITY], texts[name]),
             "outputs_changed_in_later_rounds": changed[name],
@@ -499,12 +504,13 @@ def print_markdown(record: dict[str, Any]) -> None:
     print(f"\n--- for docs/BENCHMARKS.md ---\n\nCPU figures: {machine['cpu']}, {machine['cores']} cores, load average "
           f"{machine['load_average'][0]:g} at the start and {record['load_average_after'][0]:g} at the end; "
           f"TensorFlow {record['tensorflow']}, CTranslate2 {record['ctranslate2']}.\n\n    {record['command']}\n")
-    print("| engine | sentences/s | target tokens/s | wall (s) | speed over the SavedModel's | identical to "
-          "SavedModel |" + (" BLEU |" if with_bleu else ""))
-    print("|---|---:|---:|---:|---:|---:|" + ("---:|" if with_bleu else ""))
+    print("| engine | sentences/s | target tokens/s | wall (s) | speed over the SavedModel's | median of the "
+          "rounds' ratios | identical to SavedModel |" + (" BLEU |" if with_bleu else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_bleu else ""))
     for name, row in rows.items():
         print(f"| {LABELS[name]} | {row['sentences_per_second']:,.1f} | {row['target_tokens_per_second']:,.0f} | "
               f"{row['wall_seconds']:,.2f} | {row['speed_over_saved_model']:.2f}x | "
+              f"{row['paired_speed_over_saved_model']:.2f}x | "
               f"{row['identical_to_saved_model']:,}/{record['sentences']:,} |"
               + (f" {row['bleu']:.2f} |" if with_bleu else ""))
     megabytes = {name: size / 2**20 for name, size in record["ct2_model_bytes"].items()}
@@ -518,7 +524,8 @@ def print_markdown(record: dict[str, Any]) -> None:
     print(f"- {record['sentences']:,} sentences of {os.path.basename(record['input'])} in {record['batches']:,} "
           f"length-sorted batches of up to {record['batch_size']}, the same for every engine; {search}, outputs "
           f"up to source length + {decoding['max_extra_length']}; the best of {record['repeats']} "
-          f"round{'s' if record['repeats'] > 1 else ''}, the engines taking turns.")
+          f"round{'s' if record['repeats'] > 1 else ''}, the engines taking turns (the median of the rounds' "
+          f"ratios: of each round's SavedModel time over the engine's in the same round).")
     print(f"- Threads: TensorFlow intra-op {threads['tensorflow_intra_op']}, inter-op "
           f"{threads['tensorflow_inter_op']} (`tf.config.threading`); CTranslate2 intra_threads "
           f"{threads['ct2_intra_threads']}, inter_threads {threads['ct2_inter_threads']}, compute types "
