@@ -117,10 +117,8 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
         # The state after `ids`, the tokens the hypotheses hold last (BOS at the first step).
         opened = tf.gather(opens, ids)
         closed = tf.equal(ids, innermost_close(stack, depth))
-        copies = tf.logical_and(tf.logical_and(copied < total, tf.equal(ids, next_piece(copied))),
-                                tf.logical_not(tf.logical_or(opened, closed)))
-        stack = tf.where(tf.logical_and(opened[:, None], tf.range(max_depth)[None, :] == depth[:, None]),
-                         ids[:, None], stack)
+        copies = (copied < total) & tf.equal(ids, next_piece(copied)) & ~(opened | closed)
+        stack = tf.where(opened[:, None] & (tf.range(max_depth)[None, :] == depth[:, None]), ids[:, None], stack)
         copied = copied + tf.cast(copies, tf.int32)
         # (Clipped: a hypothesis that took a forbidden token, which a beam holds only when fewer
         # than beam_size allowed ones exist, has score NEG_INF and must merely not fail.)
@@ -128,23 +126,20 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
 
         upcoming = next_piece(copied)
         words_left = copied < total
-        between_words = tf.logical_or(tf.logical_or(tf.logical_not(words_left), tf.equal(copied, 0)),
-                                      tf.gather(word_starts, upcoming))
-        may_copy = tf.logical_and(words_left, depth > 0)
+        between_words = ~words_left | tf.equal(copied, 0) | tf.gather(word_starts, upcoming)
+        may_copy = words_left & (depth > 0)
         # |Y| after the next token, plus what an opening bracket then leaves to write: the pieces
         # still to copy, a closing bracket for every open one and EOS.
         after_opening = (tf.cast(position, tf.int32) + 1) + (total - copied) + (depth + 1) + 1
-        fits = tf.logical_or(tf.equal(depth, 0), after_opening <= memory["tree"]["limit"])  # the root always
-        may_open = tf.logical_and(tf.logical_and(tf.logical_and(words_left, between_words), depth < max_depth), fits)
-        may_close = tf.logical_and(tf.logical_and(between_words, tf.logical_not(opened)),
-                                   tf.logical_or(depth > 1, tf.logical_and(depth > 0, tf.logical_not(words_left))))
-        may_end = tf.logical_and(tf.logical_not(words_left), tf.equal(depth, 0))
+        fits = tf.equal(depth, 0) | (after_opening <= memory["tree"]["limit"])  # the root always
+        may_open = words_left & between_words & (depth < max_depth) & fits
+        may_close = between_words & ~opened & ((depth > 1) | ((depth > 0) & ~words_left))
+        may_end = ~words_left & tf.equal(depth, 0)
         close = innermost_close(stack, depth)
-        allowed = tf.logical_or(
-            tf.logical_or(tf.logical_and(may_open[:, None], opens[None, :]),
-                          tf.logical_and(may_close[:, None], tf.equal(vocabulary, close[:, None]))),
-            tf.logical_or(tf.logical_and(may_copy[:, None], tf.equal(vocabulary, upcoming[:, None])),
-                          tf.logical_and(may_end[:, None], tf.equal(vocabulary, eos_id))))  # (rows, V)
+        allowed = ((may_open[:, None] & opens[None, :])
+                   | (may_close[:, None] & tf.equal(vocabulary, close[:, None]))
+                   | (may_copy[:, None] & tf.equal(vocabulary, upcoming[:, None]))
+                   | (may_end[:, None] & tf.equal(vocabulary, eos_id)))  # (rows, V)
 
         logits, model_cache = fn(ids, position, cache["model"], memory["model"])
         logits = logits + tf.where(allowed, 0.0, NEG_INF)
