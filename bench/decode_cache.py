@@ -10,7 +10,7 @@ vocab_size=8000)` with random weights (speed does not depend on them). A batch o
 
 * cached: `model.decode_step` over the buffers of `model.init_cache` (one new position per step),
   reading the encoder keys/values of `model.init_memory`, projected once per sentence;
-* uncached: `decoding.step_fn(..., use_cache=False)`, which runs `model.decode` on the growing
+* uncached: `search.step_fn(..., use_cache=False)`, which runs `model.decode` on the growing
   prefix at every step (what decoding costs without the cache).
 
 Both run greedy search (or beam search with --beam_size > 1) under one `tf.function` each, after
@@ -51,7 +51,8 @@ def main(argv):
     import numpy as np  # pylint: disable=g-import-not-at-top
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    from keras_transformer import Transformer, TransformerConfig, beam_search, decoding  # pylint: disable=g-import-not-at-top
+    from keras_transformer import Transformer, TransformerConfig  # pylint: disable=g-import-not-at-top
+    from keras_transformer.decoding import beam_search, search
     from keras_transformer.special_ids import BOS_ID, EOS_ID  # pylint: disable=g-import-not-at-top
 
     config = TransformerConfig.base(
@@ -91,7 +92,7 @@ def main(argv):
             if not use_cache and FLAGS.last_logits_only:
                 fn, cache, memory = lean_uncached_fn(encoder_outputs, source_mask)
             else:
-                fn, cache, memory = decoding.step_fn(model, encoder_outputs, source_mask, steps, use_cache=use_cache)
+                fn, cache, memory = search.step_fn(model, encoder_outputs, source_mask, steps, use_cache=use_cache)
             start = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
             if FLAGS.beam_size == 1:
                 return beam_search.greedy_search(fn, start, cache, steps, eos_id=-1, memory=memory)

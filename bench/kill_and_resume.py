@@ -44,7 +44,7 @@ from typing import Optional
 from absl import app, flags
 
 from export import versions
-from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.run_dir import layout
 from pipelines import tokenizers
 
 FLAGS = flags.FLAGS
@@ -72,7 +72,7 @@ with open(os.path.join(ROOT, "configs", "tiny.flags"), encoding="utf-8") as _fil
 --log_every_steps=1
 --train_steps=100000
 """
-CHECKPOINT_DIR, TOKENIZER_DIR = model_dir_lib.CHECKPOINT_DIR, model_dir_lib.TOKENIZER_DIR
+CHECKPOINT_DIR, TOKENIZER_DIR = layout.CHECKPOINT_DIR, layout.TOKENIZER_DIR
 TOKENIZER_FILE = tokenizers.CONFIG_FILE
 
 _RESUME = re.compile(r"resumed at step (\d+)|starting at (step 0)")

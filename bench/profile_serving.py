@@ -41,7 +41,7 @@ def main(argv):
     import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
 
     from export import versions  # pylint: disable=g-import-not-at-top
-    from keras_transformer import sorted_batches  # pylint: disable=g-import-not-at-top
+    from keras_transformer.decoding import sorted_batches  # pylint: disable=g-import-not-at-top
     from pipelines import text_files  # pylint: disable=g-import-not-at-top
 
     lines = [line.encode("utf-8") for line in text_files.read_lines(FLAGS.input)]

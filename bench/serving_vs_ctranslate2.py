@@ -377,7 +377,8 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
     import ctranslate2  # pylint: disable=g-import-not-at-top
 
     from export import client, ctranslate2_model  # pylint: disable=g-import-not-at-top
-    from keras_transformer import metrics, sorted_batches  # pylint: disable=g-import-not-at-top
+    from keras_transformer import metrics  # pylint: disable=g-import-not-at-top
+    from keras_transformer.decoding import sorted_batches
 
     decoding, threads = translator.decoding_config, FLAGS.threads
     greedy = dataclasses.replace(decoding, beam_size=1, n_best=1)

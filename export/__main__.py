@@ -70,10 +70,10 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
     from export import serving_module  # pylint: disable=g-import-not-at-top
 
-    from keras_transformer import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top
+    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
     from tasks import parsing  # pylint: disable=g-import-not-at-top
 
-    if os.path.isfile(os.path.join(FLAGS.model_dir, model_dir_lib.CONFIG_FILE)):  # else export_model_dir says so
+    if os.path.isfile(os.path.join(FLAGS.model_dir, layout.CONFIG_FILE)):  # else export_model_dir says so
         decoding = task_flags.decoding_config(base=parsing.run_decoding(FLAGS.model_dir))
     if FLAGS.format == "ctranslate2":
         if decoding.tree_constraint:  # CTranslate2 decodes as each call says, with no such rule

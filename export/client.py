@@ -30,7 +30,7 @@ def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress:
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    from keras_transformer import sorted_batches  # pylint: disable=g-import-not-at-top
+    from keras_transformer.decoding import sorted_batches  # pylint: disable=g-import-not-at-top
 
     on_batch = cli.stderr_progress(len(lines), "sentence", progress)
 

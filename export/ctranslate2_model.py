@@ -42,7 +42,7 @@ The mapping (section 3 of the paper -> `ctranslate2.specs.TransformerSpec`):
             add_source_eos = True, add_source_bos = False, layer_norm_epsilon = the model's
 
 Decoding is not part of a CTranslate2 model: it is chosen per `translate_batch` call.
-`translation_options` gives the call that follows `keras_transformer.decoding` as closely as
+`translation_options` gives the call that follows `keras_transformer.decoding.search` as closely as
 CTranslate2 allows, and `rescore` re-ranks CTranslate2's finished hypotheses with the GNMT
 length penalty the project uses (CTranslate2 divides by |Y| ** alpha instead).
 """
@@ -343,7 +343,7 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
 
     Args:
         model_dir_or_model: a training directory (its averaged checkpoint, else the newest
-            readable one, as `keras_transformer.model_dir.restore_model` chooses) or a built
+            readable one, as `keras_transformer.run_dir.layout.restore_model` chooses) or a built
             `Transformer` with restored weights.
         output_dir: the CTranslate2 model folder to create (must not exist).
         quantization: None (float32 weights) or a CTranslate2 type such as "int8", "int16",
@@ -364,7 +364,7 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
     check_quantization(quantization)
     if os.path.lexists(output_dir):
         raise ValueError(f"{output_dir} already exists; a CTranslate2 export never overwrites")
-    from keras_transformer import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top
+    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
 
     if isinstance(model_dir_or_model, str):  # the SavedModel export's reading and checks
         from export import serving_module  # pylint: disable=g-import-not-at-top
@@ -404,7 +404,7 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
     temporary = versions.temporary_folder(parent, name)
     try:
         spec.save(temporary)  # model.bin, config.json, shared_vocabulary.json (or one per side)
-        _copy_tokenizers(source_tokenizer, target_tokenizer, os.path.join(temporary, model_dir_lib.TOKENIZER_DIR))
+        _copy_tokenizers(source_tokenizer, target_tokenizer, os.path.join(temporary, layout.TOKENIZER_DIR))
         with open(os.path.join(temporary, versions.SETTINGS_FILE), "w", encoding="utf-8") as file:
             json.dump(settings, file, indent=2, sort_keys=True)
             file.write("\n")
@@ -435,7 +435,7 @@ def export_model_dir(model_dir: str, export_dir: str, decoding_config: DecodingC
 def translation_options(decoding: DecodingConfig, config: TransformerConfig, source_length: int, *,
                         pad_token: str = "<pad>", bos_token: str = "<s>", patience: float = 1.0) -> dict:
     """Keyword arguments of `ctranslate2.Translator.translate_batch` for sources of
-    `source_length` pieces (EOS not counted), following `keras_transformer.decoding`:
+    `source_length` pieces (EOS not counted), following `keras_transformer.decoding.search`:
 
     * max_input_length = config.max_length: CTranslate2 keeps the first max_length - 1 pieces
       and EOS (src/vocabulary.cc), as serving_module.Translator.source_ids truncates.
@@ -489,9 +489,9 @@ def rescore(results, decoding: DecodingConfig, ct2_length_penalty: float, eos_to
 
     CTranslate2 returned log P(Y) / |Y| ** ct2_length_penalty (src/decoding.cc
     finalize_hypothesis_score, EOS in |Y|), so log P(Y) = score * |Y| ** ct2_length_penalty.
-    Greedy search keeps log P(Y), as `keras_transformer.decoding.translate_ids` does.
+    Greedy search keeps log P(Y), as `keras_transformer.decoding.search.translate_ids` does.
     """
-    from keras_transformer import beam_search  # pylint: disable=g-import-not-at-top
+    from keras_transformer.decoding import beam_search  # pylint: disable=g-import-not-at-top
 
     alpha = 0.0 if decoding.beam_size == 1 and decoding.n_best == 1 else decoding.alpha
     lengths = np.array([len(tokens) for result in results for tokens in result.hypotheses], np.int32)
@@ -573,7 +573,7 @@ class Ctranslate2Translator:
     """
 
     def __init__(self, path: str, decoding: Optional[DecodingConfig] = None, **translator_kwargs):
-        from keras_transformer import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top
+        from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
         from pipelines import tokenizers as tokenizers_lib  # pylint: disable=g-import-not-at-top
 
         with open(os.path.join(path, versions.SETTINGS_FILE), encoding="utf-8") as file:
@@ -582,7 +582,7 @@ class Ctranslate2Translator:
         self.decoding = decoding or DecodingConfig(**settings["decoding"])
         self.special = settings["special_tokens"]
         self.source_tokenizer, self.target_tokenizer = tokenizers_lib.load_pair(
-            os.path.join(path, model_dir_lib.TOKENIZER_DIR))
+            os.path.join(path, layout.TOKENIZER_DIR))
         self._source_pieces = self.source_tokenizer.pieces()
         self._target_ids = {piece: i for i, piece in enumerate(self.target_tokenizer.pieces())}
         self.translator = _ctranslate2().Translator(path, **translator_kwargs)

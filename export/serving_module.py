@@ -13,7 +13,7 @@ Signatures (`sentences`, `sources`, `targets`: tf.string `[N]`, raw UTF-8 senten
   each `[N]` (one per sentence), `[1]` (the whole request) or absent / `[0]` (the export's
   setting)) -> `translations` tf.string `[N, K]` and `scores` float32 `[N, K]`, best first,
   K the largest n_best of the request. Each sentence is searched as if alone with its own
-  settings (`keras_transformer.beam_search`), so requests that TF Serving's batching merges
+  settings (`keras_transformer.decoding.beam_search`), so requests that TF Serving's batching merges
   keep theirs. Bounds: beam_size is clamped to [1, MAX_BEAM_SIZE], n_best to [1, beam_size],
   alpha to [0, MAX_ALPHA]; a NaN or infinite alpha, or an option of another length, is an
   InvalidArgument error. A beam of 1 here is beam search (finished hypotheses ranked by
@@ -21,7 +21,7 @@ Signatures (`sentences`, `sources`, `targets`: tf.string `[N]`, raw UTF-8 senten
   and score NO_HYPOTHESIS_SCORE (-1e7, finite so that REST's JSON can carry it); an empty or
   whitespace-only sentence has "" with score 0.0 in its first slot and no other hypothesis.
 * `score` (`sources`, `targets`) -> `log_probs` float32 `[N]`, log P(target | source) with
-  teacher forcing (`keras_transformer.scoring`, no length penalty), and `tokens` int32 `[N]`,
+  teacher forcing (`keras_transformer.decoding.sequence_scores`, no length penalty), and `tokens` int32 `[N]`,
   the target tokens scored (EOS included), so -log_probs / tokens is the pair's cross-entropy
   per token. Both sides are tokenized and truncated as translation inputs are (an empty target
   scores EOS alone); a pair with an empty or whitespace-only source scores 0.0 with 0 tokens.
@@ -38,7 +38,7 @@ What happens to each sentence, all in the graph with core TF and tensorflow-text
 2. Leading and trailing ASCII whitespace is stripped (as the training data was).
 3. The source tokenizer splits it into subwords; only the first `config.max_length - 1` are
    kept (a longer sentence is truncated, not rejected), then EOS is appended.
-4. Beam search (`keras_transformer.decoding.translate_ids`) with the export's beam size and
+4. Beam search (`keras_transformer.decoding.search.translate_ids`) with the export's beam size and
    alpha; at most `source tokens (EOS included) + max_extra_length` output tokens.
 5. The target tokenizer joins the best hypothesis; invalid UTF-8 in the result (possible with
    byte-fallback pieces) becomes U+FFFD, so every output is valid UTF-8 (and valid JSON).
@@ -64,9 +64,9 @@ import numpy as np
 import tensorflow as tf
 
 from export import ops, versions, warmup
-from keras_transformer import beam_search, decoding, scoring
+from keras_transformer.decoding import beam_search, search, sequence_scores
 from keras_transformer.config import DecodingConfig
-from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.run_dir import layout
 from keras_transformer.model import Transformer
 from keras_transformer.special_ids import EOS_ID
 from pipelines import linearized_trees
@@ -172,10 +172,7 @@ class Translator(tf.Module):
     def _search(self, sentences):
         source_ids = self.source_ids(sentences)  # (N, S)
         c = self.decoding_config
-        sequences, scores = decoding.translate_ids(
-            self.model, source_ids, beam_size=c.beam_size, alpha=c.alpha,
-            max_extra_length=c.max_extra_length, n_best=1, grammar=self.grammar,
-        )
+        sequences, scores = search.translate_ids(self.model, source_ids, c, n_best=1, grammar=self.grammar)
         best = sequences[:, 0]  # (N, T)
         outputs = {
             "translations": _valid_utf8(self.target_tokenizer.detokenize(best)),
@@ -204,14 +201,12 @@ class Translator(tf.Module):
                                             "alpha must be a finite number")
         alpha = tf.clip_by_value(alpha, 0.0, MAX_ALPHA)
         source_ids = self.source_ids(sentences)
-        sequences, scores = decoding.translate_ids(
-            self.model, source_ids, beam_size=beam_size, alpha=alpha, n_best=n_best,
-            max_extra_length=c.max_extra_length, grammar=self.grammar,
-        )  # (N, K, T), (N, K)
+        sequences, scores = search.translate_ids(self.model, source_ids, c, beam_size=beam_size, alpha=alpha,
+                                                 n_best=n_best, grammar=self.grammar)  # (N, K, T), (N, K)
         shape = tf.shape(sequences)
         # An empty sentence has one hypothesis, "" (score 0.0); no slot past n_best has any.
         slots = tf.range(shape[1])[None, :]  # (1, K)
-        empty = tf.equal(decoding.source_lengths(self.model, source_ids), 0)[:, None]  # (N, 1)
+        empty = tf.equal(search.source_lengths(self.model, source_ids), 0)[:, None]  # (N, 1)
         filled = tf.logical_and(slots < n_best[:, None], tf.logical_or(slots == 0, tf.logical_not(empty)))
         scores = tf.where(filled, scores, NO_HYPOTHESIS_SCORE)
         flat = tf.reshape(sequences, [shape[0] * shape[1], shape[2]])  # not -1: T may be 0
@@ -238,9 +233,9 @@ class Translator(tf.Module):
         outputs.update(
             source_tokens=self._token_labels(self.source_tokenizer, source_ids),
             target_tokens=self._token_labels(self.target_tokenizer, best),
-            source_lengths=decoding.source_lengths(self.model, source_ids),
-            target_lengths=tf.reduce_sum(tf.cast(tf.not_equal(best, 0), tf.int32), axis=1),
-            attention=decoding.cross_attention(self.model, source_ids, best),
+            source_lengths=search.source_lengths(self.model, source_ids),
+            target_lengths=tf.reduce_sum(tf.cast(tf.not_equal(best, self.model.config.pad_id), tf.int32), axis=1),
+            attention=search.cross_attention(self.model, source_ids, best),
         )
         return outputs
 
@@ -251,7 +246,7 @@ class Translator(tf.Module):
         with tf.control_dependencies([check]):
             source_ids = self.source_ids(sources)  # (N, S)
         target_ids = self._token_ids(self.target_tokenizer, targets, eos_when_empty=True)  # (N, T)
-        log_probs, tokens = scoring.sequence_log_probs(self.model, source_ids, target_ids)
+        log_probs, tokens = sequence_scores.sequence_log_probs(self.model, source_ids, target_ids)
         scorable = tf.reduce_any(tf.not_equal(source_ids, self.model.config.pad_id), axis=1)  # (N,)
         return {"log_probs": tf.where(scorable, log_probs, 0.0), "tokens": tf.where(scorable, tokens, 0)}
 
@@ -297,10 +292,10 @@ def from_model_dir(
     `checkpoint`) and its tokenizer(s). Returns `(translator, checkpoint_path)`."""
     if not os.path.isdir(model_dir):
         raise FileNotFoundError(f"{model_dir}: no such training directory")
-    tokenizer_dir = os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR)
+    tokenizer_dir = os.path.join(model_dir, layout.TOKENIZER_DIR)
     if not os.path.isdir(tokenizer_dir):
         raise FileNotFoundError(f"{tokenizer_dir}: not found; the training directory has no tokenizer")
-    model, checkpoint = model_dir_lib.restore_model(model_dir, checkpoint)
+    model, checkpoint = layout.restore_model(model_dir, checkpoint)
     source_tokenizer, target_tokenizer = tokenizers_lib.load_pair(tokenizer_dir)
     return Translator(model, source_tokenizer, target_tokenizer, decoding_config), checkpoint
 

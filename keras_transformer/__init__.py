@@ -23,9 +23,9 @@ _EXPORTS = {
     "LabelSmoothedCrossEntropy": "keras_transformer.losses",
     "label_smoothed_cross_entropy": "keras_transformer.losses",
     "Transformer": "keras_transformer.model",
-    "TransformerSchedule": "keras_transformer.schedules",
-    "create_optimizer": "keras_transformer.schedules",
-    "learning_rate": "keras_transformer.schedules",
+    "TransformerSchedule": "keras_transformer.training.schedules",
+    "create_optimizer": "keras_transformer.training.schedules",
+    "learning_rate": "keras_transformer.training.schedules",
 }
 
 __all__ = sorted(_EXPORTS)

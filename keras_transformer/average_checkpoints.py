@@ -2,7 +2,7 @@
 
     python -m keras_transformer.average_checkpoints --model_dir=runs/base --num_checkpoints=5
 
-writes MODEL_DIR/averaged/ckpt-<last step> (see `keras_transformer.averaging`), which
+writes MODEL_DIR/averaged/ckpt-<last step> (see `keras_transformer.run_dir.averaging`), which
 translation and export then prefer over the latest checkpoint. Bad input (too few
 checkpoints, a damaged one among them) prints one line `error: ...` and exits with status 2,
 writing nothing.
@@ -31,7 +31,7 @@ def main(argv):
         raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such folder")
     cli.start_tensorflow()
     logging.set_verbosity(logging.WARNING)  # TF's per-save "Sharding callback" INFO lines
-    from keras_transformer import averaging  # pylint: disable=g-import-not-at-top
+    from keras_transformer.run_dir import averaging  # pylint: disable=g-import-not-at-top
 
     paths = averaging.recent_checkpoints(FLAGS.model_dir, FLAGS.num_checkpoints)
     path = averaging.average_last(FLAGS.model_dir, FLAGS.num_checkpoints)

@@ -208,7 +208,7 @@ class DecodingConfig:
             (paper: 50).
         n_best: hypotheses returned per sentence, best first (1 <= n_best <= beam_size).
         tree_constraint: decode only linearized trees over the input's words (a parsing
-            model's output, `keras_transformer.tree_constraint`); needs a vocabulary with
+            model's output, `keras_transformer.decoding.tree_constraint`); needs a vocabulary with
             whole bracket pieces.
     """
 
@@ -244,7 +244,7 @@ PARSING_DECODING = DecodingConfig(beam_size=21, alpha=0.3, max_extra_length=300,
 class TrainingConfig:
     """Optimisation, checkpointing and evaluation settings of one training run (section 5).
 
-    Read by `keras_transformer.trainer`; kept here, without TensorFlow, so the training
+    Read by `keras_transformer.training.trainer`; kept here, without TensorFlow, so the training
     command checks it before TensorFlow starts.
 
     Attributes:

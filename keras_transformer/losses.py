@@ -54,7 +54,7 @@ def label_smoothed_cross_entropy(labels, logits, epsilon=0.1, pad_id=0):
 
 def token_losses(labels, logits, epsilon=0.0):
     """The loss of every position, float32 `(B, T)`, padding included: -log p(y_t) with
-    `epsilon` 0 (what `keras_transformer.scoring` sums per sentence), the smoothed loss otherwise."""
+    `epsilon` 0 (what `keras_transformer.decoding.sequence_scores` sums per sentence), the smoothed loss otherwise."""
     return _token_losses(tf.cast(logits, tf.float32), tf.cast(labels, tf.int32), float(epsilon))
 
 

@@ -11,10 +11,10 @@ pieces beam search needs:
 
 The memory (source mask, encoder-decoder keys and values) is computed once per
 sentence and never changes; the cache (self-attention keys and values) is what
-each step writes. A search expands the memory once per beam and closes over it,
-so `lambda ids, step, cache: model.decode_step(ids, step, cache, memory)` has the
-contract of `keras_transformer.beam_search` (`fn(ids, step, cache) -> (logits,
-cache)`), and only the cache is reordered as beams survive. The same search runs
+each step writes. `model.decode_step` has the contract of
+`keras_transformer.decoding.beam_search` with `memory=` (`fn(ids, step, cache, memory) ->
+(logits, cache)`): the search expands the memory once per beam and drops the rows of
+finished sentences, and reorders only the cache as beams survive. The same search runs
 eagerly, under `tf.function` and inside a SavedModel.
 """
 
@@ -182,6 +182,12 @@ class Transformer(keras.Model):
             x = self.decoder_norm(x)
         logits = self.target_embedding.logits(x)  # (B, T, V), float32
         return (logits, scores) if return_attention_scores else logits
+
+    def cross_attention(self, target_ids, encoder_outputs, source_mask):
+        """Every decoder layer's encoder-decoder attention (section 3.2.3) under teacher forcing:
+        `(B, T)` decoder inputs -> float32 `(B, N, h, T, S)`, row t the attention of position t."""
+        _, scores = self.decode(target_ids, encoder_outputs, source_mask, return_attention_scores=True)
+        return tf.stack([tf.cast(layer["cross"], tf.float32) for layer in scores], axis=1)  # (B, N, h, T, S)
 
     def init_memory(self, encoder_outputs, source_mask):
         """What stays fixed while one sentence is decoded (section 3.2.3, encoder-decoder attention).

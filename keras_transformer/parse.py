@@ -12,7 +12,7 @@ out, without part-of-speech tags: `(S (NP The dog) (VP barks) .)`. The model is 
 `--dataset=ptb` (configs/ptb_parsing.flags); decoding is section 6.3's by default: beam 21,
 alpha 0.3, output length up to input length + 300 (an export has its own, fixed when it was
 exported). Every output is a tree over exactly the input's words: the search decodes only such
-trees (`--tree_constraint`, on by default; `keras_transformer.tree_constraint`), ending each
+trees (`--tree_constraint`, on by default; `keras_transformer.decoding.tree_constraint`), ending each
 within the length limit, and a decoded sequence that is not one (decoded with --notree_constraint,
 or a limit too short for the sentence) is repaired (`pipelines.linearized_trees.to_tree`); the
 share of repaired outputs is reported.

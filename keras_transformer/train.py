@@ -2,7 +2,7 @@
 
 The entry point of section 5 of "Attention Is All You Need": it defines and reads the
 flags (and only here), turns them into frozen configs (`DataConfig`, `TransformerConfig`,
-`TrainingConfig`, `DecodingConfig`) and calls `tasks.translation.train` (or `.evaluate`).
+`TrainingConfig`, `DecodingConfig`) and calls `tasks.training.train` (or `tasks.dev_evaluation.evaluate`).
 
     python -m keras_transformer.train --flagfile=configs/demo.flags --model_dir=/tmp/demo
     python -m keras_transformer.train --flagfile=configs/multi30k_en_de.flags \\
@@ -137,24 +137,24 @@ def main(argv):
             data.check_inputs(split)
     cli.start_tensorflow(cpu_replicas=FLAGS.cpu_replicas)
     logging.set_verbosity(logging.WARNING)  # TF's per-save "Sharding callback" INFO lines
-    from tasks import translation  # pylint: disable=g-import-not-at-top
+    from tasks import dev_evaluation, training as training_task  # pylint: disable=g-import-not-at-top
 
     if FLAGS.evaluate_only:
-        translation.evaluate(FLAGS.model_dir, data, decoding, bleu_sentences)
+        dev_evaluation.evaluate(FLAGS.model_dir, data, decoding, bleu_sentences)
         return
-    from keras_transformer import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+    from keras_transformer.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
 
     try:
-        state = translation.train(FLAGS.model_dir, data, model, training, decoding,
-                                  bleu_sentences=bleu_sentences, num_gpus=FLAGS.num_gpus,
-                                  cpu_replicas=FLAGS.cpu_replicas, init_from=FLAGS.init_from)
+        state = training_task.train(FLAGS.model_dir, data, model, training, decoding,
+                                    bleu_sentences=bleu_sentences, num_gpus=FLAGS.num_gpus,
+                                    cpu_replicas=FLAGS.cpu_replicas, init_from=FLAGS.init_from)
     except trainer_lib.TrainingDiverged as error:
         cli.fail(error, code=1)
     summary = {"step": state.step, "stop_reason": state.stop_reason,
                "train_minutes": round(state.train_seconds / 60, 2), "best_bleu": state.best_bleu,
                **{k: v for k, v in state.evaluation.items() if k != "hypotheses"}}
     if state.signal is not None:
-        from keras_transformer import interrupts  # pylint: disable=g-import-not-at-top
+        from keras_transformer.training import interrupts  # pylint: disable=g-import-not-at-top
 
         print("interrupted: " + json.dumps(summary), flush=True)
         sys.exit(interrupts.exit_code(state.signal))

@@ -146,7 +146,7 @@ SENTENCEPIECE_SPACE = "\u2581"  # sentencepiece's mark of a piece that follows a
 
 
 def tree_grammar(pieces: Sequence[str], vocab_size: int):
-    """The `keras_transformer.tree_constraint.TreeGrammar` of a sentencepiece vocabulary.
+    """The `keras_transformer.decoding.tree_constraint.TreeGrammar` of a sentencepiece vocabulary.
 
     Args:
         pieces: the vocabulary in id order (`Tokenizer.pieces()`), pieces after a space marked
@@ -162,7 +162,7 @@ def tree_grammar(pieces: Sequence[str], vocab_size: int):
     """
     import numpy as np  # pylint: disable=g-import-not-at-top
 
-    from keras_transformer import tree_constraint  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    from keras_transformer.decoding import tree_constraint  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
     if len(pieces) > vocab_size:
         raise ValueError(f"{len(pieces)} pieces for a vocabulary of {vocab_size} ids")

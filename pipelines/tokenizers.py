@@ -46,7 +46,7 @@ import tensorflow_text as tf_text
 from tensorflow.python.trackable import resource as tf_resource  # pylint: disable=g-direct-tensorflow-import
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece  # pylint: disable=g-direct-tensorflow-import
 
-from keras_transformer.atomic_files import write_atomically
+from keras_transformer.run_dir.atomic_files import write_atomically
 from keras_transformer.cli import silence_native_stderr
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, UNK_ID
 

@@ -4,7 +4,7 @@
 pairs of the Penn Treebank and decodes with "a beam size of 21 and alpha = 0.3", output length
 up to "input length + 300", and here only trees over the input's words (`tree_constraint`,
 `keras_transformer.config.PARSING_DECODING`). Training is the
-translation task's (`tasks.translation.train` on the `ptb` data set, `pipelines/treebank.py`);
+translation task's (`tasks.training.train` on the `ptb` data set, `pipelines/treebank.py`);
 this module runs a trained model or its SavedModel over sentences, turns each decoded sequence
 into a tree over exactly the input's words (`pipelines.linearized_trees.to_tree`, which names
 its repairs), and scores trees against gold ones with EVALB's COLLINS.prm (`tasks.evalb`):
@@ -36,7 +36,8 @@ import sys
 import time
 from typing import Optional, Sequence
 
-from keras_transformer import atomic_files, cli
+from keras_transformer import cli
+from keras_transformer.run_dir import atomic_files
 from keras_transformer.config import PARSING_DECODING, DecodingConfig
 from pipelines import linearized_trees, treebank
 from pipelines.errors import DataError
@@ -48,10 +49,10 @@ BASELINES = ("right_branching",)
 def run_decoding(model_dir: str) -> DecodingConfig:
     """The decoding a training directory's model is meant for: section 6.3's for a parsing run
     (trained on a treebank), else section 6.1's."""
-    from keras_transformer import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top  (TensorFlow)
     from pipelines import sources  # pylint: disable=g-import-not-at-top
 
-    dataset = model_dir_lib.read_settings(model_dir).get("data", {}).get("dataset", "")
+    dataset = layout.read_settings(model_dir).get("data", {}).get("dataset", "")
     parsing = dataset in sources.DATASETS and sources.spec(dataset).task == "parsing"
     return PARSING_DECODING if parsing else DecodingConfig()
 

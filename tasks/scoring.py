@@ -7,13 +7,13 @@ Line i of the output scores line i of the source with line i of the target, tab-
     <log-probability>\t<tokens>\t<per-token NLL>        e.g.  -12.345678\t9\t1.371742
 
 the sum over the target's tokens (EOS included) of log softmax(logits) with teacher forcing,
-no label smoothing and dropout off (`keras_transformer.scoring`); the number of those tokens;
+no label smoothing and dropout off (`keras_transformer.decoding.sequence_scores`); the number of those tokens;
 and -log-probability / tokens, the training loss of section 5.4 without label smoothing. Low
 scores point at noisy pairs (misaligned, untranslated, another language), which is what the
 command is for: filtering a corpus.
 
 The model is the training directory's averaged checkpoint, else its newest readable one (or
-`checkpoint`: `keras_transformer.model_dir.restore_model`); the text goes through the run's
+`checkpoint`: `keras_transformer.run_dir.layout.restore_model`); the text goes through the run's
 tokenizer (MODEL_DIR/tokenizer), each side with EOS appended, after the surrounding
 whitespace of each line is stripped (as `pipelines.text_files` does for training). Pairs are
 scored in length-sorted batches of at most `batch_tokens` tokens a side, padding included,
@@ -37,7 +37,7 @@ Defined cases:
   is a folder, cannot be written or is one of the inputs, a missing training directory,
   model config, tokenizer or checkpoint, a tokenizer that is not the run's.
 * The output file is replaced atomically once every pair is scored
-  (`keras_transformer.atomic_files`): a failed or interrupted run leaves an existing file as
+  (`keras_transformer.run_dir.atomic_files`): a failed or interrupted run leaves an existing file as
   it was. On stderr: a first line naming the model, a progress bar only when stderr is a
   terminal (as `export.client.translate_lines`), a last line with the time and speed.
 
@@ -53,7 +53,8 @@ import sys
 import time
 from typing import Optional, Sequence
 
-from keras_transformer import atomic_files, cli
+from keras_transformer import cli
+from keras_transformer.run_dir import atomic_files
 from pipelines import text_files
 from pipelines.errors import DataError
 
@@ -97,14 +98,14 @@ def tokenize_lines(tokenizer, lines: Sequence[str]):
 
 def check_lengths(config, source_ids, target_ids, source_name: str = "source", target_name: str = "target") -> None:
     """A one-line `ValueError` naming the first line the model cannot score
-    (`keras_transformer.scoring.too_long`: learned positions end at `config.max_length`)."""
-    from keras_transformer import scoring  # pylint: disable=g-import-not-at-top
+    (`keras_transformer.decoding.sequence_scores.too_long`: learned positions end at `config.max_length`)."""
+    from keras_transformer.decoding import sequence_scores  # pylint: disable=g-import-not-at-top
 
     source_lengths = source_ids.row_lengths().numpy().tolist()
     target_lengths = target_ids.row_lengths().numpy().tolist()
-    bad = scoring.too_long(config, source_lengths, target_lengths)
+    bad = sequence_scores.too_long(config, source_lengths, target_lengths)
     if bad:
-        i, limit = bad[0], scoring.max_scorable_length(config)
+        i, limit = bad[0], sequence_scores.max_scorable_length(config)
         name, length = ((source_name, source_lengths[i]) if source_lengths[i] > limit
                         else (target_name, target_lengths[i]))
         raise ValueError(f"{name}: line {i + 1}: {length} tokens (EOS included), but the model's learned positions "
@@ -129,7 +130,7 @@ def score_lines(model, source_tokenizer, target_tokenizer, source_lines: Sequenc
         ValueError: different numbers of lines, or a pair too long for learned positions
             (`check_lengths`), before any pair is scored.
     """
-    from keras_transformer import scoring  # pylint: disable=g-import-not-at-top
+    from keras_transformer.decoding import sequence_scores  # pylint: disable=g-import-not-at-top
 
     if len(source_lines) != len(target_lines):
         raise ValueError(f"{names[1]} has {len(target_lines)} lines but {names[0]} has {len(source_lines)}")
@@ -137,7 +138,7 @@ def score_lines(model, source_tokenizer, target_tokenizer, source_lines: Sequenc
     target_ids = tokenize_lines(target_tokenizer, target_lines)
     check_lengths(model.config, source_ids, target_ids, *names)
     on_batch = cli.stderr_progress(len(source_lines), "pair", progress)
-    return scoring.score_corpus(scoring.make_score_fn(model), source_ids, target_ids, batch_tokens,
+    return sequence_scores.score_corpus(sequence_scores.make_score_fn(model), source_ids, target_ids, batch_tokens,
                                 pad_id=model.config.pad_id, on_batch=on_batch)
 
 
@@ -152,19 +153,19 @@ def load_run(model_dir: str, checkpoint: Optional[str] = None):
     `(model, checkpoint_path, source_tokenizer, target_tokenizer)`. A missing directory,
     config, tokenizer or checkpoint, or a tokenizer that is not the one the run recorded, is a
     one-line error; the directory, config and tokenizer are checked before the model loads."""
-    from keras_transformer import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top
+    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
     from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
-    from tasks.translation import check_resume  # pylint: disable=g-import-not-at-top
+    from tasks.run_checks import check_resume  # pylint: disable=g-import-not-at-top
 
     if not os.path.isdir(model_dir):
         raise FileNotFoundError(f"{model_dir}: no such training directory")
-    model_dir_lib.read_config(model_dir)  # a missing or broken model_config.json, before anything loads
-    tokenizer_dir = os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR)
+    layout.read_config(model_dir)  # a missing or broken model_config.json, before anything loads
+    tokenizer_dir = os.path.join(model_dir, layout.TOKENIZER_DIR)
     if not tokenizers.is_saved(tokenizer_dir):
         raise FileNotFoundError(f"{tokenizer_dir}: no saved tokenizer; the run's pairs cannot be scored")
     with cli.silence_native_stderr():
         source_tokenizer, target_tokenizer = tokenizers.load_pair(tokenizer_dir)
-    model, checkpoint = model_dir_lib.restore_model(model_dir, checkpoint)
+    model, checkpoint = layout.restore_model(model_dir, checkpoint)
     check_resume(model_dir, model.config, tokenizers.fingerprint(source_tokenizer, target_tokenizer))
     return model, checkpoint, source_tokenizer, target_tokenizer
 

@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.run_dir import layout
 from keras_transformer.config import TransformerConfig
 from keras_transformer.losses import decoder_inputs
 from keras_transformer.model import Transformer
@@ -54,16 +54,16 @@ def make_model_dir(path, *, steps: int = 150, seed: int = 0, num_pairs: int = 40
     tokenizer = tokenizers.train(
         [s for pair in pairs for s in pair], tokenizers.TokenizerConfig(vocab_size=VOCAB_SIZE, seed=seed)
     )
-    tokenizer.save(os.path.join(path, model_dir_lib.TOKENIZER_DIR))
+    tokenizer.save(os.path.join(path, layout.TOKENIZER_DIR))
     config = TransformerConfig.tiny(vocab_size=tokenizer.vocab_size, max_length=MAX_LENGTH, dropout_rate=0.0)
     keras.utils.set_random_seed(seed)
     model = Transformer(config)
     model.build()
     if steps:
         _train_briefly(model, tokenizer, pairs, steps, seed)
-    model_dir_lib.write_config(str(path), config)
+    layout.write_config(str(path), config)
     manager = tf.train.CheckpointManager(
-        tf.train.Checkpoint(model=model), os.path.join(path, model_dir_lib.CHECKPOINT_DIR), max_to_keep=1
+        tf.train.Checkpoint(model=model), os.path.join(path, layout.CHECKPOINT_DIR), max_to_keep=1
     )
     manager.save(checkpoint_number=steps)
     return pairs

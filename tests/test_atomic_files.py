@@ -1,10 +1,10 @@
-"""A file is written whole or not at all, with the mode open() would give (keras_transformer.atomic_files)."""
+"""A file is written whole or not at all, with the mode open() would give (keras_transformer.run_dir.atomic_files)."""
 
 import os
 
 import pytest
 
-from keras_transformer import atomic_files
+from keras_transformer.run_dir import atomic_files
 
 
 def test_output_file_is_replaced_atomically(tmp_path, monkeypatch):

@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import Transformer, TransformerConfig
-from keras_transformer import averaging
-from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.run_dir import averaging
+from keras_transformer.run_dir import layout
 
 CONFIG = TransformerConfig.tiny(vocab_size=20, max_length=16)
 
@@ -19,10 +19,10 @@ def write_checkpoints(model_dir, steps):
     """Saves one checkpoint per step with random weights; returns each one's float weights."""
     model = Transformer(CONFIG)
     model.build()
-    model_dir_lib.write_config(str(model_dir), CONFIG)
+    layout.write_config(str(model_dir), CONFIG)
     step = tf.Variable(0, dtype=tf.int64)
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step),
-                                         str(model_dir / model_dir_lib.CHECKPOINT_DIR), max_to_keep=5)
+                                         str(model_dir / layout.CHECKPOINT_DIR), max_to_keep=5)
     rng = np.random.default_rng(0)
     saved = []
     for s in steps:
@@ -39,7 +39,7 @@ def test_average_of_three_checkpoints_is_the_numpy_mean(tmp_path):
     saved = write_checkpoints(tmp_path, [10, 20, 30, 40])
     path = averaging.average_last(str(tmp_path), 3)
     assert path == str(tmp_path / "averaged" / "ckpt-40")
-    restored, used = model_dir_lib.restore_model(str(tmp_path))  # prefers averaged/
+    restored, used = layout.restore_model(str(tmp_path))  # prefers averaged/
     assert used == path
     for i, variable in enumerate(restored.variables):
         expected = np.mean([saved[k][i] for k in (1, 2, 3)], axis=0)
@@ -64,9 +64,9 @@ def test_relative_model_dir(tmp_path, monkeypatch):
     saved = write_checkpoints(tmp_path / "runs" / "x", [10, 20])
     monkeypatch.chdir(tmp_path)
     assert averaging.recent_checkpoints(os.path.join("runs", "x"), 2) == [
-        os.path.join("runs", "x", model_dir_lib.CHECKPOINT_DIR, f"ckpt-{s}") for s in (10, 20)]
+        os.path.join("runs", "x", layout.CHECKPOINT_DIR, f"ckpt-{s}") for s in (10, 20)]
     path = averaging.average_last(os.path.join("runs", "x"), 2)
-    model, _ = model_dir_lib.restore_model(str(tmp_path / "runs" / "x"), path)
+    model, _ = layout.restore_model(str(tmp_path / "runs" / "x"), path)
     floats = [i for i, v in enumerate(model.variables) if v.dtype == "float32"]
     np.testing.assert_allclose(model.variables[floats[0]].numpy(),
                                (saved[0][floats[0]] + saved[1][floats[0]]) / 2, rtol=1e-6)
@@ -85,6 +85,6 @@ def test_a_damaged_checkpoint_stops_the_averaging_and_keeps_the_previous_average
                                        "ckpt-20.data-00000-of-00001: ")
     assert "\n" not in str(error.value)
     assert {name: (tmp_path / "averaged" / name).read_bytes() for name in os.listdir(tmp_path / "averaged")} == averaged
-    assert model_dir_lib.latest_checkpoint(str(tmp_path)) == first
+    assert layout.latest_checkpoint(str(tmp_path)) == first
     assert data.read_bytes() == damaged
     assert averaging.average_last(str(tmp_path), 1).endswith("ckpt-30")  # the damaged one is not among them

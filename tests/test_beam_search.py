@@ -1,4 +1,4 @@
-"""Tests for keras_transformer/beam_search.py on hand-made probability tables.
+"""Tests for keras_transformer/decoding/beam_search.py on hand-made probability tables.
 
 Vocabulary of 6: 0 = pad, 1 = a, 2 = BOS, 3 = EOS, 4 = b, 5 = c. Pad and BOS have probability 0
 (logits -inf), so a returned token is never 0 and a sequence's length is its count of non-zeros.
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_transformer import beam_search as bs
+from keras_transformer.decoding import beam_search as bs
 
 PAD, A, BOS, EOS, B, C = 0, 1, 2, 3, 4, 5
 # The search takes the end id from its caller; these tests use the toy vocabulary's.

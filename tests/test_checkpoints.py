@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_transformer import Transformer, TransformerConfig, checkpoint_files, create_optimizer
-from keras_transformer.checkpoints import CheckpointTimer, Checkpoints, Due
+from keras_transformer import Transformer, TransformerConfig, create_optimizer
+from keras_transformer.run_dir import readable_checkpoints
+from keras_transformer.training.checkpoints import CheckpointTimer, Checkpoints, Due
 
 
 def parts(value=0.0):
@@ -199,7 +200,7 @@ def test_a_save_at_the_damaged_step_keeps_the_damaged_files_aside(tmp_path):
     again = []
     assert Checkpoints(str(tmp_path), fresh_model, fresh_optimizer, fresh_step, log=again.append).restore() == 6
     assert again == []
-    assert checkpoint_files.checkpoint_problem(newest) is None  # the new ckpt-4 is whole
+    assert readable_checkpoints.checkpoint_problem(newest) is None  # the new ckpt-4 is whole
 
 
 def test_a_transformer_and_its_optimizer_come_whole_from_the_intact_checkpoint(tmp_path):
@@ -233,17 +234,17 @@ def test_a_transformer_and_its_optimizer_come_whole_from_the_intact_checkpoint(t
 
 def test_checkpoint_problem_names_the_file_at_fault(tmp_path):
     older, newest = saved_twice(tmp_path)
-    assert checkpoint_files.checkpoint_problem(older) is None
-    assert checkpoint_files.listed_checkpoints(str(tmp_path / "checkpoints")) == [older, newest]
-    assert checkpoint_files.listed_checkpoints(str(tmp_path / "nothing")) == []
+    assert readable_checkpoints.checkpoint_problem(older) is None
+    assert readable_checkpoints.listed_checkpoints(str(tmp_path / "checkpoints")) == [older, newest]
+    assert readable_checkpoints.listed_checkpoints(str(tmp_path / "nothing")) == []
     os.truncate(newest + ".index", 0)
-    assert checkpoint_files.checkpoint_problem(newest).startswith("ckpt-4.index: ")
+    assert readable_checkpoints.checkpoint_problem(newest).startswith("ckpt-4.index: ")
     os.remove(newest + ".index")
-    assert checkpoint_files.checkpoint_problem(newest) == "ckpt-4.index: not found"
+    assert readable_checkpoints.checkpoint_problem(newest) == "ckpt-4.index: not found"
     data = older + ".data-00000-of-00001"
     flipped = bytearray(open(data, "rb").read())
     flipped[len(flipped) // 2] ^= 0xFF  # same size, wrong bytes: the checksum tells
     open(data, "wb").write(bytes(flipped))
-    assert checkpoint_files.checkpoint_problem(older).startswith("ckpt-2.data-00000-of-00001: ")
+    assert readable_checkpoints.checkpoint_problem(older).startswith("ckpt-2.data-00000-of-00001: ")
     with pytest.raises(ValueError, match=r"checkpoint .*ckpt-2 is damaged: ckpt-2.data-00000-of-00001: "):
-        checkpoint_files.check_readable(older)
+        readable_checkpoints.check_readable(older)

@@ -180,17 +180,17 @@ def test_auto_cache_keeps_small_corpora_in_memory_and_streams_large_ones(tmp_pat
 
 
 def test_disk_cache_of_other_data_and_a_killed_writers_lockfile_are_removed(tmp_path):
-    from tasks import translation
+    from tasks import disk_cache
     data = DataConfig(train_files=corpora.parse_train_files([f"web:{_corpus(tmp_path / 'data', 'web', 10)}"]))
-    prefix = translation.prepare_disk_cache(str(tmp_path / "run"), data, "f" * 64, log=lambda _: None)
+    prefix = disk_cache.prepare_disk_cache(str(tmp_path / "run"), data, "f" * 64, log=lambda _: None)
     folder = os.path.dirname(prefix)
     keep = [prefix + ".index", prefix + ".data-00000-of-00001"]
     stale = [prefix + "_0.lockfile", prefix + "_0.data-00000-of-00001.tempstate123", folder + "/train-0123-web.index"]
     for path in keep + stale:
         open(path, "w").close()
     lines = []
-    assert translation.prepare_disk_cache(str(tmp_path / "run"), data, "f" * 64, log=lines.append) == prefix
+    assert disk_cache.prepare_disk_cache(str(tmp_path / "run"), data, "f" * 64, log=lines.append) == prefix
     assert sorted(os.listdir(folder)) == sorted(os.path.basename(p) for p in keep)
     assert lines == [f"removed 3 stale or half-written cache file(s) from {folder}"]
     _write(tmp_path / "data" / "web.en", ["changed"] * 10)  # other data: another key
-    assert translation.prepare_disk_cache(str(tmp_path / "run"), data, "f" * 64, log=lines.append) != prefix
+    assert disk_cache.prepare_disk_cache(str(tmp_path / "run"), data, "f" * 64, log=lines.append) != prefix

@@ -23,7 +23,8 @@ ctranslate2 = pytest.importorskip("ctranslate2")
 
 from export import ctranslate2_model, versions  # noqa: E402
 from export_helpers import MAX_LENGTH, make_model_dir  # noqa: E402
-from keras_transformer import beam_search, decoding, model_dir as model_dir_lib, scoring  # noqa: E402
+from keras_transformer.decoding import beam_search, search, sequence_scores  # noqa: E402
+from keras_transformer.run_dir import layout
 from keras_transformer.config import DecodingConfig  # noqa: E402
 from keras_transformer.losses import decoder_inputs  # noqa: E402
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID  # noqa: E402
@@ -45,8 +46,8 @@ def run(tmp_path_factory):
         cwd=REPO, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"to {out / '1'} (CTranslate2, float32)" in result.stdout
-    model, _ = model_dir_lib.restore_model(str(path))
-    tokenizer = tokenizers.load(os.path.join(path, model_dir_lib.TOKENIZER_DIR))
+    model, _ = layout.restore_model(str(path))
+    tokenizer = tokenizers.load(os.path.join(path, layout.TOKENIZER_DIR))
     pairs = grammar_corpus.generate_pairs(400, seed=0)  # what make_model_dir trained on
     # Sources the export does not truncate (the in-process references below do not).
     lengths = tokenizer.tokenize([s for s, _ in pairs], add_eos=True).row_lengths().numpy()
@@ -62,7 +63,7 @@ def pieces_of(tokenizer, ids):
 def project_search(model, tokenizer, sentences, beam_size, alpha=0.6):
     """The model's own search: per sentence its pieces (no EOS), text and score."""
     source = tokenizer.tokenize(sentences, add_eos=True).to_tensor()
-    sequences, scores = decoding.translate_ids(model, source, beam_size=beam_size, alpha=alpha)
+    sequences, scores = search.translate_ids(model, source, beam_size=beam_size, alpha=alpha)
     outputs = pieces_of(tokenizer, sequences[:, 0].numpy())
     texts = [t.decode("utf-8") for t in tokenizer.detokenize(sequences[:, 0]).numpy()]
     return [[p for p in row if p != "</s>"] for row in outputs], texts, scores[:, 0].numpy()
@@ -70,7 +71,7 @@ def project_search(model, tokenizer, sentences, beam_size, alpha=0.6):
 
 def project_log_probs(model, tokenizer, sources, outputs):
     """log P(output + EOS | source) by teacher forcing, as the search scores it: PAD and BOS,
-    which it never outputs, masked before the softmax (`decoding.step_fn`); and |Y| with EOS."""
+    which it never outputs, masked before the softmax (`search.step_fn`); and |Y| with EOS."""
     vocabulary = {p: i for i, p in enumerate(tokenizer.pieces())}
     source = tokenizer.tokenize(sources, add_eos=True).to_tensor()
     target = tf.ragged.constant([[vocabulary[p] for p in row] + [EOS_ID] for row in outputs]).to_tensor()
@@ -99,7 +100,7 @@ def test_layout(run):
 
 
 def test_teacher_forced_scores_equal_the_models(run):
-    """CTranslate2's score_batch of the reference pairs equals `scoring.sequence_log_probs`."""
+    """CTranslate2's score_batch of the reference pairs equals `sequence_scores.sequence_log_probs`."""
     _, out, sources, targets, model, tokenizer = run
     translator = ctranslate2.Translator(str(out / "1"))
     source_pieces = pieces_of(tokenizer, tokenizer.tokenize(sources).to_list())
@@ -109,7 +110,7 @@ def test_teacher_forced_scores_equal_the_models(run):
     assert [len(r.tokens) for r in results] == [len(t) + 1 for t in target_pieces]  # EOS scored too
     source_ids = tokenizer.tokenize(sources, add_eos=True).to_tensor()
     target_ids = tokenizer.tokenize(targets, add_eos=True).to_tensor()
-    log_probs, _ = scoring.sequence_log_probs(model, source_ids, target_ids)
+    log_probs, _ = sequence_scores.sequence_log_probs(model, source_ids, target_ids)
     log_probs = log_probs.numpy()
     np.testing.assert_allclose(ct2, log_probs, atol=1e-4, rtol=1e-5)
     assert log_probs.min() < -1.0  # not trivially certain outputs

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_transformer import Transformer, TransformerConfig, decoding
-from keras_transformer import beam_search as bs
+from keras_transformer import Transformer, TransformerConfig
+from keras_transformer.decoding import search
+from keras_transformer.decoding import beam_search as bs
 
 VOCAB = 40
 # Rows: ids then EOS (3), PAD-padded; the third row is empty.
@@ -28,8 +29,8 @@ def make_model(**overrides):
 def test_cached_decoding_equals_full_prefix_decoding(beam_size):
     model = make_model()
     args = dict(beam_size=beam_size, alpha=0.6, max_extra_length=6, n_best=beam_size)
-    cached = decoding.translate_ids(model, SOURCE, **args)
-    uncached = decoding.translate_ids(model, SOURCE, use_cache=False, **args)
+    cached = search.translate_ids(model, SOURCE, **args)
+    uncached = search.translate_ids(model, SOURCE, use_cache=False, **args)
     np.testing.assert_array_equal(cached[0], uncached[0])
     np.testing.assert_allclose(cached[1], uncached[1], rtol=1e-5)
     assert len({tuple(row) for row in cached[0].numpy()[:, 0]}) > 1  # not one repeated output
@@ -40,7 +41,7 @@ def test_cached_step_equals_full_prefix_step_under_tf_function():
     encoder_outputs, source_mask = model.encode(SOURCE)
     results = []
     for use_cache in (True, False):
-        fn, cache, memory = decoding.step_fn(model, encoder_outputs, source_mask, 5, use_cache=use_cache)
+        fn, cache, memory = search.step_fn(model, encoder_outputs, source_mask, 5, use_cache=use_cache)
         step = tf.function(fn)
         logits = []
         for t, token in enumerate([2, 17, 21, 30]):
@@ -59,7 +60,7 @@ def test_the_search_cache_is_the_per_step_part_and_each_beam_reads_its_sentence_
     model = make_model()
     encoder_outputs, source_mask = model.encode(SOURCE)
     beam = 3
-    fn, cache, memory = decoding.step_fn(model, encoder_outputs, source_mask, 5)
+    fn, cache, memory = search.step_fn(model, encoder_outputs, source_mask, 5)
     # What beam search expands once and reorders only when sentences leave: the model's memory.
     tf.nest.assert_same_structure(memory, model.init_memory(encoder_outputs, source_mask))
     # What beam search expands and reorders: the self-attention keys/values only, one row per
@@ -86,11 +87,11 @@ def test_a_sentence_decodes_the_same_in_a_batch_and_alone(beam_size):
     # others get must not depend on when that happens.
     model = make_model()
     args = dict(beam_size=beam_size, alpha=0.6, max_extra_length=6, n_best=beam_size)
-    batch = decoding.translate_ids(model, SOURCE, **args)
+    batch = search.translate_ids(model, SOURCE, **args)
     lengths = np.count_nonzero(batch[0].numpy()[:, 0], axis=1)
     assert len(set(lengths[[0, 1, 3]])) > 1  # they do leave at different steps
     for row in range(len(SOURCE)):
-        alone = decoding.translate_ids(model, SOURCE[row : row + 1], **args)
+        alone = search.translate_ids(model, SOURCE[row : row + 1], **args)
         width = alone[0].shape[2]
         np.testing.assert_array_equal(batch[0][row, :, :width], alone[0][0])
         assert not np.any(batch[0][row, :, width:])
@@ -99,12 +100,12 @@ def test_a_sentence_decodes_the_same_in_a_batch_and_alone(beam_size):
 
 def test_length_rule_and_empty_rows():
     model = make_model()
-    limits = decoding.max_decode_lengths(model, SOURCE, max_extra_length=50)
+    limits = search.max_decode_lengths(model, SOURCE, max_extra_length=50)
     np.testing.assert_array_equal(limits, [55, 53, 0, 54])  # source tokens (EOS included) + 50
     learned = make_model(positional_encoding="learned")
-    np.testing.assert_array_equal(decoding.max_decode_lengths(learned, SOURCE, 50), [16, 16, 0, 16])
+    np.testing.assert_array_equal(search.max_decode_lengths(learned, SOURCE, 50), [16, 16, 0, 16])
 
-    sequences, scores = decoding.translate_ids(model, SOURCE, max_extra_length=2, n_best=2)
+    sequences, scores = search.translate_ids(model, SOURCE, max_extra_length=2, n_best=2)
     lengths = np.count_nonzero(sequences.numpy(), axis=2)  # (B, n_best)
     assert (lengths <= np.array([7, 5, 0, 6])[:, None]).all()
     assert lengths[2].tolist() == [0, 0] and scores[2].numpy().tolist() == [0.0, 0.0]
@@ -115,7 +116,7 @@ def test_pad_and_bos_are_never_produced():
     # Make PAD and BOS the most likely tokens: the search must still avoid them.
     embedding = model.target_embedding.embeddings
     embedding.assign(tf.tensor_scatter_nd_update(embedding, [[0], [2]], 50.0 * tf.ones([2, 16])))
-    sequences, _ = decoding.translate_ids(model, SOURCE, beam_size=2, max_extra_length=3)
+    sequences, _ = search.translate_ids(model, SOURCE, beam_size=2, max_extra_length=3)
     for row in sequences.numpy()[:, 0]:
         tokens = row[: np.count_nonzero(row)]
         assert 0 not in tokens and 2 not in tokens
@@ -123,8 +124,8 @@ def test_pad_and_bos_are_never_produced():
 
 def test_traced_equals_eager_and_empty_batch():
     model = make_model()
-    traced = tf.function(lambda ids: decoding.translate_ids(model, ids, max_extra_length=4))
-    eager = decoding.translate_ids(model, SOURCE, max_extra_length=4)
+    traced = tf.function(lambda ids: search.translate_ids(model, ids, max_extra_length=4))
+    eager = search.translate_ids(model, SOURCE, max_extra_length=4)
     np.testing.assert_array_equal(traced(tf.constant(SOURCE))[0], eager[0])
     sequences, scores = traced(tf.zeros([0, 5], tf.int32))
     assert sequences.shape == (0, 1, 0) and scores.shape == (0, 1)
@@ -132,8 +133,8 @@ def test_traced_equals_eager_and_empty_batch():
 
 def test_cross_attention_shape_and_rows_sum_to_one():
     model = make_model()
-    sequences, _ = decoding.translate_ids(model, SOURCE, max_extra_length=3)
-    attention = decoding.cross_attention(model, SOURCE, sequences[:, 0]).numpy()
+    sequences, _ = search.translate_ids(model, SOURCE, max_extra_length=3)
+    attention = search.cross_attention(model, SOURCE, sequences[:, 0]).numpy()
     assert attention.shape == (4, 2, 2, sequences.shape[2], 5)
     np.testing.assert_allclose(attention[0].sum(-1), 1.0, rtol=1e-5)
     assert (attention[1][..., 3:] == 0).all()  # no weight on source padding

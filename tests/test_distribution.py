@@ -4,7 +4,7 @@ import types
 
 import tensorflow as tf
 
-from keras_transformer import distribution
+from keras_transformer.training import distribution
 from keras_transformer.config import PRECISIONS
 
 

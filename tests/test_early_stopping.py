@@ -1,6 +1,6 @@
 """Early stopping: patience on dev BLEU, strict improvement, resumed from the evaluation history."""
 
-from keras_transformer.early_stopping import EarlyStopping
+from keras_transformer.training.early_stopping import EarlyStopping
 
 
 def test_stops_after_patience_evaluations_without_a_better_bleu():

@@ -7,7 +7,9 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import Transformer, TransformerConfig, label_smoothed_cross_entropy
-from keras_transformer import decoding, evaluation, metrics
+from keras_transformer import metrics
+from keras_transformer.decoding import search
+from keras_transformer.training import evaluation
 from keras_transformer.config import DecodingConfig
 from keras_transformer.losses import decoder_inputs
 
@@ -49,7 +51,7 @@ def test_evaluate_loss_matches_a_hand_computation(model):
 
 def test_translate_fn_is_decoding_translate_ids_traced_once(model):
     translate = evaluation.make_translate_fn(model, DecodingConfig(beam_size=3, alpha=0.6, max_extra_length=4))
-    eager_ids, eager_scores = decoding.translate_ids(model, SOURCE, beam_size=3, max_extra_length=4)
+    eager_ids, eager_scores = search.translate_ids(model, SOURCE, beam_size=3, max_extra_length=4)
     ids, scores = translate(tf.constant(SOURCE))
     np.testing.assert_array_equal(ids.numpy(), eager_ids.numpy()[:, 0, : ids.shape[1]])
     np.testing.assert_allclose(scores.numpy(), eager_scores.numpy()[:, 0], rtol=1e-5)

@@ -14,7 +14,8 @@ import tensorflow as tf
 
 from export import ops, serving_module, versions
 from export_helpers import MAX_LENGTH, make_model_dir
-from keras_transformer import decoding, model_dir as model_dir_lib, scoring
+from keras_transformer.decoding import search, sequence_scores
+from keras_transformer.run_dir import layout
 from keras_transformer.config import DecodingConfig
 from pipelines import tokenizers
 
@@ -81,11 +82,11 @@ def exported(model_dir, tmp_path_factory):
 
 def in_process_translations(model_dir, sentences):
     """Eager beam search in this process: the reference the export must reproduce."""
-    model, _ = model_dir_lib.restore_model(str(model_dir))
-    tokenizer = tokenizers.load(os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR))
+    model, _ = layout.restore_model(str(model_dir))
+    tokenizer = tokenizers.load(os.path.join(model_dir, layout.TOKENIZER_DIR))
     source = tokenizer.tokenize(sentences, add_eos=True).to_tensor()
     assert source.shape[1] <= MAX_LENGTH  # no truncation: that is tested on its own
-    sequences, scores = decoding.translate_ids(
+    sequences, scores = search.translate_ids(
         model, source, beam_size=DECODING.beam_size, alpha=DECODING.alpha,
         max_extra_length=DECODING.max_extra_length,
     )
@@ -264,10 +265,10 @@ def session_run(path, name, feeds):
 
 
 def in_process_n_best(model_dir, sentences, beam_size, alpha, n_best):
-    model, _ = model_dir_lib.restore_model(str(model_dir))
-    tokenizer = tokenizers.load(os.path.join(model_dir, model_dir_lib.TOKENIZER_DIR))
+    model, _ = layout.restore_model(str(model_dir))
+    tokenizer = tokenizers.load(os.path.join(model_dir, layout.TOKENIZER_DIR))
     source = tokenizer.tokenize(sentences, add_eos=True).to_tensor()
-    sequences, scores = decoding.translate_ids(model, source, beam_size=beam_size, alpha=alpha, n_best=n_best)
+    sequences, scores = search.translate_ids(model, source, beam_size=beam_size, alpha=alpha, n_best=n_best)
     texts = tokenizer.detokenize(tf.reshape(sequences, [len(sentences) * n_best, -1])).numpy()
     return np.reshape(texts, [len(sentences), n_best]).tolist(), scores.numpy()
 
@@ -335,11 +336,11 @@ def test_score_equals_the_teacher_forced_log_probability(exported, model_dir):
     pairs = model_dir[1][30:36]
     out = exported[1].signatures["score"](sources=tf.constant([s for s, _ in pairs]),
                                           targets=tf.constant([t for _, t in pairs]))
-    model, _ = model_dir_lib.restore_model(str(model_dir[0]))
-    tokenizer = tokenizers.load(os.path.join(model_dir[0], model_dir_lib.TOKENIZER_DIR))
+    model, _ = layout.restore_model(str(model_dir[0]))
+    tokenizer = tokenizers.load(os.path.join(model_dir[0], layout.TOKENIZER_DIR))
     source = tokenizer.tokenize([s for s, _ in pairs], add_eos=True).to_tensor()
     target = tokenizer.tokenize([t for _, t in pairs], add_eos=True).to_tensor()
-    expected, tokens = scoring.sequence_log_probs(model, source, target)
+    expected, tokens = sequence_scores.sequence_log_probs(model, source, target)
     np.testing.assert_allclose(out["log_probs"], expected, rtol=1e-5, atol=1e-4)
     np.testing.assert_array_equal(out["tokens"], tokens)
     assert (out["log_probs"].numpy() < 0).all()

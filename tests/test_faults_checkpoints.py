@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from export_helpers import make_model_dir
-from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.run_dir import layout
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 STEPS = 20  # the training checkpoint of make_model_dir is ckpt-20; a second one, ckpt-30, follows it
@@ -26,9 +26,9 @@ def pristine(tmp_path_factory):
     """A training directory with two checkpoints, ckpt-20 and ckpt-30 (built once)."""
     path = tmp_path_factory.mktemp("run")
     make_model_dir(path, steps=STEPS)
-    model, _ = model_dir_lib.restore_model(str(path))
+    model, _ = layout.restore_model(str(path))
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model),
-                                         str(path / model_dir_lib.CHECKPOINT_DIR), max_to_keep=5)
+                                         str(path / layout.CHECKPOINT_DIR), max_to_keep=5)
     manager.save(checkpoint_number=STEPS + 10)
     return path
 
@@ -41,7 +41,7 @@ def model_dir(pristine, tmp_path):
 
 def damage(model_dir, name):
     """Truncates MODEL_DIR/checkpoints/NAME to half its size; returns (path, its bytes now)."""
-    path = model_dir / model_dir_lib.CHECKPOINT_DIR / name
+    path = model_dir / layout.CHECKPOINT_DIR / name
     os.truncate(path, os.path.getsize(path) // 2)
     return path, path.read_bytes()
 
@@ -92,5 +92,5 @@ def test_averaging_a_damaged_checkpoint_is_one_error_line_and_writes_nothing(mod
     damaged, before = damage(model_dir, f"ckpt-{STEPS}.data-00000-of-00001")
     result = run("keras_transformer.average_checkpoints", f"--model_dir={model_dir}", "--num_checkpoints=2")
     assert_one_error_line(result, f"ckpt-{STEPS}.data-00000-of-00001", "is damaged")
-    assert not (model_dir / model_dir_lib.AVERAGED_DIR).exists()
+    assert not (model_dir / layout.AVERAGED_DIR).exists()
     assert damaged.read_bytes() == before

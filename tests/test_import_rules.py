@@ -76,7 +76,7 @@ def _layer(name: str) -> int:
 def test_entry_points_are_derived_and_include_every_command():
     assert {"keras_transformer.train", "keras_transformer.translate", "keras_transformer.average_checkpoints",
             "keras_transformer.summary", "export.__main__", "pipelines.__main__"} <= ENTRY_POINTS
-    assert "keras_transformer.trainer" not in ENTRY_POINTS and "tasks.translation" not in ENTRY_POINTS
+    assert "keras_transformer.training.trainer" not in ENTRY_POINTS and "tasks.translation" not in ENTRY_POINTS
 
 
 def test_library_modules_import_only_their_layer_and_the_layers_below():
@@ -112,7 +112,7 @@ def test_the_module_graph_has_no_cycle():
 
 
 def test_beam_search_imports_no_model_code():
-    tree = ast.parse((REPO / "keras_transformer" / "beam_search.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "keras_transformer" / "decoding" / "beam_search.py").read_text(encoding="utf-8"))
     roots = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     roots |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     assert roots <= {"tensorflow", "__future__", "typing", "dataclasses", "math", "collections"}, roots

@@ -1,11 +1,11 @@
-"""SIGINT and SIGTERM during training become a request to stop (keras_transformer.interrupts)."""
+"""SIGINT and SIGTERM during training become a request to stop (keras_transformer.training.interrupts)."""
 
 import os
 import signal
 
 import pytest
 
-from keras_transformer import interrupts
+from keras_transformer.training import interrupts
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import Transformer, TransformerConfig, create_optimizer
-from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.run_dir import layout
 
 
 def test_checkpoint_round_trip_restores_equal_weights(tmp_path):
@@ -17,41 +17,41 @@ def test_checkpoint_round_trip_restores_equal_weights(tmp_path):
     model.build()
     optimizer = create_optimizer(config.d_model, warmup_steps=10)
     optimizer.build(model.trainable_variables)
-    model_dir_lib.write_config(str(tmp_path), config, training={"train_steps": 5})
+    layout.write_config(str(tmp_path), config, training={"train_steps": 5})
     manager = tf.train.CheckpointManager(
         tf.train.Checkpoint(model=model, optimizer=optimizer, step=tf.Variable(7, dtype=tf.int64)),
-        str(tmp_path / model_dir_lib.CHECKPOINT_DIR),
+        str(tmp_path / layout.CHECKPOINT_DIR),
         max_to_keep=2,
     )
     manager.save(checkpoint_number=7)
-    restored, path = model_dir_lib.restore_model(str(tmp_path))
+    restored, path = layout.restore_model(str(tmp_path))
     assert path.endswith("ckpt-7")
     assert restored.config == config
     for a, b in zip(model.weights, restored.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
-    assert model_dir_lib.read_settings(str(tmp_path))["training"] == {"train_steps": 5}
+    assert layout.read_settings(str(tmp_path))["training"] == {"train_steps": 5}
 
 
 def test_missing_pieces_are_clear_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="model_config.json: not found"):
-        model_dir_lib.read_config(str(tmp_path))
-    model_dir_lib.write_config(str(tmp_path), TransformerConfig.tiny())
+        layout.read_config(str(tmp_path))
+    layout.write_config(str(tmp_path), TransformerConfig.tiny())
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
-        model_dir_lib.restore_model(str(tmp_path))
+        layout.restore_model(str(tmp_path))
 
 
 def saved_model_dir(tmp_path, steps=(2, 4), average=True):
     """A model directory with one checkpoint per step (different weights) and, with `average`, an
     averaged/ checkpoint; returns {prefix: weights}."""
     config = TransformerConfig.tiny(vocab_size=20, max_length=8)
-    model_dir_lib.write_config(str(tmp_path), config)
+    layout.write_config(str(tmp_path), config)
     model = Transformer(config)
     model.build()
     rng = np.random.default_rng(0)
     saved = {}
-    folders = [(model_dir_lib.CHECKPOINT_DIR, s) for s in steps]
+    folders = [(layout.CHECKPOINT_DIR, s) for s in steps]
     if average:
-        folders.append((model_dir_lib.AVERAGED_DIR, steps[-1]))
+        folders.append((layout.AVERAGED_DIR, steps[-1]))
     for folder, step in folders:
         for v in model.variables:
             if v.dtype == "float32":
@@ -71,33 +71,33 @@ def test_a_damaged_averaged_or_latest_checkpoint_falls_back_with_a_warning(tmp_p
     saved = saved_model_dir(tmp_path)
     older, newest, averaged = saved
     lines = []
-    assert model_dir_lib.latest_checkpoint(str(tmp_path), warn=lines.append) == averaged and lines == []
+    assert layout.latest_checkpoint(str(tmp_path), warn=lines.append) == averaged and lines == []
     truncate(averaged)
-    assert model_dir_lib.latest_checkpoint(str(tmp_path), warn=lines.append) == newest
+    assert layout.latest_checkpoint(str(tmp_path), warn=lines.append) == newest
     assert lines == [f"warning: skipping damaged checkpoint {averaged}: ckpt-4.index: not an sstable (bad magic number)"]
     damaged = truncate(newest, ".data-00000-of-00001")
     before = open(damaged, "rb").read()
     lines.clear()
-    model, path = model_dir_lib.restore_model(str(tmp_path), warn=lines.append)
+    model, path = layout.restore_model(str(tmp_path), warn=lines.append)
     assert path == older and len(lines) == 2 and "ckpt-4.data-00000-of-00001: " in lines[1]
     for variable, expected in zip(model.variables, saved[older]):
         np.testing.assert_array_equal(variable.numpy(), expected)
     assert open(damaged, "rb").read() == before
     truncate(older)
     with pytest.raises(ValueError, match=r"no readable checkpoint in averaged/ or checkpoints/ \(3 damaged"):
-        model_dir_lib.restore_model(str(tmp_path), warn=[].append)
+        layout.restore_model(str(tmp_path), warn=[].append)
 
 
 def test_an_explicit_checkpoint_is_used_or_refused_never_replaced(tmp_path):
     older, newest = saved_model_dir(tmp_path, average=False)
     truncate(newest)
-    _, path = model_dir_lib.restore_model(str(tmp_path), older)
+    _, path = layout.restore_model(str(tmp_path), older)
     assert path == older
     with pytest.raises(ValueError) as error:
-        model_dir_lib.restore_model(str(tmp_path), newest)
+        layout.restore_model(str(tmp_path), newest)
     assert str(error.value) == f"checkpoint {newest} is damaged: ckpt-4.index: not an sstable (bad magic number)"
     with pytest.raises(FileNotFoundError, match=r"ckpt-3: no such checkpoint \(ckpt-3.index not found"):
-        model_dir_lib.restore_model(str(tmp_path), older.replace("ckpt-2", "ckpt-3"))
+        layout.restore_model(str(tmp_path), older.replace("ckpt-2", "ckpt-3"))
 
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
@@ -105,9 +105,9 @@ def test_json_files_get_the_mode_the_umask_allows(tmp_path, umask, mode):
     """mkstemp's 0600 would hide model_config.json from another user (the model server)."""
     previous = os.umask(umask)
     try:
-        path = model_dir_lib.write_config(str(tmp_path), TransformerConfig.tiny())
-        model_dir_lib.write_config(str(tmp_path), TransformerConfig.tiny())  # replacing keeps it
+        path = layout.write_config(str(tmp_path), TransformerConfig.tiny())
+        layout.write_config(str(tmp_path), TransformerConfig.tiny())  # replacing keeps it
     finally:
         os.umask(previous)
     assert stat.S_IMODE(os.stat(path).st_mode) == mode
-    assert os.listdir(tmp_path) == [model_dir_lib.CONFIG_FILE]  # no temporary file left
+    assert os.listdir(tmp_path) == [layout.CONFIG_FILE]  # no temporary file left

@@ -7,8 +7,8 @@ import os
 import pytest
 import tensorflow as tf
 
-from keras_transformer import reporting
-from keras_transformer.trainer import TrainingConfig
+from keras_transformer.training import reporting
+from keras_transformer.training.trainer import TrainingConfig
 
 
 def training_config(**overrides):

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from keras_transformer import run_lock
+from keras_transformer.training import run_lock
 
 HOLD = """
 import sys, time
-from keras_transformer import run_lock
+from keras_transformer.training import run_lock
 with run_lock.RunLock(sys.argv[1]):
     print("held", flush=True)
     sys.stdin.readline()

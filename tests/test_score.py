@@ -2,7 +2,7 @@
 
 One tiny trained training directory per module (`export_helpers.make_model_dir`). The scores
 are checked against incremental decoding with the key/value cache (the decoding contract),
-against the dev NLL of `keras_transformer.evaluation`, across token budgets, and through the
+against the dev NLL of `keras_transformer.training.evaluation`, across token budgets, and through the
 command in a subprocess; bad inputs end as one `error:` line found before TensorFlow starts.
 """
 
@@ -19,9 +19,9 @@ import tensorflow as tf
 
 from export_helpers import MAX_LENGTH, make_model_dir
 from test_faults_serving import assert_one_error_line
-from keras_transformer import scoring
+from keras_transformer.decoding import sequence_scores
 from keras_transformer.config import TransformerConfig
-from keras_transformer.evaluation import make_loss_fn
+from keras_transformer.training.evaluation import make_loss_fn
 from keras_transformer.special_ids import BOS_ID, PAD_ID
 from tasks import scoring as scoring_task
 
@@ -61,8 +61,8 @@ def scored(root):
     source_lines, target_lines = scoring_task.read_pair_lines(str(root / "source.txt"), str(root / "target.txt"))
     ids = (scoring_task.tokenize_lines(source_tokenizer, source_lines),
            scoring_task.tokenize_lines(target_tokenizer, target_lines))
-    score_fn = scoring.make_score_fn(model)
-    results = scoring.score_corpus(score_fn, *ids, batch_tokens=1 << 20)  # one batch
+    score_fn = sequence_scores.make_score_fn(model)
+    results = sequence_scores.score_corpus(score_fn, *ids, batch_tokens=1 << 20)  # one batch
     return dict(model=model, checkpoint=checkpoint, tokenizers=(source_tokenizer, target_tokenizer),
                 lines=(source_lines, target_lines), ids=ids, score_fn=score_fn, results=results)
 
@@ -124,7 +124,7 @@ def test_empty_lines_have_defined_finite_scores(scored):
 
 def test_batching_does_not_change_scores_or_their_order(scored):
     for budget in (1, 40):  # one pair a batch; several batches of several pairs
-        results = scoring.score_corpus(scored["score_fn"], *scored["ids"], batch_tokens=budget)
+        results = sequence_scores.score_corpus(scored["score_fn"], *scored["ids"], batch_tokens=budget)
         assert [n for _, n in results] == [n for _, n in scored["results"]]
         np.testing.assert_allclose([lp for lp, _ in results], [lp for lp, _ in scored["results"]], atol=1e-4)
 
@@ -140,12 +140,12 @@ def test_batches_are_length_sorted_and_within_the_token_budget():
         return -tf.cast(lengths, tf.float32), tf.reduce_sum(tf.cast(target_ids > 0, tf.int32), axis=1)
 
     done = []
-    results = scoring.score_corpus(fake, sources, targets, batch_tokens=8, on_batch=done.append)
+    results = sequence_scores.score_corpus(fake, sources, targets, batch_tokens=8, on_batch=done.append)
     assert results == [(-3.0, 2), (-1.0, 4), (-6.0, 1), (-2.0, 2), (-2.0, 3), (-9.0, 1)]
     # Longest first (by the longer side): 9 alone (over budget), 6, then 1/4 3/2 2/3 2/2 two at a time.
     assert shapes == [((1, 9), (1, 1)), ((1, 6), (1, 1)), ((2, 3), (2, 4)), ((2, 2), (2, 3))]
     assert done == [1, 2, 4, 6]
-    assert scoring.token_budget_batches([5, 4, 2, 2, 1], 8) == [slice(0, 1), slice(1, 3), slice(3, 7)]
+    assert sequence_scores.token_budget_batches([5, 4, 2, 2, 1], 8) == [slice(0, 1), slice(1, 3), slice(3, 7)]
 
 
 def test_learned_positions_refuse_pairs_past_max_length():
@@ -153,8 +153,8 @@ def test_learned_positions_refuse_pairs_past_max_length():
     sinusoidal = TransformerConfig.tiny(max_length=5)
     source = tf.ragged.constant([[4, 1], [4, 4, 1], [4, 4, 4, 4, 4, 1]], tf.int32)
     target = tf.ragged.constant([[4, 1], [4, 4, 4, 4, 4, 4, 1], [1]], tf.int32)
-    assert scoring.too_long(learned, [2, 3, 6], [2, 7, 1]) == [1, 2]
-    assert scoring.too_long(sinusoidal, [2, 3, 6], [2, 7, 1]) == []
+    assert sequence_scores.too_long(learned, [2, 3, 6], [2, 7, 1]) == [1, 2]
+    assert sequence_scores.too_long(sinusoidal, [2, 3, 6], [2, 7, 1]) == []
     scoring_task.check_lengths(sinusoidal, source, target, "src.txt", "tgt.txt")
     with pytest.raises(ValueError, match=r"^tgt\.txt: line 2: 7 tokens .* max_length=5; 2 pair\(s\) are longer"):
         scoring_task.check_lengths(learned, source, target, "src.txt", "tgt.txt")

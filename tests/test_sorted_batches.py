@@ -2,7 +2,7 @@
 
 import pytest
 
-from keras_transformer import sorted_batches
+from keras_transformer.decoding import sorted_batches
 
 
 def test_batches_are_sorted_by_length_and_ties_keep_the_input_order():

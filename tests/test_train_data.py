@@ -94,11 +94,11 @@ def test_fine_tune_from_a_run_on_mixed_corpora(tmp_path, flagfile):
     assert reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE") == 4
     assert reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE") == 4  # not 20 + 4
     train = read_scalars(str(new / "train"))
-    from keras_transformer.schedules import learning_rate
+    from keras_transformer.training.schedules import learning_rate
     assert train["learning_rate"][1] == pytest.approx(float(learning_rate(1, 32, 30, 0.5)), rel=1e-6)  # step 1 again
 
     # The first update's loss, recomputed: the old model on the new run's first batch.
-    from keras_transformer import model_dir
+    from keras_transformer.run_dir import layout
     from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy
     from pipelines import batching, corpora, tokenizers
     from pipelines.data_config import DataConfig
@@ -111,7 +111,7 @@ def test_fine_tune_from_a_run_on_mixed_corpora(tmp_path, flagfile):
                                     shuffle=True, seed=data.seed * 1_000_003, repeat=True,
                                     shuffle_buffer=data.shuffle_buffer, cache="memory")
     source_ids, target_ids = next(iter(batches))
-    model, checkpoint = model_dir.restore_model(str(old))
+    model, checkpoint = layout.restore_model(str(old))
     assert checkpoint.endswith("ckpt-20")
     logits = model((source_ids, decoder_inputs(target_ids)), training=False)
     loss_sum, tokens = label_smoothed_cross_entropy(target_ids, logits, model.config.label_smoothing)
@@ -119,7 +119,7 @@ def test_fine_tune_from_a_run_on_mixed_corpora(tmp_path, flagfile):
 
 
 def test_init_from_names_a_run_or_a_checkpoint(tmp_path):
-    from tasks.translation import InitSource
+    from tasks.fine_tuning import InitSource
     run_dir = tmp_path / "run"
     (run_dir / "checkpoints").mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match="no such training directory or checkpoint prefix"):

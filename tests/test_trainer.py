@@ -16,8 +16,8 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import TransformerConfig, label_smoothed_cross_entropy
-from keras_transformer import trainer as trainer_lib
-from keras_transformer.checkpoints import Checkpoints
+from keras_transformer.training import trainer as trainer_lib
+from keras_transformer.training.checkpoints import Checkpoints
 from keras_transformer.losses import decoder_inputs
 
 CONFIG = TransformerConfig.tiny(vocab_size=30, max_length=16, dropout_rate=0.0)
@@ -288,7 +288,7 @@ REPLICA_SCRIPT = textwrap.dedent("""
     tf = cli.start_tensorflow(cpu_replicas=int(sys.argv[1]))
     sys.path.insert(0, sys.argv[3])
     from test_trainer import CONFIG, make_batches, momentums, training_config, weights
-    from keras_transformer import distribution, trainer as trainer_lib
+    from keras_transformer.training import distribution, trainer as trainer_lib
     replicas = int(sys.argv[1])
     strategy = distribution.create_strategy(num_gpus=0, cpu_replicas=replicas)
     assert strategy.num_replicas_in_sync == replicas

@@ -9,7 +9,7 @@ import pytest
 
 from export import client, serving_module
 from export_helpers import make_model_dir
-from keras_transformer import sorted_batches
+from keras_transformer.decoding import sorted_batches
 from keras_transformer.config import DecodingConfig
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Decoding under the tree constraint: every output a well-formed tree over the source's words.
 
-A random tiny Transformer writes anything; under the constraint (`decoding.translate_ids(grammar=)`)
+A random tiny Transformer writes anything; under the constraint (`search.translate_ids(grammar=)`)
 every output, greedy or beam, read back by `linearized_trees.to_tree`, needs no repair and has
 exactly the source's words; without it, the same model's outputs are not trees (so the check can
 fail). The grammar is read off a sentencepiece-style vocabulary.
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_transformer import Transformer, TransformerConfig, decoding, tree_constraint
-from keras_transformer.special_ids import EOS_ID
+from keras_transformer import Transformer, TransformerConfig
+from keras_transformer.decoding import search, tree_constraint
+from keras_transformer.special_ids import EOS_ID, PAD_ID
 from pipelines import linearized_trees
 
 S = linearized_trees.SENTENCEPIECE_SPACE
@@ -85,7 +86,7 @@ def test_a_vocabulary_without_whole_brackets_is_refused():
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_every_output_is_a_tree_over_the_source_words(grammar, seed, beam_size):
     model = make_model(seed)
-    sequences, scores = decoding.translate_ids(model, source_ids(), beam_size=beam_size, alpha=0.6,
+    sequences, scores = search.translate_ids(model, source_ids(), beam_size=beam_size, alpha=0.6,
                                                max_extra_length=100, n_best=beam_size, grammar=grammar)
     assert np.all(scores.numpy() > -1e6)  # every slot holds a finished hypothesis
     for row, pieces in zip(sequences.numpy(), SOURCES):
@@ -101,7 +102,7 @@ def test_every_output_is_a_tree_over_the_source_words(grammar, seed, beam_size):
 def test_without_the_constraint_the_same_models_write_no_trees():
     repaired = 0
     for seed in (1, 2, 3):
-        sequences, _ = decoding.translate_ids(make_model(seed), source_ids(), beam_size=4, alpha=0.6,
+        sequences, _ = search.translate_ids(make_model(seed), source_ids(), beam_size=4, alpha=0.6,
                                               max_extra_length=30)
         for row, pieces in zip(sequences.numpy(), SOURCES):
             _, repairs = linearized_trees.to_tree(text_of(row[0]), words_of(pieces))
@@ -112,10 +113,10 @@ def test_without_the_constraint_the_same_models_write_no_trees():
 def test_under_tf_function_and_an_empty_source(grammar):
     model = make_model(1)
     ids = np.concatenate([source_ids(), np.zeros((1, source_ids().shape[1]), np.int32)])  # + an empty row
-    search = tf.function(lambda x: decoding.translate_ids(model, x, beam_size=4, alpha=0.6, max_extra_length=100,
+    traced = tf.function(lambda x: search.translate_ids(model, x, beam_size=4, alpha=0.6, max_extra_length=100,
                                                           grammar=grammar))
-    sequences, scores = search(tf.constant(ids))
-    eager, _ = decoding.translate_ids(model, ids[:-1], beam_size=4, alpha=0.6, max_extra_length=100, grammar=grammar)
+    sequences, scores = traced(tf.constant(ids))
+    eager, _ = search.translate_ids(model, ids[:-1], beam_size=4, alpha=0.6, max_extra_length=100, grammar=grammar)
     np.testing.assert_array_equal(sequences[:-1, :, : eager.shape[2]], eager)
     assert not np.any(sequences[-1].numpy()) and scores[-1, 0] == 0.0
 
@@ -123,7 +124,7 @@ def test_under_tf_function_and_an_empty_source(grammar):
 def test_the_grammar_must_cover_the_output_vocabulary(grammar):
     small = dataclasses.replace(grammar, closing=grammar.closing[:20], word_starts=grammar.word_starts[:20])
     with pytest.raises(ValueError, match="covers 20 ids"):
-        decoding.translate_ids(make_model(1), source_ids(), beam_size=2, grammar=small)
+        search.translate_ids(make_model(1), source_ids(), beam_size=2, grammar=small)
     with pytest.raises(ValueError, match="max_depth"):
         tree_constraint.TreeGrammar(grammar.closing, grammar.word_starts, max_depth=0)
 
@@ -135,7 +136,7 @@ def test_the_rules_step_by_step_on_a_tree():
     def model(ids, step, cache, memory):  # every token equally likely: the mask is all there is
         return tf.zeros([tf.shape(ids)[0], VOCAB]), cache
 
-    fn, cache, memory = tree_constraint.constrain(grammar, model, {}, {}, source_ids()[:1], EOS_ID)
+    fn, cache, memory = tree_constraint.constrain(grammar, model, {}, {}, source_ids()[:1], EOS_ID, PAD_ID, PAD_ID)
     opens = {S + "(S", S + "(NP", S + "(VP"}
     tokens = ["<s>", S + "(S", S + "(NP", S + "the", S + "dog", "s", S + ")NP", S + "(VP", S + "bark",
               S + ")VP", S + ".", S + ")S", "</s>"]
@@ -169,7 +170,7 @@ def test_an_opening_bracket_only_while_the_tree_can_still_end_within_the_limit()
         return tf.zeros([tf.shape(ids)[0], VOCAB]), cache
 
     def allowed_along(tokens, limit):
-        fn, cache, memory = tree_constraint.constrain(grammar, model, {}, {}, source_ids()[:1], EOS_ID,
+        fn, cache, memory = tree_constraint.constrain(grammar, model, {}, {}, source_ids()[:1], EOS_ID, PAD_ID,
                                                       limits=tf.constant([limit]))
         allowed = []
         for position, token in enumerate(tokens):
@@ -187,19 +188,19 @@ def test_an_opening_bracket_only_while_the_tree_can_still_end_within_the_limit()
 
 
 def test_every_output_ends_as_a_tree_within_a_tight_limit(grammar, monkeypatch):
-    def search(beam_size):
+    def repairs_of(beam_size):
         outputs = []
         for seed in (1, 2, 3):
-            sequences, _ = decoding.translate_ids(make_model(seed), source_ids(), beam_size=beam_size, alpha=0.6,
+            sequences, _ = search.translate_ids(make_model(seed), source_ids(), beam_size=beam_size, alpha=0.6,
                                                   max_extra_length=4, n_best=beam_size, grammar=grammar)
             outputs += [(text_of(hypothesis), pieces) for row, pieces in zip(sequences.numpy(), SOURCES)
                         for hypothesis in row]
         return [linearized_trees.to_tree(text, words_of(pieces))[1] for text, pieces in outputs]
 
     for beam_size in (1, 4):
-        assert all(repairs == () for repairs in search(beam_size)), beam_size
+        assert all(repairs == () for repairs in repairs_of(beam_size)), beam_size
     # The same searches with the bracket rules but without the limit's: trees cut by the limit.
     constrain = tree_constraint.constrain
     monkeypatch.setattr(tree_constraint, "constrain",
                         lambda *args, limits=None: constrain(*args))
-    assert sum(repairs != () for repairs in search(4)) >= 24  # of 48 (43 when written)
+    assert sum(repairs != () for repairs in repairs_of(4)) >= 24  # of 48 (43 when written)

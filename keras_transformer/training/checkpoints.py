@@ -25,16 +25,16 @@ from typing import Callable, NamedTuple, Optional, Sequence
 
 import tensorflow as tf
 
-from keras_transformer import checkpoint_files
-from keras_transformer import model_dir as model_dir_lib
-from keras_transformer.distribution import is_chief, task_id
+from keras_transformer.run_dir import readable_checkpoints
+from keras_transformer.run_dir import layout
+from keras_transformer.training.distribution import is_chief, task_id
 
 
 class Checkpoints:
     """`tf.train.Checkpoint(model=, optimizer=, step=)` and its `tf.train.CheckpointManager`.
 
     A checkpoint holds the keys `model`, `optimizer` and `step` (the layout
-    `keras_transformer.model_dir` documents), numbered by `step`.
+    `keras_transformer.run_dir.layout` documents), numbered by `step`.
 
     Args:
         model_dir: the training directory; checkpoints go to MODEL_DIR/checkpoints.
@@ -53,15 +53,15 @@ class Checkpoints:
                  log: Optional[Callable[[str], None]] = None):
         self.model_dir = model_dir
         self.step = step
-        self.log = log or checkpoint_files.warn_on_stderr
+        self.log = log or readable_checkpoints.warn_on_stderr
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
-        self.directory = os.path.join(model_dir, model_dir_lib.CHECKPOINT_DIR)
+        self.directory = os.path.join(model_dir, layout.CHECKPOINT_DIR)
         save_directory = self.directory
         if strategy is not None and not is_chief(strategy):
-            save_directory = os.path.join(model_dir, model_dir_lib.WORKERS_DIR, f"worker-{task_id(strategy)}")
+            save_directory = os.path.join(model_dir, layout.WORKERS_DIR, f"worker-{task_id(strategy)}")
         try:
             self.manager = tf.train.CheckpointManager(self.checkpoint, save_directory, max_to_keep=keep)
-        except checkpoint_files.READ_ERRORS as error:  # a damaged `checkpoint` state file
+        except readable_checkpoints.READ_ERRORS as error:  # a damaged `checkpoint` state file
             state = os.path.join(save_directory, "checkpoint")
             os.replace(state, state + ".damaged")
             self.log(f"warning: {state} is unreadable ({type(error).__name__}); kept as checkpoint.damaged")
@@ -77,8 +77,8 @@ class Checkpoints:
         Raises:
             ValueError: checkpoints exist but none of them is readable.
         """
-        listed = checkpoint_files.listed_checkpoints(self.directory, self.log)
-        readable, self.damaged = checkpoint_files.newest_readable(listed, self.log)
+        listed = readable_checkpoints.listed_checkpoints(self.directory, self.log)
+        readable, self.damaged = readable_checkpoints.newest_readable(listed, self.log)
         if readable:
             self.checkpoint.restore(readable).assert_existing_objects_matched()
         elif listed:
@@ -103,7 +103,7 @@ class Checkpoints:
 
     def _move_aside(self, prefix: str) -> None:
         """Renames the files of the damaged checkpoint `prefix` to a free `prefix.damaged[-n]`."""
-        files = checkpoint_files.data_files(prefix)
+        files = readable_checkpoints.data_files(prefix)
         if os.path.exists(prefix + ".index"):
             files.append(prefix + ".index")
         if not files:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 import keras
 import tensorflow as tf
 
-from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.run_dir import layout
 
 # An evaluation's result keys -> their TensorBoard tags. chrF++ is tagged "chrf_pp": tf.summary
 # writes "chrf++" as it is, but TF1's summary ops rename it "chrf__", and in TensorBoard's tag
@@ -107,8 +107,8 @@ class Reporter:
         self.log = log
         self.chief = chief
         self.interactive = (chief and sys.stdout.isatty()) if interactive is None else interactive
-        self.train_writer = self._writer(model_dir, model_dir_lib.TRAIN_DIR)
-        self.eval_writer = self._writer(model_dir, model_dir_lib.EVAL_DIR)
+        self.train_writer = self._writer(model_dir, layout.TRAIN_DIR)
+        self.eval_writer = self._writer(model_dir, layout.EVAL_DIR)
         self.progbar = keras.utils.Progbar(max(1, config.train_steps - start_step)) if self.interactive else None
         self._last_log = started
         self._tokens_since_log = 0.0
@@ -188,7 +188,7 @@ class Reporter:
 
 def read_eval_history(model_dir: str) -> list[dict]:
     """The evaluations recorded in MODEL_DIR/eval/history.json (oldest first)."""
-    path = os.path.join(model_dir, model_dir_lib.EVAL_DIR, model_dir_lib.HISTORY_FILE)
+    path = os.path.join(model_dir, layout.EVAL_DIR, layout.HISTORY_FILE)
     if not os.path.isfile(path):
         return []
     with open(path, encoding="utf-8") as file:
@@ -207,7 +207,7 @@ class EvalHistory:
     """
 
     def __init__(self, model_dir: str, write: bool = True):
-        self.path = os.path.join(model_dir, model_dir_lib.EVAL_DIR, model_dir_lib.HISTORY_FILE)
+        self.path = os.path.join(model_dir, layout.EVAL_DIR, layout.HISTORY_FILE)
         self.write = write
         self.records = read_eval_history(model_dir)
 
@@ -216,5 +216,5 @@ class EvalHistory:
         record = {"step": step, **{k: v for k, v in results.items() if k != "hypotheses"}}
         self.records.append(record)
         if self.write:
-            model_dir_lib.write_json_atomically(self.path, {"evaluations": self.records})
+            layout.write_json_atomically(self.path, {"evaluations": self.records})
         return record

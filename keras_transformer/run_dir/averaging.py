@@ -8,7 +8,7 @@ averaged the last 20 checkpoints."
 
 reads MODEL_DIR/checkpoints (the most recent K of `tf.train.CheckpointManager`'s list),
 averages every model variable and writes a model-only checkpoint that
-`keras_transformer.model_dir.restore_model` (translation, export) prefers over the latest
+`keras_transformer.run_dir.layout.restore_model` (translation, export) prefers over the latest
 training checkpoint. Optimizer slots are not averaged. A damaged checkpoint among the K
 stops the averaging with a one-line ValueError before anything is written. The command line
 is `python -m keras_transformer.average_checkpoints`; training calls `average_last` at its end.
@@ -21,8 +21,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from keras_transformer import checkpoint_files
-from keras_transformer import model_dir as model_dir_lib
+from keras_transformer.run_dir import readable_checkpoints
+from keras_transformer.run_dir import layout
 from keras_transformer.model import Transformer
 
 
@@ -35,8 +35,8 @@ def recent_checkpoints(model_dir: str, count: int) -> list[str]:
     """The `count` most recent checkpoint prefixes of MODEL_DIR/checkpoints, oldest first."""
     if count < 1:
         raise ValueError(f"--num_checkpoints must be positive, got {count}")
-    directory = os.path.join(model_dir, model_dir_lib.CHECKPOINT_DIR)
-    paths = checkpoint_files.listed_checkpoints(directory)  # already prefixed with `directory` when relative
+    directory = os.path.join(model_dir, layout.CHECKPOINT_DIR)
+    paths = readable_checkpoints.listed_checkpoints(directory)  # already prefixed with `directory` when relative
     if not paths:
         raise FileNotFoundError(f"{directory}: no checkpoints to average")
     if len(paths) < count:
@@ -66,11 +66,11 @@ def average_last(model_dir: str, count: int) -> str:
     """
     paths = recent_checkpoints(model_dir, count)
     for path in paths:
-        checkpoint_files.check_readable(path)
-    model = Transformer(model_dir_lib.read_config(model_dir))
+        readable_checkpoints.check_readable(path)
+    model = Transformer(layout.read_config(model_dir))
     model.build()
     average_into(model, paths)
     step = tf.Variable(checkpoint_step(paths[-1]), dtype=tf.int64)
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step),
-                                         os.path.join(model_dir, model_dir_lib.AVERAGED_DIR), max_to_keep=1)
+                                         os.path.join(model_dir, layout.AVERAGED_DIR), max_to_keep=1)
     return manager.save(checkpoint_number=int(step.numpy()))

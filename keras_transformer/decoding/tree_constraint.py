@@ -30,7 +30,7 @@ brackets open.
 The rules are about token ids only: which ids are opening and closing brackets of which label
 and which start a word come from the vocabulary (`pipelines.linearized_trees.tree_grammar`), and
 the state rides in the search's cache and memory, so it runs in `tf.function`, the SavedModel
-and TF Serving like the unconstrained search (`keras_transformer.decoding.translate_ids(grammar=)`).
+and TF Serving like the unconstrained search (`keras_transformer.decoding.search.translate_ids(grammar=)`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from keras_transformer.beam_search import NEG_INF
+from keras_transformer.decoding.beam_search import NEG_INF
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,15 +71,15 @@ class TreeGrammar:
         return len(self.closing)
 
 
-def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, limits=None):
-    """`(fn, cache, memory)` of `decoding.step_fn`, with the tree rules applied to `fn`'s logits.
+def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, pad_id: int, limits=None):
+    """`(fn, cache, memory)` of `search.step_fn`, with the tree rules applied to `fn`'s logits.
 
     Args:
         grammar: the output vocabulary's `TreeGrammar`.
-        fn, cache, memory: from `decoding.step_fn`.
-        source_ids: int32 `(B, S)`: source pieces, then EOS, then PAD (0); what the tree's words
+        fn, cache, memory: from `search.step_fn`.
+        source_ids: int32 `(B, S)`: source pieces, then EOS, then PAD; what the tree's words
             are copied from.
-        eos_id: the end-of-sequence id.
+        eos_id, pad_id: the end-of-sequence and padding ids (the caller's `special_ids`).
         limits: None (no length limit), or int32 `(B,)`: each sentence's largest |Y|, EOS
             included, as the search is given it (`max_decode_length`).
 
@@ -95,7 +95,7 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
     word_starts = tf.constant(grammar.word_starts, tf.bool)
     vocabulary = tf.range(vocab_size)[None, :]  # (1, V)
     # Pieces to copy: the source's up to (not including) its EOS.
-    pieces = tf.reduce_sum(tf.cast(tf.logical_and(source_ids != 0, source_ids != eos_id), tf.int32), axis=1)
+    pieces = tf.reduce_sum(tf.cast(tf.logical_and(source_ids != pad_id, source_ids != eos_id), tf.int32), axis=1)
     rows = tf.shape(source_ids)[0]
     cache = {"model": cache, "tree": {"copied": tf.zeros([rows], tf.int32), "depth": tf.zeros([rows], tf.int32),
                                       "stack": tf.fill([rows, max_depth], -1)}}

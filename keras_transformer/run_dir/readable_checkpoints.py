@@ -52,12 +52,19 @@ def listed_checkpoints(directory: str, warn: Callable[[str], None] = warn_on_std
         paths.append(state.model_checkpoint_path)
     if paths:
         return paths
+    found = indexed_checkpoints(directory)
+    if found:
+        warn(f"warning: {os.path.join(directory, 'checkpoint')} is missing or unreadable; using the "
+             f"{len(found)} checkpoint file(s) found in {directory}")
+    return found
+
+
+def indexed_checkpoints(directory: str) -> list[str]:
+    """The prefixes of the `ckpt-<N>.index` files in `directory`, by step, whatever the
+    `checkpoint` state file says ([] for a missing folder). `directory` is never read as a glob."""
     found = glob.glob(os.path.join(glob.escape(directory), "ckpt-*.index"))
     numbered = sorted((int(m.group(1)), path[: -len(".index")])
                       for path in found if (m := re.search(r"ckpt-(\d+)\.index$", path)))
-    if numbered:
-        warn(f"warning: {os.path.join(directory, 'checkpoint')} is missing or unreadable; using the "
-             f"{len(numbered)} checkpoint file(s) found in {directory}")
     return [prefix for _, prefix in numbered]
 
 

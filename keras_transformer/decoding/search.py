@@ -4,7 +4,7 @@
 maximum output length during inference to input length + 50, but terminate early when possible."
 
 This module wires `Transformer.encode` / `init_cache` / `decode_step` to
-`keras_transformer.beam_search`. It is the one place that knows the decoding rules, shared by
+`keras_transformer.decoding.beam_search`. It is the one place that knows the decoding rules, shared by
 evaluation, `python -m keras_transformer.translate` and the SavedModel of `export/`:
 
 * Source ids are `(B, S)`, each row the subword ids then EOS, right-padded with PAD (what the
@@ -28,10 +28,13 @@ Everything is plain TF code: it runs eagerly, and the callers wrap it in a `tf.f
 
 from __future__ import annotations
 
+from typing import Optional
+
 import tensorflow as tf
 
-from keras_transformer import beam_search as beam_search_lib
-from keras_transformer import tree_constraint
+from keras_transformer.decoding import beam_search as beam_search_lib
+from keras_transformer.decoding import tree_constraint
+from keras_transformer.config import DecodingConfig
 from keras_transformer.model import Transformer
 from keras_transformer.special_ids import BOS_ID, EOS_ID
 
@@ -42,7 +45,7 @@ def source_lengths(model: Transformer, source_ids) -> tf.Tensor:
     return tf.reduce_sum(tf.cast(tf.not_equal(source_ids, model.config.pad_id), tf.int32), axis=1)
 
 
-def max_decode_lengths(model: Transformer, source_ids, max_extra_length: int = 50) -> tf.Tensor:
+def max_decode_lengths(model: Transformer, source_ids, max_extra_length: int) -> tf.Tensor:
     """int32 `(B,)`: the largest |Y| (EOS included) of each row, by the length rule above."""
     lengths = source_lengths(model, source_ids)
     limits = lengths + max_extra_length
@@ -55,7 +58,7 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
     """`(fn, initial_cache, memory)` for `beam_search` / `greedy_search`: next-token logits.
 
     `fn(ids, step, cache, memory)` follows the search's contract with `memory=` (see
-    `keras_transformer.beam_search`): the memory is what does not change from step to step,
+    `keras_transformer.decoding.beam_search`): the memory is what does not change from step to step,
     one row per sentence; the search expands it to the beam once and drops the rows of the
     sentences that are done, so the beams of one sentence share their source and a finished
     sentence costs nothing more.
@@ -107,21 +110,27 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
 def translate_ids(
     model: Transformer,
     source_ids,
+    config: Optional[DecodingConfig] = None,
     *,
-    beam_size: int = 4,
-    alpha: float = 0.6,
-    max_extra_length: int = 50,
-    n_best: int = 1,
+    beam_size=None,
+    alpha=None,
+    max_extra_length: Optional[int] = None,
+    n_best=None,
     max_decode_length=None,
     use_cache: bool = True,
     grammar=None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Beam search (or greedy search for beam_size 1) over the Transformer.
 
+    The one decoding entry point: dev evaluation (`keras_transformer.training.evaluation`),
+    `translate` and every signature of the SavedModel (`export.serving_module`) call it with
+    their `DecodingConfig`, so a decoding setting works in all of them.
+
     Args:
         model: a built `Transformer`.
         source_ids: int `(B, S)`, ids then EOS, right-padded with `config.pad_id`.
-        beam_size, alpha, max_extra_length, n_best: see `keras_transformer.config.DecodingConfig`.
+        config: the `keras_transformer.config.DecodingConfig` (None: its defaults, section 6.1's).
+        beam_size, alpha, max_extra_length, n_best: override the config's value when given.
             beam_size, alpha and n_best may also be tensors, int32 / float32 scalars or `(B,)`,
             one setting per sentence (a served request's options, `export.serving_module`):
             each sentence is then searched as alone with its own settings (`beam_search`),
@@ -129,13 +138,22 @@ def translate_ids(
         max_decode_length: optional int or int32 `(B,)` overriding the length rule.
         use_cache: False decodes with the slow full-prefix reference (see `step_fn`).
         grammar: None, or a `tree_constraint.TreeGrammar` of the output vocabulary: decode only
-            linearized trees over the source's pieces (a parsing model, section 6.3).
+            linearized trees over the source's pieces (a parsing model, section 6.3). Required
+            when `config.tree_constraint` is set (the caller builds it from its target
+            vocabulary, `pipelines.linearized_trees.tree_grammar`).
 
     Returns:
         sequences int32 `(B, n_best, T)` (no BOS; EOS kept; 0-padded) and scores float32
         `(B, n_best)`, best first: log P(Y) / lp(|Y|), or log P(Y) for greedy search.
         A row with limit 0 (an empty source) gets no tokens and score 0.0.
     """
+    config = config or DecodingConfig()
+    if config.tree_constraint and grammar is None:
+        raise ValueError("the decoding's tree_constraint needs the grammar of the model's target vocabulary")
+    beam_size = config.beam_size if beam_size is None else beam_size
+    alpha = config.alpha if alpha is None else alpha
+    n_best = config.n_best if n_best is None else n_best
+    max_extra_length = config.max_extra_length if max_extra_length is None else max_extra_length
     source_ids = tf.cast(tf.convert_to_tensor(source_ids), tf.int32)
     if max_decode_length is None:
         max_decode_length = max_decode_lengths(model, source_ids, max_extra_length)
@@ -148,7 +166,8 @@ def translate_ids(
         if grammar.vocab_size != model.config.output_vocab_size:
             raise ValueError(f"the grammar covers {grammar.vocab_size} ids, the model's output vocabulary "
                              f"{model.config.output_vocab_size}")
-        fn, cache, memory = tree_constraint.constrain(grammar, fn, cache, memory, source_ids, EOS_ID, limits=limits)
+        fn, cache, memory = tree_constraint.constrain(grammar, fn, cache, memory, source_ids, EOS_ID,
+                                                      model.config.pad_id, limits=limits)
     initial_ids = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
     if greedy:
         sequences, scores = beam_search_lib.greedy_search(
@@ -181,5 +200,4 @@ def cross_attention(model: Transformer, source_ids, output_ids) -> tf.Tensor:
     encoder_outputs, source_mask = model.encode(source_ids)
     bos = tf.fill([tf.shape(output_ids)[0], 1], BOS_ID)
     decoder_inputs = tf.concat([bos, output_ids], axis=1)[:, : tf.shape(output_ids)[1]]  # (B, T)
-    _, scores = model.decode(decoder_inputs, encoder_outputs, source_mask, return_attention_scores=True)
-    return tf.stack([tf.cast(layer["cross"], tf.float32) for layer in scores], axis=1)  # (B, L, h, T, S)
+    return model.cross_attention(decoder_inputs, encoder_outputs, source_mask)  # (B, L, h, T, S)

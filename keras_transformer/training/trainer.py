@@ -7,7 +7,7 @@ Section 5 of "Attention Is All You Need" (Vaswani et al., 2017), as a library:
   update; the loss is normalised once by the number of non-padding target tokens of
   the whole global batch (all replicas, all micro-batches), so 2 replicas, 2 micro-batches
   or one big batch give the same update.
-* 5.2: any `tf.distribute` strategy (`keras_transformer.distribution.create_strategy`).
+* 5.2: any `tf.distribute` strategy (`keras_transformer.training.distribution.create_strategy`).
 * 5.3: Adam(0.9, 0.98, 1e-9) with the warm-up / inverse square-root schedule.
 * 5.4: label-smoothed cross-entropy; dropout lives in the model.
 * 6.1: checkpoints every N steps and/or minutes, the last K kept (for averaging).
@@ -39,15 +39,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_transformer.checkpoints import CheckpointTimer, Checkpoints
+from keras_transformer.training.checkpoints import CheckpointTimer, Checkpoints
 from keras_transformer.config import PRECISIONS, TrainingConfig, TransformerConfig
-from keras_transformer.distribution import agree, is_chief
-from keras_transformer.early_stopping import EarlyStopping
-from keras_transformer.interrupts import StopSignals, name as signal_name
+from keras_transformer.training.distribution import agree, is_chief
+from keras_transformer.training.early_stopping import EarlyStopping
+from keras_transformer.training.interrupts import StopSignals, name as signal_name
 from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy
 from keras_transformer.model import Transformer
-from keras_transformer.reporting import EvalHistory, Reporter, read_eval_history
-from keras_transformer.schedules import create_optimizer, learning_rate
+from keras_transformer.training.reporting import EvalHistory, Reporter, read_eval_history
+from keras_transformer.training.schedules import create_optimizer, learning_rate
 
 __all__ = ["LoopState", "Trainer", "TrainingConfig", "TrainingDiverged", "build_model_and_optimizer",
            "build_trainer", "read_eval_history"]
@@ -132,7 +132,7 @@ class Trainer:
         checkpoints: a `checkpoints.Checkpoints` of `model`, `optimizer` and the step counter
             (`checkpoints.step`), which `train_step` advances.
         config: the `TrainingConfig`.
-        model_dir: the training directory (`keras_transformer.model_dir` layout); summaries go
+        model_dir: the training directory (`keras_transformer.run_dir.layout` layout); summaries go
             to MODEL_DIR/train and MODEL_DIR/eval.
         strategy: the `tf.distribute.Strategy` the model and optimizer were built under
             (default: the current one).
@@ -379,7 +379,7 @@ def build_trainer(model_config: TransformerConfig, config: TrainingConfig, model
     Args:
         model_config: the `TransformerConfig`.
         config: the `TrainingConfig`.
-        model_dir: the training directory (`keras_transformer.model_dir` layout).
+        model_dir: the training directory (`keras_transformer.run_dir.layout` layout).
         strategy: a `tf.distribute.Strategy`, e.g. `distribution.create_strategy(...)`
             (default: the current one).
         batch_tokens: the global token budget of one update (all replicas and micro-batches).

@@ -23,16 +23,23 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_transformer import decoding, metrics, sorted_batches
+from keras_transformer import metrics
+from keras_transformer.decoding import search, sorted_batches
 from keras_transformer.config import DecodingConfig
 from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy
 
 ID_BATCH = tf.TensorSpec([None, None], tf.int32)
 
 
-def make_translate_fn(model, config: DecodingConfig = DecodingConfig()):
-    """`keras_transformer.decoding.translate_ids` (the one place that knows the decoding rules)
-    as one `tf.function` over int32 [None, None], so length-bucketed batches do not retrace.
+def make_translate_fn(model, config: DecodingConfig = DecodingConfig(), grammar=None):
+    """`keras_transformer.decoding.search.translate_ids` (the decoding entry point `translate` and
+    the export use too) as one `tf.function` over int32 [None, None], so length-bucketed batches
+    do not retrace.
+
+    Args:
+        model: a built `Transformer`.
+        config: the decoding settings (n_best is not used: the best hypothesis is returned).
+        grammar: the target vocabulary's `TreeGrammar` when `config.tree_constraint` is set.
 
     Returns:
         `translate(source_ids [B, S]) -> (ids int32 [B, T], scores float32 [B])`, the best
@@ -41,8 +48,7 @@ def make_translate_fn(model, config: DecodingConfig = DecodingConfig()):
 
     @tf.function(input_signature=[ID_BATCH])
     def translate(source_ids):
-        ids, scores = decoding.translate_ids(model, source_ids, beam_size=config.beam_size, alpha=config.alpha,
-                                             max_extra_length=config.max_extra_length)
+        ids, scores = search.translate_ids(model, source_ids, config, n_best=1, grammar=grammar)
         return ids[:, 0, :], scores[:, 0]  # (B, T), (B,)
 
     return translate
@@ -128,11 +134,13 @@ class Evaluator:
         batch_size: sentences per decoding batch.
         task_scores: hypotheses (list of str) -> more results, a task's own measure of the same
             translations (parsing's EVALB F1, section 6.3), or None.
+        grammar: the target vocabulary's `TreeGrammar`, needed when `decoding.tree_constraint`
+            is set (the dev translations are then constrained as `translate`'s and the export's).
     """
 
     def __init__(self, loss_batches=None, source_ids=None, references=None, detokenize=None,
                  decoding: DecodingConfig = DecodingConfig(), label_smoothing: float = 0.1,
-                 batch_size: int = 64, task_scores: Optional[Callable[[list], dict]] = None):
+                 batch_size: int = 64, task_scores: Optional[Callable[[list], dict]] = None, grammar=None):
         if source_ids is not None and (references is None or detokenize is None):
             raise ValueError("BLEU needs references and a detokenize function")
         if source_ids is not None and len(source_ids) != len(references):
@@ -145,6 +153,7 @@ class Evaluator:
         self.label_smoothing = label_smoothing
         self.batch_size = batch_size
         self.task_scores = task_scores
+        self.grammar = grammar
         self._fns: dict = {}
 
     def __call__(self, model) -> dict:
@@ -153,7 +162,7 @@ class Evaluator:
         and what `task_scores` adds."""
         key = id(model)
         if key not in self._fns:
-            self._fns = {key: (make_loss_fn(model, self.label_smoothing), make_translate_fn(model, self.decoding))}
+            self._fns = {key: (make_loss_fn(model, self.label_smoothing), make_translate_fn(model, self.decoding, self.grammar))}
         loss_fn, translate_fn = self._fns[key]
         results: dict = {}
         if self.loss_batches is not None:

@@ -16,7 +16,7 @@
 A checkpoint holds `model` (the Transformer's variables) and, for training,
 `optimizer` and `step`; `restore_model` reads only the model part, so
 translation and export work from either kind. A damaged checkpoint (see
-`keras_transformer.checkpoint_files`) is skipped with a warning for the one before it.
+`keras_transformer.run_dir.readable_checkpoints`) is skipped with a warning for the one before it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
-from keras_transformer import atomic_files, checkpoint_files
+from keras_transformer.run_dir import atomic_files, readable_checkpoints
 from keras_transformer.config import TransformerConfig
 from keras_transformer.model import Transformer
 
@@ -73,7 +73,7 @@ def read_config(model_dir: str) -> TransformerConfig:
 
 
 def latest_checkpoint(model_dir: str, prefer_averaged: bool = True,
-                      warn: Callable[[str], None] = checkpoint_files.warn_on_stderr) -> Optional[str]:
+                      warn: Callable[[str], None] = readable_checkpoints.warn_on_stderr) -> Optional[str]:
     """The checkpoint to translate with: the averaged one if readable (and preferred), else the
     newest readable one of MODEL_DIR/checkpoints; None if there is none. `warn` gets one line
     for each damaged checkpoint skipped.
@@ -84,8 +84,8 @@ def latest_checkpoint(model_dir: str, prefer_averaged: bool = True,
     folders = ([AVERAGED_DIR] if prefer_averaged else []) + [CHECKPOINT_DIR]
     damaged = []
     for folder in folders:
-        readable, skipped = checkpoint_files.newest_readable(
-            checkpoint_files.listed_checkpoints(os.path.join(model_dir, folder), warn), warn)
+        readable, skipped = readable_checkpoints.newest_readable(
+            readable_checkpoints.listed_checkpoints(os.path.join(model_dir, folder), warn), warn)
         if readable:
             return readable
         damaged += skipped
@@ -96,7 +96,7 @@ def latest_checkpoint(model_dir: str, prefer_averaged: bool = True,
 
 
 def restore_model(model_dir: str, checkpoint: Optional[str] = None,
-                  warn: Callable[[str], None] = checkpoint_files.warn_on_stderr) -> tuple[Transformer, str]:
+                  warn: Callable[[str], None] = readable_checkpoints.warn_on_stderr) -> tuple[Transformer, str]:
     """Builds the model of a training directory and loads its weights.
 
     Args:
@@ -116,7 +116,7 @@ def restore_model(model_dir: str, checkpoint: Optional[str] = None,
         if not os.path.isfile(checkpoint + ".index"):
             raise FileNotFoundError(f"{checkpoint}: no such checkpoint ({os.path.basename(checkpoint)}.index not "
                                     "found; expected a prefix such as MODEL_DIR/checkpoints/ckpt-1000)")
-        checkpoint_files.check_readable(checkpoint)
+        readable_checkpoints.check_readable(checkpoint)
     else:
         checkpoint = latest_checkpoint(model_dir, warn=warn)
     if not checkpoint:

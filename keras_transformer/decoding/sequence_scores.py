@@ -8,7 +8,7 @@ pair's score is their sum,
     log P(Y | X) = sum_t log p(y_t | y_<t, X),    tokens = |Y| (EOS included),
 
 so -score / tokens is the pair's cross-entropy per token (the dev "nll" of
-`keras_transformer.evaluation`, which sums the same terms over a whole corpus).
+`keras_transformer.training.evaluation`, which sums the same terms over a whole corpus).
 
     score = make_score_fn(model)                          # one tf.function, [None, None] ids
     log_probs, tokens = score(source_ids, target_ids)     # int32 (B, S), (B, T) -> (B,), (B,)
@@ -37,7 +37,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_transformer import sorted_batches
+from keras_transformer.decoding import sorted_batches
 from keras_transformer.losses import decoder_inputs, token_losses
 from keras_transformer.special_ids import PAD_ID
 

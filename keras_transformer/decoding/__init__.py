@@ -1,0 +1,11 @@
+"""Decoding: ids in, ids out (section 6.1), and the log-probability of given outputs.
+
+  search           the one entry point every caller decodes through (dev evaluation,
+                   `translate`, the SavedModel): the decoding rules (length limit, never PAD or
+                   BOS, empty sources) joining the model to the search; `translate_ids`.
+  beam_search      beam and greedy search in pure TensorFlow; knows no model.
+  tree_constraint  decoding restricted to linearized trees over the input (section 6.3).
+  sequence_scores  log P(target | source) per pair with teacher forcing (`score`).
+  sorted_batches   many sentences through a batched function in length-sorted batches,
+                   results in input order.
+"""

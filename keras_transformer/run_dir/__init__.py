@@ -1,0 +1,8 @@
+"""The training directory on disk (MODEL_DIR), read and written by every command.
+
+  layout                the folders and files of a run, its model_config.json,
+                        `restore_model` (averaged, else the newest readable checkpoint).
+  readable_checkpoints  which checkpoints a folder lists and whether one reads completely.
+  averaging             checkpoint averaging (section 6.1).
+  atomic_files          a file whole or not at all; a command's output to stdout or a file.
+"""

@@ -1,0 +1,114 @@
+"""Starting a new run from another run's model (`--init_from`): its weights and its tokenizer,
+a fresh optimizer and step 0."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Optional
+
+from keras_transformer import cli
+from keras_transformer.config import TransformerConfig
+from keras_transformer.run_dir import layout
+from pipelines.data_config import DataConfig
+from tasks.vocabulary import sized_model
+
+
+
+# What may differ between a run and the model it starts from: training settings, not shapes.
+TRAINING_ONLY_FIELDS = ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "label_smoothing")
+
+
+@dataclasses.dataclass(frozen=True)
+class InitSource:
+    """The model a new run starts from (`--init_from`): a training directory's averaged (else
+    newest readable) checkpoint, or a given checkpoint prefix in one.
+
+    Attributes:
+        run_dir: the training directory the weights and the tokenizer come from.
+        checkpoint: the checkpoint prefix read.
+    """
+
+    run_dir: str
+    checkpoint: str
+
+    @classmethod
+    def resolve(cls, path: str, model_dir: str) -> "InitSource":
+        """The run and checkpoint `path` names; a one-line error if it is neither a training
+        directory with a readable checkpoint nor a readable checkpoint prefix in one."""
+        from keras_transformer.run_dir import readable_checkpoints  # pylint: disable=g-import-not-at-top
+
+        if os.path.isfile(path + ".index"):
+            readable_checkpoints.check_readable(path)
+            run_dir, checkpoint = os.path.dirname(os.path.dirname(os.path.abspath(path))), path
+        elif os.path.isdir(path):
+            run_dir, checkpoint = path, layout.latest_checkpoint(path)
+            if checkpoint is None:
+                raise ValueError(f"--init_from={path}: no checkpoint in {layout.CHECKPOINT_DIR}/ or "
+                                 f"{layout.AVERAGED_DIR}/")
+        else:
+            raise FileNotFoundError(f"--init_from={path}: no such training directory or checkpoint prefix "
+                                    "(e.g. RUN/checkpoints/ckpt-1000)")
+        if os.path.abspath(run_dir) == os.path.abspath(model_dir):
+            raise ValueError(f"--init_from={path} is in --model_dir itself; to go on with that run, leave "
+                             "out --init_from (the same command resumes it)")
+        for name, test in ((layout.CONFIG_FILE, os.path.isfile), (layout.TOKENIZER_DIR, os.path.isdir)):
+            if not test(os.path.join(run_dir, name)):
+                raise FileNotFoundError(f"--init_from={path}: {os.path.join(run_dir, name)} not found (a model "
+                                        "is started from together with its run's config and tokenizer)")
+        return cls(run_dir=run_dir, checkpoint=checkpoint)
+
+    def record(self) -> dict:
+        return {"run_dir": os.path.abspath(self.run_dir), "checkpoint": os.path.abspath(self.checkpoint)}
+
+    def check(self, model_dir: str, model: TransformerConfig, data: DataConfig) -> None:
+        """A one-line `ValueError` unless this run's flags ask for the architecture and vocabulary
+        of the model it starts from. Reads only; writes nothing in either directory."""
+        from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+
+        tokenizer_dir = os.path.join(self.run_dir, layout.TOKENIZER_DIR)
+        if not tokenizers.is_saved(tokenizer_dir):
+            raise FileNotFoundError(f"--init_from: {tokenizer_dir} is incomplete")
+        source, target = tokenizers.load_pair(tokenizer_dir)
+        settings = source.settings()
+        wanted = {"type": data.tokenizer, "lowercase": data.lowercase, "shared": data.shared_vocab}
+        have = {"type": settings["type"], "lowercase": settings["lowercase"], "shared": source is target}
+        diff = [f"{k}={have[k]!r} (there) vs {wanted[k]!r} (flags)" for k in wanted if have[k] != wanted[k]]
+        if diff:
+            raise ValueError(f"--init_from={self.run_dir}: its vocabulary differs: {'; '.join(diff)}")
+        ours = os.path.join(model_dir, layout.TOKENIZER_DIR)
+        if tokenizers.is_saved(ours) and tokenizers.fingerprint(*tokenizers.load_pair(ours)) != \
+                tokenizers.fingerprint(source, target):
+            raise ValueError(f"{ours} is not the tokenizer of --init_from={self.run_dir}; use another --model_dir")
+        there = layout.read_config(self.run_dir).to_dict()
+        ours_model = sized_model(model, source, target).to_dict()
+        skip = set(TRAINING_ONLY_FIELDS) | ({"max_length"} if there["positional_encoding"] == "sinusoidal" else set())
+        diff = [f"{k}={there[k]!r} (there) vs {ours_model[k]!r} (flags)" for k in sorted(there)
+                if k not in skip and there[k] != ours_model.get(k)]
+        if diff:
+            raise ValueError(f"--init_from={self.run_dir}: a different architecture: {'; '.join(diff)}")
+
+    def copy_tokenizer(self, model_dir: str) -> None:
+        """Saves the tokenizer of the run started from as this run's (unless already there)."""
+        from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+
+        ours = os.path.join(model_dir, layout.TOKENIZER_DIR)
+        if not tokenizers.is_saved(ours):
+            with cli.silence_native_stderr():
+                tokenizers.save_pair(*tokenizers.load_pair(os.path.join(self.run_dir, layout.TOKENIZER_DIR)),
+                                     ours)
+
+    def load_weights(self, model) -> None:
+        """Reads the model's weights (not the optimizer's state, not the step) from the checkpoint."""
+        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+        tf.train.Checkpoint(model=model).read(self.checkpoint).expect_partial().assert_existing_objects_matched()
+
+
+def recorded_init(model_dir: str) -> Optional[InitSource]:
+    """The `InitSource` model_config.json records for a run that has no checkpoint yet (a run
+    started with --init_from and stopped before its first save starts from it again)."""
+    if not os.path.isfile(os.path.join(model_dir, layout.CONFIG_FILE)):
+        return None
+    record = layout.read_settings(model_dir).get("init_from")
+    return InitSource(record["run_dir"], record["checkpoint"]) if record else None

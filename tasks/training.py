@@ -1,0 +1,160 @@
+"""Training a model on a data set (sections 5 and 6.1): what `python -m keras_transformer.train` does.
+
+    state = train(model_dir, data, model, training, decoding)
+
+`train` wires `pipelines/` (pairs -> tokenizer -> token-budget batches) to the custom loop
+of `keras_transformer.training.trainer` and the dev evaluation of `tasks.dev_evaluation`, and
+averages the last checkpoints at the end (section 6.1).
+
+Running `train` again on the same directory resumes: the tokenizer saved in
+MODEL_DIR/tokenizer on the first run is reused, never retrained (a run whose tokenizer is
+lost is refused, not given a new one), and the model must match MODEL_DIR/model_config.json.
+The data order after a resume is a fresh deterministic shuffle seeded by (seed, step), not
+the exact continuation of the interrupted epoch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import os
+from typing import Callable, Optional
+
+from keras_transformer.config import DecodingConfig, TransformerConfig
+from keras_transformer.run_dir import layout
+from pipelines import corpora
+from pipelines.data_config import DataConfig, check_batch_tokens
+from tasks.dev_evaluation import build_evaluator
+from tasks.disk_cache import prepare_disk_cache
+from tasks.fine_tuning import InitSource, recorded_init
+from tasks.run_checks import check_resume, check_run_files, has_checkpoints
+from tasks.vocabulary import load_tokenizers, sized_model
+
+_print = functools.partial(print, flush=True)
+
+
+def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, decoding: DecodingConfig,
+          *, bleu_sentences: Optional[int] = None, num_gpus: int = -1, cpu_replicas: int = 0,
+          init_from: Optional[str] = None, log: Callable[[str], None] = _print):
+    """Trains (or resumes) a translation model in `model_dir`; returns the final `LoopState`.
+
+    Args:
+        model_dir: the training directory (`keras_transformer.run_dir.layout` layout).
+        data: the data set, tokenizer and batching (section 5.1); its training corpora may be
+            several, mixed by weight (`data.train_files`), and `data.cache` says where the
+            tokenized pairs are kept between epochs (the log says what "auto" chose).
+        model: the architecture; its vocabulary sizes are replaced by the tokenizer's.
+        training: a `keras_transformer.config.TrainingConfig`; precision "auto" is resolved
+            for the devices used.
+        decoding: the dev translations' search (section 6.1).
+        bleu_sentences: dev sentences translated for BLEU (None: all; 0: none).
+        num_gpus, cpu_replicas: the devices (`keras_transformer.training.distribution.create_strategy`).
+        init_from: start a new run from another run's model (a training directory or a
+            checkpoint prefix, `InitSource`): its weights and its tokenizer, a fresh optimizer
+            and step 0. Ignored when `model_dir` already has checkpoints (that run resumes).
+        log: where console lines go.
+
+    The command checks `data`'s files before it calls this (`DataConfig.check_inputs`, a pass
+    over parallel text files), and `pipelines.sources.load_pairs` checks them again on reading.
+
+    The chief holds `run_lock.RunLock(model_dir)` throughout (a second trainer on the directory
+    gets a one-line error) and first removes what a killed run left half-written. A run that
+    has checkpoints must still have its tokenizer and config (`check_run_files`); the
+    tokenizer's fingerprint is recorded in model_config.json and checked on every resume.
+    SIGINT or SIGTERM end the loop after the current update with a checkpoint
+    (`state.stop_reason == "interrupted"`, `state.signal`); then nothing is averaged. The end
+    of a run (the final evaluation, the average) happens once: started again after its last
+    update, a run only does what a kill left undone.
+
+    Raises:
+        ValueError, FileNotFoundError: bad input, before any work is written (a mismatched
+            `init_from` included: neither directory is touched).
+        keras_transformer.training.trainer.TrainingDiverged: the loss became NaN or infinite.
+    """
+    from keras_transformer.training import distribution, run_lock  # pylint: disable=g-import-not-at-top
+    from keras_transformer.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+    from pipelines import batching, tokenizers  # pylint: disable=g-import-not-at-top
+
+    strategy = distribution.create_strategy(num_gpus, cpu_replicas)
+    replicas = strategy.num_replicas_in_sync
+    auto = training.precision == "auto"
+    training = dataclasses.replace(
+        training, precision=distribution.resolve_precision(training.precision, use_gpus=num_gpus != 0))
+    check_batch_tokens(data.batch_tokens, data.max_length, replicas, training.accumulation_steps)
+    init = None
+    if not has_checkpoints(model_dir):
+        init = InitSource.resolve(init_from, model_dir) if init_from else recorded_init(model_dir)
+        if init is not None:
+            init.check(model_dir, model, data)
+    chief = distribution.is_chief(strategy)
+    with run_lock.RunLock(model_dir) if chief else contextlib.nullcontext():
+        if chief:
+            run_lock.remove_stale_temporaries(model_dir, log)
+        check_run_files(model_dir)
+        if init is not None and chief:
+            init.copy_tokenizer(model_dir)
+        source_tok, target_tok = load_tokenizers(model_dir, data, save=chief, log=log)
+        model = sized_model(model, source_tok, target_tok)
+        fingerprint = tokenizers.fingerprint(source_tok, target_tok)
+        check_resume(model_dir, model, fingerprint, init)
+        if chief:
+            layout.write_config(model_dir, model, training=training.to_dict(), data=dataclasses.asdict(data),
+                                       decoding=decoding.to_dict(), tokenizer={"sha256": fingerprint},
+                                       **({"init_from": init.record()} if init else {}))
+        trainer = trainer_lib.build_trainer(model, training, model_dir, strategy, batch_tokens=data.batch_tokens,
+                                            log=log)
+        start = trainer.restore()
+        if start == 0 and init is not None:
+            init.load_weights(trainer.model)
+        params = sum(int(v.shape.num_elements()) for v in trainer.model.trainable_variables)
+        log(f"{type(strategy).__name__} with {replicas} replica(s); {params:,} parameters; vocabulary "
+            f"{source_tok.vocab_size}; {training.precision}" + (" (auto)" if auto else "") + "; "
+            + (f"resumed at step {start}" if start else "starting at step 0")
+            + (f" from the weights of {init.checkpoint} (fresh optimizer)" if start == 0 and init else ""))
+        cache, why = data.cache_mode()
+        cache_path = prepare_disk_cache(model_dir, data, fingerprint, log, clean=chief) if cache == "disk" else None
+        pairs = data.training_pairs()
+        mixture = pairs if isinstance(pairs, corpora.Mixture) else None
+        log(f"input: cache {cache} ({why}), shuffle buffer {data.shuffle_buffer:,}"
+            + (f"; corpora {', '.join(f'{n} {100 * w:.1f}%' for n, w in zip(mixture.names, mixture.weights))}"
+               if mixture else ""))
+        input_fn = batching.make_input_fn(
+            (lambda: pairs) if mixture else (lambda: data.training_pairs()), source_tok,
+            data.batch_tokens // training.accumulation_steps, target_tokenizer=target_tok,
+            max_length=data.max_length, shuffle=True, seed=data.seed * 1_000_003 + start, repeat=True,
+            shuffle_buffer=data.shuffle_buffer, cache=cache, cache_path=cache_path)
+        evaluator = build_evaluator(data, decoding, model, source_tok, target_tok, bleu_sentences)
+        if mixture:
+            evaluator = _logging_shares(evaluator, mixture, log)
+        state = trainer.train(input_fn, evaluator)
+        if mixture and state.stop_reason == "interrupted":  # else the last evaluation logged them
+            log(f"sampled pairs: {mixture.counter.summary()}")
+        if training.average_last and chief and state.stop_reason != "interrupted":
+            average_once(model_dir, training.average_last, state.step, log)
+    return state
+
+
+def _logging_shares(evaluator, mixture, log: Callable[[str], None]):
+    """`evaluator` that first logs each corpus' share of the pairs sampled so far."""
+
+    def evaluate(model):
+        log(f"sampled pairs: {mixture.counter.summary()}")
+        return evaluator(model)
+
+    return evaluate
+
+
+def average_once(model_dir: str, count: int, step: int, log: Callable[[str], None] = _print) -> None:
+    """Averages the last `count` checkpoints into MODEL_DIR/averaged, unless the average of the
+    checkpoints up to `step` is already there (a finished run started again)."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    from keras_transformer.run_dir import averaging  # pylint: disable=g-import-not-at-top
+
+    done = tf.train.latest_checkpoint(os.path.join(model_dir, layout.AVERAGED_DIR))
+    if done and averaging.checkpoint_step(done) == step:
+        log(f"the last {count} checkpoints were averaged before: {done}")
+        return
+    path = averaging.average_last(model_dir, count)
+    log(f"averaged the last {count} checkpoints into {path}")
