@@ -11,5 +11,7 @@
   warmup          TF Serving's warm-up file (PredictionLog records of sample requests),
                   written into every version folder; the gRPC client shares its request builder.
   ops             the check that only core TF and tensorflow-text ops are in the graph, read
-                  in a fresh interpreter by `python -m export.servable_ops`.
+                  in a fresh interpreter by servable_ops (`python -m export.servable_ops`).
+  ctranslate2_model  the same model as a CTranslate2 model (`--format=ctranslate2`), decoded
+                  as the project decodes.
 """

@@ -130,7 +130,7 @@ def _sized(pieces: Sequence[str], rows: int, side: str) -> list[str]:
     pieces = list(pieces)
     if len(pieces) > rows:
         raise ValueError(f"the {side} tokenizer has {len(pieces)} ids but the model's embedding only {rows} rows")
-    # Rows without a piece do not occur in this project's runs (tasks/translation.py sizes the
+    # Rows without a piece do not occur in this project's runs (tasks/vocabulary.py sizes the
     # model by its tokenizer); a model that has them may output them, with CTranslate2 as without.
     return pieces + [f"<unused_{i}>" for i in range(len(pieces), rows)]
 
@@ -285,7 +285,7 @@ def build_spec(model, source_pieces: Sequence[str], target_pieces: Sequence[str]
     spec.config.unk_token = tokens["unk"]
     spec.config.bos_token = tokens["bos"]
     spec.config.eos_token = tokens["eos"]
-    spec.config.decoder_start_token = tokens["bos"]  # losses.decoder_inputs / decoding.translate_ids
+    spec.config.decoder_start_token = tokens["bos"]  # losses.decoder_inputs / search.translate_ids
     spec.config.add_source_bos = False
     spec.config.add_source_eos = True  # sources are pieces + EOS (pipelines/batching.py, serving_module)
     spec.config.layer_norm_epsilon = float(config.layer_norm_epsilon)  # CT2's default is 1e-5
@@ -440,11 +440,11 @@ def translation_options(decoding: DecodingConfig, config: TransformerConfig, sou
     * max_input_length = config.max_length: CTranslate2 keeps the first max_length - 1 pieces
       and EOS (src/vocabulary.cc), as serving_module.Translator.source_ids truncates.
     * max_decoding_length = source tokens (EOS included) + max_extra_length, capped at
-      max_length for learned positions (decoding.max_decode_lengths); CTranslate2 counts the
+      max_length for learned positions (search.max_decode_lengths); CTranslate2 counts the
       EOS in it as the project does. One value per call: `translate_pieces` groups by length.
     * min_decoding_length = 0: the project may end at the first step (CTranslate2's default 1
       forbids an empty output).
-    * suppress_sequences = [[PAD], [BOS]]: decoding.step_fn never outputs them; CTranslate2
+    * suppress_sequences = [[PAD], [BOS]]: search.step_fn never outputs them; CTranslate2
       masks before its log-softmax, so scores are renormalised the same way.
     * Greedy search (beam 1): length_penalty = 0, scores are log P(Y) as in the project.
     * Beam search: CTranslate2 ranks finished hypotheses by log P(Y) / |Y| ** length_penalty,

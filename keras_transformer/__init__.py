@@ -7,6 +7,16 @@ Layout follows the data: `pipelines/` (text -> ids) feeds this package (ids -> l
 -> ids), which `export/` wraps (strings -> strings); `tasks/` runs them together. This
 package's library modules import none of those (docs/ARCHITECTURE.md).
 
+  config, special_ids, model, losses, metrics   the model core: settings, special ids, the
+               Transformer (section 3), its loss (5.4), corpus BLEU and chrF (6.1).
+  layers/      the Keras layers, one concept per module (section 3).
+  decoding/    ids in, ids out: `decoding.search.translate_ids`, the one decoding entry point.
+  training/    the custom training loop of section 5 and its parts.
+  run_dir/     the training directory on disk: layout, readable checkpoints, averaging.
+  cli/         what the commands share: quiet start-up, checked files, one `error:` line.
+  train, translate, parse, score, average_checkpoints, summary
+               the commands, `python -m keras_transformer.<name>`: flags in, one call.
+
 Importing the package loads nothing and changes no process-wide state (environment,
 file descriptors, TensorFlow's logging): the names below are imported on first use.
 Command-line entry points quieten TensorFlow themselves (`keras_transformer.cli`).

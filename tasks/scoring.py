@@ -118,7 +118,7 @@ def score_lines(model, source_tokenizer, target_tokenizer, source_lines: Sequenc
     """`(log_prob, tokens)` of each pair of lines, in their order.
 
     Args:
-        model: a `Transformer` (e.g. from `model_dir.restore_model`).
+        model: a `Transformer` (e.g. from `keras_transformer.run_dir.layout.restore_model`).
         source_tokenizer, target_tokenizer: the run's (`pipelines.tokenizers.load_pair`).
         source_lines, target_lines: one sentence per item, aligned.
         batch_tokens: the most tokens a side of one batch holds, padding included.
@@ -149,7 +149,7 @@ def format_line(log_prob: float, tokens: int) -> str:
 
 
 def load_run(model_dir: str, checkpoint: Optional[str] = None):
-    """The model (`model_dir.restore_model`) and tokenizers of a training directory:
+    """The model (`keras_transformer.run_dir.layout.restore_model`) and tokenizers of a training directory:
     `(model, checkpoint_path, source_tokenizer, target_tokenizer)`. A missing directory,
     config, tokenizer or checkpoint, or a tokenizer that is not the one the run recorded, is a
     one-line error; the directory, config and tokenizer are checked before the model loads."""

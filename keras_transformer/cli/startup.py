@@ -49,7 +49,7 @@ def start_tensorflow(cpu_replicas: int = 0, threads: int = 0):
     """Imports TensorFlow quietly and initialises its devices; returns the module.
 
     With `TF_CONFIG` set (several machines), the devices are left uninitialised:
-    `MultiWorkerMirroredStrategy` (`keras_transformer.distribution.create_strategy`)
+    `MultiWorkerMirroredStrategy` (`keras_transformer.training.distribution.create_strategy`)
     must configure its collectives before they are.
 
     Args:

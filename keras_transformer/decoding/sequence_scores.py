@@ -27,7 +27,7 @@ score there would silently be of another input. `max_scorable_length` gives the 
 `too_long` the pairs past it, which the caller must refuse (see `tasks.scoring`).
 
 This module knows no tokenizer and builds no model: the task layer restores the model
-(`model_dir.restore_model`) and tokenizes.
+(`keras_transformer.run_dir.layout.restore_model`) and tokenizes.
 """
 
 from __future__ import annotations
