@@ -1,68 +1,96 @@
-"""The SavedModel's `serving_default` against CTranslate2 (float32, int8): the same outputs? how fast?
+"""The SavedModel's `serving_default` against CTranslate2 (float32, int8), each engine in its own process.
 
     .venv/bin/python bench/serving_vs_ctranslate2.py --model_dir=runs/multi30k_en_de \\
         --input=../shared/data/multi30k/test_2016_flickr.en.gz \\
         --reference=../shared/data/multi30k/test_2016_flickr.de.gz --batch_size=32 --repeats=3
 
-The checkpoint of --model_dir that export and translation use (averaged/, else the newest
-readable one; or --checkpoint) is restored once (`serving_module.from_model_dir`) and written
-into a new work folder (temporary unless --work_dir is given) as
+The same outputs? How fast, measured as the engines are deployed: one engine per serving process.
+
+What runs where. This process (the parent) restores the checkpoint of --model_dir that export
+and translation use (averaged/, else the newest readable one; or --checkpoint) once
+(`serving_module.from_model_dir`) and writes into a new work folder (temporary unless
+--work_dir is given)
 
 * two CTranslate2 models of the restored model (`ctranslate2_model.convert`): float32 weights,
   run with compute_type float32, and int8 weights, run with compute_type int8;
 * two SavedModels (`serving_module.export_saved_model`): one with the beam search of
-  --beam_size, --alpha and --max_extra_length, one greedy (beam 1). Each is loaded back with
-  `tf.saved_model.load` and called through its `serving_default` signature
-  (`export.client.load_translate_fn`): strings in, strings out.
+  --beam_size, --alpha and --max_extra_length, one greedy (beam 1).
 
-Every engine gets the first --sentences lines of --input (plain or gzipped UTF-8, read by
-`pipelines.text_files.read_lines`) in the same batches: at most --batch_size sentences of
-similar length, longest first (`sorted_batches.length_sorted_batches` on the key
-`export.client.translate_lines` sorts by: words, then bytes).
+It tokenizes the first --sentences lines of --input (plain or gzipped UTF-8, read by
+`pipelines.text_files.read_lines`) into source pieces once, with the export's tokenizer
+(`Ctranslate2Translator.tokenize`; that translator's model is unloaded at once, it is used for
+its tokenizers only), and cuts them into the same batches for every engine: at most
+--batch_size sentences of similar length, longest first (`sorted_batches.length_sorted_batches`
+on the key `export.client.translate_lines` sorts by: words, then bytes). Every engine then runs
+in a fresh worker process of its own (`bench/engine_process.py`, started with the sentences or
+pieces of its batches in a JSON file): one SavedModel or one `ctranslate2.Translator` per
+process, never two, the process loading only its engine. The workers stay alive across rounds,
+as servers do, and translate when the parent asks over a pipe; each times its own calls. The
+parent only asks and waits (it translates nothing while a worker is timed), and afterwards turns
+pieces into text, checks and counts.
+
+Why. An earlier version kept every engine in this one process, and a float32
+`ctranslate2.Translator` in a process where an int8 one had been loaded and used runs much slower
+than alone in its process (importing or running TensorFlow beside it changes nothing): CTranslate2
+float32 was handicapped, and the SavedModel looked as fast as it while, as deployed with one
+engine per serving process, it is not (issue 29 has the figures). Hence one process per engine,
+and no engine in the process that starts them.
 
 1. Fidelity, CTranslate2 float32 (the export path below) against the SavedModel: how many
    translations are identical, and the largest score difference over those. Greedy search must
-   give the same translation for every sentence (the exit status is 1 otherwise). Beam search
-   agrees on most sentences, not all: the two searches collect finished hypotheses by different
-   rules (`ctranslate2_model.translation_options`); where they differ, the scores (both the
-   project's log P(Y) / lp(|Y|) of their own output) say which search found the better one.
-2. Speed, with beam search, of seven engines:
-   * SavedModel: its `serving_default` (tokenization, search and detokenization in the graph);
-   * CTranslate2 float32 and int8, export path: `ctranslate2_model.translate_pieces` on source
-     pieces that the export's tokenizer made before timing; outputs stay pieces. It makes one
-     `translate_batch` call per batch with the batch's largest output limit, and one more per
-     source length for the sources whose output reached their own limit (the project's limit is
-     per sentence, CTranslate2's per call), asks for every finished hypothesis and re-ranks them
-     with the project's length penalty (`rescore`);
-   * CTranslate2 float32 and int8, plain: CTranslate2 alone on the same model folder (the same
-     `ctranslate2.Translator`) and the same piece batches, one call per batch,
-     `translate_batch(pieces, beam_size, length_penalty=alpha, max_decoding_length=the batch's
-     longest source in tokens (EOS included) + max_extra_length)` and CTranslate2's defaults
-     otherwise. Its time over the export path's is what the export's own work costs. Its
-     outputs may differ from the export's: it ranks finished hypotheses by log P(Y) / |Y| **
-     alpha (not the GNMT penalty), never ends at the first step, does not suppress PAD and BOS,
-     and has one output limit per batch;
+   give the same translation for every sentence (the exit status is 1 otherwise); it runs first,
+   the greedy SavedModel and CTranslate2 float32 with greedy decoding each in a worker of its own,
+   closed before the timing starts. Beam search agrees on most sentences, not all: the two
+   searches collect finished hypotheses by different rules (`ctranslate2_model.translation_options`);
+   where they differ, the scores (both the project's log P(Y) / lp(|Y|) of their own output) say
+   which search found the better one.
+2. Speed, with beam search, of seven engines, seven worker processes:
+   * SavedModel: its `serving_default` (tokenization, search and detokenization in the graph),
+     loaded with `tf.saved_model.load` and called through that signature
+     (`export.client.load_translate_fn`): strings in, strings out;
+   * CTranslate2 float32 and int8, export path: `ctranslate2_model.translate_pieces` on the
+     source pieces; outputs stay pieces. It makes one `translate_batch` call per batch with the
+     batch's largest output limit, and one more per source length for the sources whose output
+     reached their own limit (the project's limit is per sentence, CTranslate2's per call), asks
+     for every finished hypothesis and re-ranks them with the project's length penalty (`rescore`);
+   * CTranslate2 float32 and int8, plain: CTranslate2 alone on the same model folder and the same
+     piece batches, one call per batch, `translate_batch(pieces, beam_size, length_penalty=alpha,
+     max_decoding_length=the batch's longest source in tokens (EOS included) + max_extra_length)`
+     and CTranslate2's defaults otherwise. Its time over the export path's is what the export's
+     own work costs. Its outputs may differ from the export's: it ranks finished hypotheses by
+     log P(Y) / |Y| ** alpha (not the GNMT penalty), never ends at the first step, does not
+     suppress PAD and BOS, and has one output limit per batch;
    * CTranslate2 float32 and int8, text: `Ctranslate2Translator.translate`, strings in and
      strings out, tokenization and detokenization included as in the SavedModel.
+   What each worker imports: the plain ones ctranslate2 and no TensorFlow; the export path and
+   text ones also TensorFlow, which the library code they run needs (`rescore` ranks with a TF
+   length penalty, `Ctranslate2Translator` tokenizes with tensorflow-text); the SavedModel one
+   TensorFlow. The JSON line records each worker's pid and whether it imported TensorFlow.
    Each engine translates one batch to warm up; then in each of --repeats rounds every engine
    translates all batches, the engines' order rotated each round, so that a change of the
    machine's load touches all of them alike. Each engine's best round gives its sentences/s,
-   target tokens/s, its wall time and its speed over the SavedModel's; with --reference, also
-   sacreBLEU BLEU (`keras_transformer.metrics`). Target tokens are counted the same way for
-   every engine: each translation tokenized again by the target tokenizer, plus one EOS per
-   non-empty source. Beam search's fidelity is that of the first round's outputs.
+   target tokens/s, its wall time and its speed over the SavedModel's, and beside it the median
+   over the rounds of the SavedModel's time over the engine's in the same round (robust to a
+   host whose speed drifts during a run); with --reference, also sacreBLEU BLEU
+   (`keras_transformer.metrics`). Target tokens are counted the same way for every engine: each
+   translation tokenized again by the target tokenizer, plus one EOS per non-empty source. Beam
+   search's fidelity is that of the first round's outputs.
 
-Threads: --threads for TensorFlow's intra-op and inter-op pools (`cli.start_tensorflow`, which
-sets `tf.config.threading` before it creates the devices: once the
-runtime runs, TensorFlow refuses the change) and for CTranslate2's `intra_threads`, with
-`inter_threads=1` (one batch at a time, as the SavedModel is called here).
+Threads: --threads (default: the host's physical cores) for TensorFlow's intra-op and inter-op
+pools in every worker that starts TensorFlow (`cli.start_tensorflow`, which sets
+`tf.config.threading` before it creates the devices: once the runtime runs, TensorFlow refuses
+the change), and CTranslate2 set up as its documentation recommends for a CPU (CTranslate2's
+docs/performance.md: inter_threads * intra_threads not above the physical cores; docs/parallel.md:
+inter_threads translates that many batches in parallel, which helps only when several are
+submitted at once): `intra_threads` = --threads, `inter_threads=1`, as here, like the
+SavedModel, one batch is submitted at a time. On a 2-core CPU: inter_threads=1, intra_threads=2.
 
 Prints the steps as they run, then a Markdown table with its notes for docs/BENCHMARKS.md (CPU
 figures: the host's CPU model, cores and load) and, last, one JSON line with every number.
 Needs ctranslate2 4.x (`pip install -e .[bench]`). Bad input (a missing or unreadable file,
 references that do not match the input line for line, a training directory without a checkpoint
 or tokenizer, a model CTranslate2 cannot express, no ctranslate2) ends with one `error:` line and
-exit status 2, before anything is written.
+exit status 2, before anything is written or any worker starts.
 """
 
 from __future__ import annotations
@@ -77,10 +105,11 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
-from absl import flags, logging
+from absl import flags
 
+import engine_process
 from keras_transformer import cli
 from tasks import flags as task_flags
 
@@ -94,8 +123,8 @@ flags.DEFINE_integer("sentences", 0, "Translate the first N lines of --input (0:
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch; every engine gets the same length-sorted batches.",
                      lower_bound=1)
 task_flags.define_decoding_flags()  # --beam_size 4, --alpha 0.6, --max_extra_length 50 (section 6.1)
-flags.DEFINE_integer("threads", 2, "TensorFlow intra- and inter-op threads and CTranslate2 intra_threads "
-                     "(2: both cores of a 2-core host).", lower_bound=1)
+flags.DEFINE_integer("threads", 0, "TensorFlow intra- and inter-op threads and CTranslate2 intra_threads in "
+                     "every engine's process (0: the host's physical cores).", lower_bound=0)
 flags.DEFINE_integer("repeats", 3, "Timed rounds, the engines taking turns; each engine's best round is reported.",
                      lower_bound=1)
 flags.DEFINE_string("work_dir", None, "Where the exports go, in a new folder that is kept when the run ends "
@@ -111,40 +140,44 @@ LABELS = {  # engine -> its row in the table, in the order the engines take turn
     "ct2_float32_text": "CTranslate2 float32, text (`Ctranslate2Translator.translate`)",
     "ct2_int8_text": "CTranslate2 int8, text (`Ctranslate2Translator.translate`)",
 }
+ENGINES = {  # engine -> (what its worker runs, `engine_process.ENGINES`; the export it loads)
+    "saved_model": ("saved_model", "saved_model"),
+    "ct2_float32": ("export_path", "ct2_float32"),
+    "ct2_int8": ("export_path", "ct2_int8"),
+    "ct2_float32_plain": ("plain", "ct2_float32"),
+    "ct2_int8_plain": ("plain", "ct2_int8"),
+    "ct2_float32_text": ("text", "ct2_float32"),
+    "ct2_int8_text": ("text", "ct2_int8"),
+}
+PIECES_OUT = ("export_path", "plain")  # workers whose outputs are pieces, detokenized here
 BASELINE = "saved_model"  # speeds are also given over this engine's
 FIDELITY = "ct2_float32"  # the engine whose outputs and scores are compared with the SavedModel's
 COMPUTE_TYPES = {"ct2_float32": (None, "float32"), "ct2_int8": ("int8", "int8")}  # quantization, compute_type
+CT2_INTER_THREADS = 1  # one batch at a time, as the SavedModel is called (CTranslate2's docs/parallel.md)
 EXPORT_OVERHEAD_TARGET = 1.05  # the issue: the export path within 5% of CTranslate2 itself (wall time)
 SCORE_TOLERANCE = 1e-4  # scores closer than this count as equal (float32 sums in two programs)
 SHOWN_DIFFERENCES = 3
 
 
-@dataclasses.dataclass(frozen=True)
-class Engine:
-    """One way to translate the batches.
-
-    Attributes:
-        run: batch number -> per sentence of that batch (output, score), the output as the
-            engine returns it (bytes, pieces or text); score None where the engine's score is
-            not the project's (plain CTranslate2).
-        texts: a list of such pairs -> their translations as text (not timed).
-    """
-
-    run: Callable[[int], list]
-    texts: Callable[[list], list[str]]
-
-
-# Host, input, TensorFlow ------------------------------------------------------------------------
+# Host, input ------------------------------------------------------------------------------------
 
 def host() -> dict[str, Any]:
-    """The CPU model (/proc/cpuinfo), the cores and the load average: what the figures depend on."""
-    cpu = platform.processor() or platform.machine()
+    """The CPU model and physical cores (/proc/cpuinfo), the logical cores and the load average:
+    what the figures depend on."""
+    cpu, cores = platform.processor() or platform.machine(), set()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as file:
-            cpu = next((line.split(":", 1)[1].strip() for line in file if line.startswith("model name")), cpu)
+            blocks = file.read().split("\n\n")  # one block per logical CPU
     except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "load_average": [round(load, 2) for load in os.getloadavg()]}
+        blocks = []
+    for block in blocks:
+        fields = dict((key.strip(), value.strip()) for key, _, value in
+                      (line.partition(":") for line in block.splitlines()))
+        cpu = fields.get("model name", cpu)
+        if "core id" in fields:
+            cores.add((fields.get("physical id"), fields["core id"]))
+    return {"cpu": cpu, "cores": os.cpu_count(), "physical_cores": len(cores) or os.cpu_count(),
+            "load_average": [round(load, 2) for load in os.getloadavg()]}
 
 
 def read_corpus() -> tuple[list[str], Optional[list[str]]]:
@@ -166,15 +199,7 @@ def read_corpus() -> tuple[list[str], Optional[list[str]]]:
     return lines[:count], (references[:count] if references is not None else None)
 
 
-def start_tensorflow(threads: int):
-    """TensorFlow with `threads` intra- and inter-op threads (`cli.start_tensorflow`)."""
-    tf = cli.start_tensorflow(threads=threads)
-    tf.get_logger().setLevel("ERROR")
-    logging.set_verbosity(logging.WARNING)  # no "Assets written to" lines from the SavedModel writer
-    return tf
-
-
-# Exports and engines ----------------------------------------------------------------------------
+# Exports, engines, their processes --------------------------------------------------------------
 
 def write_exports(translator, greedy_decoding, checkpoint: str, work: str) -> dict[str, str]:
     """The CTranslate2 models (float32, int8) and the SavedModels (beam search, greedy) of the
@@ -196,126 +221,95 @@ def write_exports(translator, greedy_decoding, checkpoint: str, work: str) -> di
     return paths
 
 
-def saved_model_engine(serving_default, batches: list[list[bytes]]) -> Engine:
-    """A loaded `serving_default` signature (the batches' tensors are made before timing)."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-    from export import serving_module  # pylint: disable=g-import-not-at-top
-
-    inputs = [tf.constant(batch, tf.string) for batch in batches]
-
-    def run(k: int) -> list:
-        outputs = serving_default(**{serving_module.SIGNATURE_INPUT: inputs[k]})
-        return list(zip(outputs["translations"].numpy().tolist(), outputs["scores"].numpy().tolist()))
-
-    return Engine(run, lambda pairs: [text.decode("utf-8") for text, _ in pairs])
-
-
-class CountingTranslator:
-    """A `ctranslate2.Translator` that counts its `translate_batch` calls."""
-
-    def __init__(self, translator):
-        self.translator, self.calls = translator, 0
-
-    def translate_batch(self, *args, **kwargs):
-        self.calls += 1
-        return self.translator.translate_batch(*args, **kwargs)
-
-
-def export_path_calls(ct2, decoding, batches: list[list[list[str]]]) -> int:
-    """How many `translate_batch` calls `translate_pieces` makes over `batches` (one per batch,
-    plus those of the sources translated again with their own limit)."""
+def export_tokenizers(path: str):
+    """The `Ctranslate2Translator` of the CTranslate2 export at `path`, for its `tokenize` and
+    `detokenize` (the export's own tokenizers) only: its model is unloaded at once, so this
+    process holds no engine."""
     from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
 
-    counting = CountingTranslator(ct2.translator)
-    for batch in batches:
-        ctranslate2_model.translate_pieces(counting, batch, decoding, ct2.config, special=ct2.special)
-    return counting.calls
+    with cli.silence_native_stderr():  # sentencepiece's INFO lines as the tokenizers load
+        tokenizers = ctranslate2_model.Ctranslate2Translator(path, device="cpu", intra_threads=1)
+    tokenizers.translator.unload_model()
+    return tokenizers
 
 
-def pieces_engine(ct2, decoding, batches: list[list[list[str]]]) -> Engine:
-    """The export path: `translate_pieces` with a `Ctranslate2Translator`'s model on sources
-    tokenized beforehand."""
-    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
-
-    def run(k: int) -> list:
-        nbest = ctranslate2_model.translate_pieces(ct2.translator, batches[k], decoding, ct2.config,
-                                                   special=ct2.special)
-        return [hypotheses[0] for hypotheses in nbest]
-
-    return Engine(run, lambda pairs: ct2.detokenize([pieces for pieces, _ in pairs]))
+def engine_spec(engine: str, path: str, decoding, threads: int, batches: list, compute_type: Optional[str]
+                ) -> dict[str, Any]:
+    """What `engine_process` needs to run `engine` (one of `engine_process.ENGINES`) in a worker."""
+    spec = {"engine": engine, "path": path, "decoding": decoding.to_dict(), "threads": threads, "batches": batches}
+    if compute_type:
+        spec.update(compute_type=compute_type, inter_threads=CT2_INTER_THREADS)
+    return spec
 
 
-def plain_options(decoding, batch: list[list[str]]) -> dict[str, Any]:
-    """The plain CTranslate2 call's arguments for `batch`: beam size, alpha as CTranslate2's own
-    length penalty, and one output limit, that of the batch's longest source (tokens, EOS
-    included, + max_extra_length: the project's limit for that sentence); CTranslate2's
-    defaults otherwise."""
-    longest = max((len(pieces) for pieces in batch), default=0) + 1  # + the EOS CTranslate2 appends
-    return dict(beam_size=decoding.beam_size, length_penalty=decoding.alpha,
-                max_decoding_length=longest + decoding.max_extra_length)
+def timed_specs(paths: dict[str, str], decoding, threads: int, text_batches: list, piece_batches: list
+                ) -> dict[str, dict[str, Any]]:
+    """The spec of each timed engine (`ENGINES`), in the order they take turns."""
+    specs = {}
+    for name, (engine, export) in ENGINES.items():
+        batches = piece_batches if engine in PIECES_OUT else text_batches
+        compute_type = COMPUTE_TYPES[export][1] if export in COMPUTE_TYPES else None
+        specs[name] = engine_spec(engine, paths[export], decoding, threads, batches, compute_type)
+    return specs
 
 
-def plain_engine(ct2, decoding, batches: list[list[list[str]]]) -> Engine:
-    """CTranslate2 alone: one `translate_batch` per batch on the same `ctranslate2.Translator`
-    as the export path, its best hypothesis by its own ranking, no score."""
-    options = [plain_options(decoding, batch) for batch in batches]
-
-    def run(k: int) -> list:
-        results = ct2.translator.translate_batch(batches[k], **options[k])
-        return [(result.hypotheses[0], None) for result in results]
-
-    return Engine(run, lambda pairs: ct2.detokenize([pieces for pieces, _ in pairs]))
-
-
-def text_engine(ct2, decoding, batches: list[list[str]]) -> Engine:
-    """`Ctranslate2Translator.translate`: sentences in, translations out."""
-    def run(k: int) -> list:
-        return [hypotheses[0] for hypotheses in ct2.translate(batches[k], decoding)]
-
-    return Engine(run, lambda pairs: [text for text, _ in pairs])
-
-
-# Running and comparing --------------------------------------------------------------------------
-
-def translate_all(engine: Engine, batches: list[list[int]]) -> tuple[float, list]:
-    """(seconds for all batches, the (output, score) pairs in input order)."""
-    start = time.perf_counter()
-    per_batch = [engine.run(k) for k in range(len(batches))]
-    seconds = time.perf_counter() - start
+def in_input_order(batches: list[list[int]], per_batch: list[list]) -> list:
+    """A worker's outputs, per batch, as one list in input order."""
     results: list = [None] * sum(len(batch) for batch in batches)
     for batch, outputs in zip(batches, per_batch):
         for i, output in zip(batch, outputs):
             results[i] = output
-    return seconds, results
+    return results
 
 
-def as_texts(engine: Engine, pairs: list) -> list[tuple[str, Optional[float]]]:
-    """An engine's (output, score) pairs as (translation, score)."""
+def as_texts(engine: str, pairs: list, tokenizers) -> list[tuple[str, Optional[float]]]:
+    """A worker's [output, score] pairs as (translation, score): pieces detokenized by the
+    export's tokenizer (`tokenizers`, `export_tokenizers`), text as it is."""
+    if engine not in PIECES_OUT:
+        return [(text, score) for text, score in pairs]
     with cli.silence_native_stderr():  # a tokenizer's first use prints sentencepiece's INFO lines
-        return list(zip(engine.texts(pairs), [score for _, score in pairs]))
+        return list(zip(tokenizers.detokenize([pieces for pieces, _ in pairs]), [score for _, score in pairs]))
 
 
-def time_engines(engines: dict[str, Engine], batches: list[list[int]], repeats: int
+def translate_greedy(paths: dict[str, str], greedy, threads: int, text_batches: list, piece_batches: list,
+                     batches: list[list[int]], work: str) -> dict[str, list]:
+    """The greedy SavedModel and CTranslate2 float32's export path with greedy decoding, each in a
+    worker of its own, closed before the timing: per engine its [output, score] pairs in input order."""
+    specs = {
+        "saved_model_greedy": engine_spec("saved_model", paths["saved_model_greedy"], greedy, threads, text_batches,
+                                          None),
+        "ct2_float32_greedy": engine_spec("export_path", paths[FIDELITY], greedy, threads, piece_batches,
+                                          COMPUTE_TYPES[FIDELITY][1]),
+    }
+    with engine_process.started(specs, work) as processes:
+        outputs = {name: in_input_order(batches, process.request("translate")["outputs"])
+                   for name, process in processes.items()}
+    print("greedy search: " + ", ".join(f"{name} pid {process.info['pid']}" for name, process in processes.items()),
+          flush=True)
+    return outputs
+
+
+def time_engines(processes: dict[str, engine_process.EngineProcess], batches: list[list[int]], repeats: int
                  ) -> tuple[dict[str, list[float]], dict[str, list], dict[str, int]]:
     """Warms each engine up on the first batch, then times `repeats` rounds of all batches per
-    engine, the engines' order rotated each round.
+    engine, the engines' order rotated each round; each worker times its own calls while the
+    others wait for their turn.
 
-    Returns per engine: the seconds of every round, the first round's (output, score) pairs,
-    and the most outputs a later round changed (0 for a deterministic engine).
+    Returns per engine: the seconds of every round, the first round's [output, score] pairs in
+    input order, and the most outputs a later round changed (0 for a deterministic engine).
     """
-    with cli.silence_native_stderr():
-        for engine in engines.values():
-            engine.run(0)
-    names = list(engines)
+    for process in processes.values():
+        process.request("warm_up")
+    names = list(processes)
     seconds: dict[str, list[float]] = {name: [] for name in names}
     outputs: dict[str, list] = {}
     changed = {name: 0 for name in names}
     for round_index in range(repeats):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
-            elapsed, result = translate_all(engines[name], batches)
-            seconds[name].append(elapsed)
+            reply = processes[name].request("translate")
+            seconds[name].append(reply["seconds"])
+            result = in_input_order(batches, reply["outputs"])
             if name in outputs:
                 changed[name] = max(changed[name], sum(a[0] != b[0] for a, b in zip(outputs[name], result)))
             else:
@@ -324,6 +318,8 @@ def time_engines(engines: dict[str, Engine], batches: list[list[int]], repeats: 
               + ", ".join(f"{name} {seconds[name][-1]:.2f} s" for name in names), flush=True)
     return seconds, outputs, changed
 
+
+# Comparing --------------------------------------------------------------------------------------
 
 def identical(reference: list[tuple], other: list[tuple]) -> int:
     """How many translations of `other` equal those of `reference`."""
@@ -371,69 +367,62 @@ def target_tokens(tokenizer, translations: list[str], nonempty: list[bool]) -> i
 
 # The measurement --------------------------------------------------------------------------------
 
-def measure(translator, checkpoint: str, work: str, lines: list[str], references: Optional[list[str]]
-            ) -> dict[str, Any]:
-    """Exports, checks fidelity, times the engines; returns every number (the JSON record)."""
+def measure(translator, checkpoint: str, work: str, lines: list[str], references: Optional[list[str]],
+            threads: int) -> dict[str, Any]:
+    """Exports, checks fidelity, times the engines (each in its own worker); returns every
+    number (the JSON record)."""
     import ctranslate2  # pylint: disable=g-import-not-at-top
 
-    from export import client, ctranslate2_model  # pylint: disable=g-import-not-at-top
     from keras_transformer import metrics  # pylint: disable=g-import-not-at-top
-    from keras_transformer.decoding import sorted_batches
+    from keras_transformer.decoding import sorted_batches  # pylint: disable=g-import-not-at-top
 
-    decoding, threads = translator.decoding_config, FLAGS.threads
+    decoding = translator.decoding_config
     greedy = dataclasses.replace(decoding, beam_size=1, n_best=1)
     config = translator.model.config
     started = time.perf_counter()
     with cli.silence_native_stderr():  # sentencepiece's INFO lines as the tokenizers load
         paths = write_exports(translator, greedy, checkpoint, work)
-        serving = {name: client.load_translate_fn(export_dir=paths[name])[0]
-                   for name in ("saved_model", "saved_model_greedy")}
-        ct2 = {name: ctranslate2_model.Ctranslate2Translator(paths[name], decoding, device="cpu",
-                                                             compute_type=compute_type, intra_threads=threads,
-                                                             inter_threads=1)
-               for name, (_, compute_type) in COMPUTE_TYPES.items()}
-        pieces = ct2[FIDELITY].tokenize(lines)  # the export's tokenizer (the same in both models)
+    tokenizers = export_tokenizers(paths[FIDELITY])
+    pieces = tokenizers.tokenize(lines)  # the export's tokenizer (the same in both models)
     print(f"exported {checkpoint} to {work} in {time.perf_counter() - started:.0f} s: CTranslate2 float32 and "
-          f"int8, SavedModels (beam {decoding.beam_size}, greedy), the SavedModels loaded back", flush=True)
+          f"int8, SavedModels (beam {decoding.beam_size}, greedy)", flush=True)
 
     encoded = [line.encode("utf-8") for line in lines]
     lengths = [(len(line.split()), len(line)) for line in encoded]  # export.client.translate_lines' key
     batches = sorted_batches.length_sorted_batches(lengths, FLAGS.batch_size, descending=True)
-    byte_batches = [[encoded[i] for i in batch] for batch in batches]
     piece_batches = [[pieces[i] for i in batch] for batch in batches]
     text_batches = [[lines[i] for i in batch] for batch in batches]
-    calls = export_path_calls(ct2[FIDELITY], decoding, piece_batches)
-    print(f"input: {len(lines):,} sentences in {len(batches):,} batches of up to {FLAGS.batch_size}, longest "
-          f"first; the export path makes {calls:,} translate_batch calls per pass (one per batch, more for "
-          f"sources whose output reached their own length limit), plain CTranslate2 {len(batches):,}", flush=True)
 
     # 1. Fidelity: greedy search now, beam search from the first timed round.
-    sm_greedy = saved_model_engine(serving["saved_model_greedy"], byte_batches)
-    ct2_greedy = pieces_engine(ct2[FIDELITY], greedy, piece_batches)
-    sm_texts = as_texts(sm_greedy, translate_all(sm_greedy, batches)[1])
-    ct2_texts = as_texts(ct2_greedy, translate_all(ct2_greedy, batches)[1])
+    greedy_outputs = translate_greedy(paths, greedy, threads, text_batches, piece_batches, batches, work)
+    sm_texts = as_texts("saved_model", greedy_outputs["saved_model_greedy"], tokenizers)
+    ct2_texts = as_texts("export_path", greedy_outputs["ct2_float32_greedy"], tokenizers)
     greedy_result = agreement(sm_texts, ct2_texts)
     print("fidelity of CTranslate2 float32 (export path) to the SavedModel:", flush=True)
     report_agreement("greedy", greedy_result, lines, sm_texts, ct2_texts)
 
-    # 2. Speed, with beam search.
-    engines = {"saved_model": saved_model_engine(serving["saved_model"], byte_batches)}
-    for name in COMPUTE_TYPES:
-        engines[name] = pieces_engine(ct2[name], decoding, piece_batches)
-    for name in COMPUTE_TYPES:
-        engines[f"{name}_plain"] = plain_engine(ct2[name], decoding, piece_batches)
-    for name in COMPUTE_TYPES:
-        engines[f"{name}_text"] = text_engine(ct2[name], decoding, text_batches)
-    seconds, outputs, changed = time_engines(engines, batches, FLAGS.repeats)
+    # 2. Speed, with beam search: one worker process per engine, alive across the rounds.
+    started = time.perf_counter()
+    with engine_process.started(timed_specs(paths, decoding, threads, text_batches, piece_batches),
+                                work) as processes:
+        print(f"started {len(processes)} engine processes in {time.perf_counter() - started:.0f} s: "
+              + ", ".join(f"{name} pid {process.info['pid']}" for name, process in processes.items()), flush=True)
+        calls = processes[FIDELITY].request("count_calls")["calls"]
+        print(f"input: {len(lines):,} sentences in {len(batches):,} batches of up to {FLAGS.batch_size}, longest "
+              f"first; the export path makes {calls:,} translate_batch calls per pass (one per batch, more for "
+              f"sources whose output reached their own length limit), plain CTranslate2 {len(batches):,}",
+              flush=True)
+        seconds, outputs, changed = time_engines(processes, batches, FLAGS.repeats)
+        infos = {name: process.info for name, process in processes.items()}
     load_after = [round(load, 2) for load in os.getloadavg()]
-    texts = {name: as_texts(engines[name], pairs) for name, pairs in outputs.items()}
+    texts = {name: as_texts(ENGINES[name][0], pairs, tokenizers) for name, pairs in outputs.items()}
     beam_result = agreement(texts[BASELINE], texts[FIDELITY])
     report_agreement(f"beam {decoding.beam_size}, alpha {decoding.alpha:g} (first round)", beam_result, lines,
                      texts[BASELINE], texts[FIDELITY])
 
     nonempty = [bool(p) for p in pieces]
     rows, bleu_signature = {}, None
-    for name in engines:
+    for name in ENGINES:
         best = min(seconds[name])
         translations = [text for text, _ in texts[name]]
         tokens = target_tokens(translator.target_tokenizer, translations, nonempty)
@@ -451,6 +440,8 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
             "identical_to_saved_model": identical(texts[BASELINE], texts[name]),
             "identical_to_ct2_float32": identical(texts[FIDELITY], texts[name]),
             "outputs_changed_in_later_rounds": changed[name],
+            "process": {"pid": infos[name]["pid"], "tensorflow_imported": infos[name]["tensorflow"],
+                        "load_seconds": infos[name]["load_seconds"]},
         }
         if references is not None:
             bleu = metrics.corpus_bleu(translations, references)
@@ -462,21 +453,22 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
     int8_speed = {kind: rows[f"ct2_int8{suffix}"]["sentences_per_second"]
                   / rows[f"ct2_float32{suffix}"]["sentences_per_second"]
                   for kind, suffix in (("export_path", ""), ("plain", "_plain"), ("text", "_text"))}
-    tf_threads = _tf_threads()  # as TensorFlow reports them: what --threads set before it started
+    tf_threads = infos[BASELINE]["tensorflow_threads"]  # as the SavedModel's TensorFlow reports them
     return {
         "ctranslate2": ctranslate2.__version__,
         "checkpoint": checkpoint,
         "model": config.to_dict(),
         "parameters": translator.model.count_params(),
-        "ct2_model_bytes": {name: os.path.getsize(os.path.join(paths[name], "model.bin")) for name in ct2},
-        "compute_types": {name: model.translator.compute_type for name, model in ct2.items()},
+        "ct2_model_bytes": {name: os.path.getsize(os.path.join(paths[name], "model.bin")) for name in COMPUTE_TYPES},
+        "compute_types": {name: infos[name]["compute_type"] for name in COMPUTE_TYPES},
         "sentences": len(lines),
         "batch_size": FLAGS.batch_size,
         "batches": len(batches),
         "translate_batch_calls": {"export_path": calls, "plain": len(batches)},
         "decoding": decoding.to_dict(),
         "threads": {"tensorflow_intra_op": tf_threads[0], "tensorflow_inter_op": tf_threads[1],
-                    "ct2_intra_threads": threads, "ct2_inter_threads": 1},
+                    "ct2_intra_threads": threads, "ct2_inter_threads": CT2_INTER_THREADS},
+        "processes": "one per engine",
         "repeats": FLAGS.repeats,
         "fidelity": {"greedy": greedy_result, "beam": beam_result},
         "engines": rows,
@@ -488,21 +480,14 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
     }
 
 
-def _tf_threads() -> tuple[int, int]:
-    """TensorFlow's intra- and inter-op thread counts, as it reports them."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-    return (tf.config.threading.get_intra_op_parallelism_threads(),
-            tf.config.threading.get_inter_op_parallelism_threads())
-
-
 def print_markdown(record: dict[str, Any]) -> None:
     """The table and its notes, as docs/BENCHMARKS.md shows a measurement."""
     machine, model, decoding, rows = record["host"], record["model"], record["decoding"], record["engines"]
     greedy, beam = record["fidelity"]["greedy"], record["fidelity"]["beam"]
     with_bleu = record["bleu_signature"] is not None
     search = f"beam {decoding['beam_size']}, alpha {decoding['alpha']:g}"
-    print(f"\n--- for docs/BENCHMARKS.md ---\n\nCPU figures: {machine['cpu']}, {machine['cores']} cores, load average "
+    print(f"\n--- for docs/BENCHMARKS.md ---\n\nCPU figures: {machine['cpu']}, {machine['cores']} cores "
+          f"({machine['physical_cores']} physical), load average "
           f"{machine['load_average'][0]:g} at the start and {record['load_average_after'][0]:g} at the end; "
           f"TensorFlow {record['tensorflow']}, CTranslate2 {record['ctranslate2']}.\n\n    {record['command']}\n")
     print("| engine | sentences/s | target tokens/s | wall (s) | speed over the SavedModel's | median of the "
@@ -527,9 +512,15 @@ def print_markdown(record: dict[str, Any]) -> None:
           f"up to source length + {decoding['max_extra_length']}; the best of {record['repeats']} "
           f"round{'s' if record['repeats'] > 1 else ''}, the engines taking turns (the median of the rounds' "
           f"ratios: of each round's SavedModel time over the engine's in the same round).")
-    print(f"- Threads: TensorFlow intra-op {threads['tensorflow_intra_op']}, inter-op "
+    with_tf = [name for name, row in rows.items() if row["process"]["tensorflow_imported"]]
+    print(f"- Processes: each engine in a fresh worker process of its own (`bench/engine_process.py`: one "
+          f"SavedModel or one `ctranslate2.Translator` per process), kept alive across the rounds and timing its "
+          f"own calls; the parent translates nothing meanwhile. TensorFlow imported in {', '.join(with_tf)}, "
+          f"not in {', '.join(name for name in rows if name not in with_tf) or 'none'}.")
+    print(f"- Threads, per process: TensorFlow intra-op {threads['tensorflow_intra_op']}, inter-op "
           f"{threads['tensorflow_inter_op']} (`tf.config.threading`); CTranslate2 intra_threads "
-          f"{threads['ct2_intra_threads']}, inter_threads {threads['ct2_inter_threads']}, compute types "
+          f"{threads['ct2_intra_threads']}, inter_threads {threads['ct2_inter_threads']} (its documentation's "
+          f"advice for {machine['physical_cores']} physical cores), compute types "
           f"{record['compute_types']['ct2_float32']} and {record['compute_types']['ct2_int8']}.")
     print("- \"export path\" and \"plain\": sources tokenized before timing, outputs left as pieces; \"text\" and "
           "the SavedModel: strings to strings, tokenization included. Target tokens: the translations tokenized "
@@ -575,10 +566,11 @@ def main(argv):
     decoding = task_flags.decoding_config()
     command = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable), *sys.argv])
     machine = host()
-    print(f"CPU: {machine['cpu']}, {machine['cores']} cores, load average {machine['load_average']}; "
-          f"command: {command}", flush=True)
+    threads = FLAGS.threads or machine["physical_cores"]
+    print(f"CPU: {machine['cpu']}, {machine['cores']} cores ({machine['physical_cores']} physical), load average "
+          f"{machine['load_average']}; {threads} threads per engine; command: {command}", flush=True)
 
-    tf = start_tensorflow(FLAGS.threads)
+    tf = engine_process.start_tensorflow(threads)
     from export import serving_module  # pylint: disable=g-import-not-at-top
 
     # A training directory without a checkpoint or tokenizer fails here, and a model CTranslate2
@@ -593,7 +585,7 @@ def main(argv):
     work = tempfile.mkdtemp(prefix="serving_vs_ctranslate2-", dir=FLAGS.work_dir)  # a new folder each run
     completed = False
     try:
-        measured = measure(translator, checkpoint, work, lines, references)
+        measured = measure(translator, checkpoint, work, lines, references, threads)
         completed = True
     finally:
         if not (FLAGS.work_dir and completed):

@@ -1,0 +1,306 @@
+"""One translation engine in a process of its own, timed on request, as a server holds it.
+
+The worker side of bench/serving_vs_ctranslate2.py and the handle its parent holds:
+
+    with engine_process.started({"saved_model": spec, ...}, work) as processes:
+        processes["saved_model"].request("translate")   # {"seconds": 1.2, "outputs": [[...], ...]}
+
+`started` writes each spec to `work/<name>.json` and runs `python bench/engine_process.py
+work/<name>.json` for it: a fresh interpreter that loads that one engine and nothing else, then
+answers requests until its stdin closes. A spec is a JSON object:
+
+    engine        "saved_model": a SavedModel's `serving_default` (`export.client.load_translate_fn`),
+                  strings in and out;
+                  "export_path": `ctranslate2_model.translate_pieces` on source pieces (the
+                  project's decoding with CTranslate2: outputs re-ranked by `rescore`), pieces out;
+                  "plain": `ctranslate2.Translator.translate_batch` alone on the pieces, CTranslate2's
+                  own ranking and defaults, pieces out, no score;
+                  "text": `Ctranslate2Translator.translate`, strings in and out.
+    path          the export's folder (a SavedModel version folder or a CTranslate2 model folder).
+    batches       the inputs, batch by batch: sentences (str) for "saved_model" and "text", source
+                  piece lists for "export_path" and "plain" (tokenized once by the parent).
+    threads       TensorFlow's intra- and inter-op threads, CTranslate2's intra_threads.
+    compute_type, inter_threads  CTranslate2's ("float32" or "int8"; 1 for one batch at a time).
+    decoding      `DecodingConfig.to_dict()` (what CTranslate2 is asked to do; a SavedModel's is built in).
+
+What each engine imports is what it needs. "plain" imports ctranslate2 and no TensorFlow.
+"export_path" and "text" start TensorFlow (`cli.start_tensorflow` with `threads`) because the
+library code they time needs it: `rescore` ranks with `beam_search.length_penalty` (a TF
+function) and `Ctranslate2Translator` tokenizes with the export's tensorflow-text tokenizers.
+"saved_model" starts TensorFlow and loads one SavedModel. A CTranslate2 engine's translator is
+`ctranslate2.Translator(path, device="cpu", compute_type, intra_threads=threads, inter_threads)`.
+
+Protocol: one request a line on stdin, one JSON reply a line on the worker's stdout (a copy of
+file descriptor 1 made at start; fd 1 then points at stderr, so a library's print cannot break
+a reply). The first reply, sent once the engine is loaded, describes the process: pid, load
+seconds, whether TensorFlow is imported and its thread counts, CTranslate2's compute type.
+Requests:
+
+    warm_up      translate the first batch; reply {}.
+    translate    translate every batch in order; reply {"seconds": the time of those calls alone,
+                 "outputs": per batch, per sentence [output, score]} (output: text or pieces;
+                 score None for "plain", whose score is not the project's).
+    count_calls  ("export_path") reply {"calls": the translate_batch calls one pass makes}.
+
+A worker that fails prints its traceback to stderr and exits; the parent's next read raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Iterator, Optional
+
+ENGINES = ("saved_model", "export_path", "plain", "text")
+CLOSE_SECONDS = 60  # a worker whose stdin is closed exits at once; one that does not is killed
+
+
+# The worker -------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    """One loaded engine.
+
+    Attributes:
+        run: batch number -> per sentence of that batch (output, score) as the engine returns
+            them (timed).
+        as_json: such a list -> [output, score] pairs JSON can carry (not timed).
+        compute_type: CTranslate2's compute type (None for the SavedModel).
+        count_calls: for the export path, the translate_batch calls of one pass.
+    """
+
+    run: Callable[[int], list]
+    as_json: Callable[[list], list] = list
+    compute_type: Optional[str] = None
+    count_calls: Optional[Callable[[], int]] = None
+
+
+def start_tensorflow(threads: int):
+    """TensorFlow with `threads` intra- and inter-op threads (`cli.start_tensorflow`), its logger
+    and absl's quiet below warnings (no "Assets written to" lines from the SavedModel writer)."""
+    from absl import logging  # pylint: disable=g-import-not-at-top
+
+    from keras_transformer import cli  # pylint: disable=g-import-not-at-top
+
+    tf = cli.start_tensorflow(threads=threads)
+    tf.get_logger().setLevel("ERROR")
+    logging.set_verbosity(logging.WARNING)
+    return tf
+
+
+def _translator_options(spec: dict[str, Any]) -> dict[str, Any]:
+    """`ctranslate2.Translator` arguments: the spec's compute type, intra_threads and inter_threads, on CPU."""
+    return dict(device="cpu", compute_type=spec["compute_type"], intra_threads=spec["threads"],
+                inter_threads=spec["inter_threads"])
+
+
+def _decoding(spec: dict[str, Any]):
+    from keras_transformer.config import DecodingConfig  # pylint: disable=g-import-not-at-top  (no TensorFlow)
+
+    return DecodingConfig(**spec["decoding"])
+
+
+def _ctranslate2_translator(spec: dict[str, Any]):
+    """The export's `Ctranslate2Translator` (TensorFlow started first: its tokenizers need it)."""
+    start_tensorflow(spec["threads"])
+    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
+    from keras_transformer import cli  # pylint: disable=g-import-not-at-top
+
+    with cli.silence_native_stderr():  # sentencepiece's INFO lines as the tokenizers load
+        return ctranslate2_model.Ctranslate2Translator(spec["path"], _decoding(spec), **_translator_options(spec))
+
+
+def saved_model_engine(spec: dict[str, Any]) -> Engine:
+    """A SavedModel's `serving_default` (the batches' tensors are made before timing)."""
+    tf = start_tensorflow(spec["threads"])
+    from export import client, serving_module  # pylint: disable=g-import-not-at-top
+    from keras_transformer import cli  # pylint: disable=g-import-not-at-top
+
+    with cli.silence_native_stderr():
+        serving_default = client.load_translate_fn(export_dir=spec["path"])[0]
+    inputs = [tf.constant([line.encode("utf-8") for line in batch], tf.string) for batch in spec["batches"]]
+
+    def run(k: int) -> list:
+        outputs = serving_default(**{serving_module.SIGNATURE_INPUT: inputs[k]})
+        return list(zip(outputs["translations"].numpy().tolist(), outputs["scores"].numpy().tolist()))
+
+    return Engine(run, lambda pairs: [[text.decode("utf-8"), score] for text, score in pairs])
+
+
+class CountingTranslator:
+    """A `ctranslate2.Translator` that counts its `translate_batch` calls."""
+
+    def __init__(self, translator):
+        self.translator, self.calls = translator, 0
+
+    def translate_batch(self, *args, **kwargs):
+        self.calls += 1
+        return self.translator.translate_batch(*args, **kwargs)
+
+
+def export_path_engine(spec: dict[str, Any]) -> Engine:
+    """The export path: `translate_pieces` with a `Ctranslate2Translator`'s model on sources
+    tokenized beforehand; outputs stay pieces."""
+    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
+
+    ct2, decoding, batches = _ctranslate2_translator(spec), _decoding(spec), spec["batches"]
+
+    def translate(translator, k: int) -> list:
+        nbest = ctranslate2_model.translate_pieces(translator, batches[k], decoding, ct2.config, special=ct2.special)
+        return [hypotheses[0] for hypotheses in nbest]
+
+    def count_calls() -> int:
+        counting = CountingTranslator(ct2.translator)
+        for k in range(len(batches)):
+            translate(counting, k)
+        return counting.calls
+
+    return Engine(lambda k: translate(ct2.translator, k), compute_type=ct2.translator.compute_type,
+                  count_calls=count_calls)
+
+
+def plain_options(decoding, batch: list[list[str]]) -> dict[str, Any]:
+    """The plain CTranslate2 call's arguments for `batch`: beam size, alpha as CTranslate2's own
+    length penalty, and one output limit, that of the batch's longest source (tokens, EOS
+    included, + max_extra_length: the project's limit for that sentence); CTranslate2's
+    defaults otherwise."""
+    longest = max((len(pieces) for pieces in batch), default=0) + 1  # + the EOS CTranslate2 appends
+    return dict(beam_size=decoding.beam_size, length_penalty=decoding.alpha,
+                max_decoding_length=longest + decoding.max_extra_length)
+
+
+def plain_engine(spec: dict[str, Any]) -> Engine:
+    """CTranslate2 alone: one `translate_batch` per batch, its best hypothesis by its own
+    ranking, no score. Imports ctranslate2 and no TensorFlow."""
+    import ctranslate2  # pylint: disable=g-import-not-at-top
+
+    translator = ctranslate2.Translator(spec["path"], **_translator_options(spec))
+    decoding, batches = _decoding(spec), spec["batches"]
+    options = [plain_options(decoding, batch) for batch in batches]
+
+    def run(k: int) -> list:
+        results = translator.translate_batch(batches[k], **options[k])
+        return [(result.hypotheses[0], None) for result in results]
+
+    return Engine(run, compute_type=translator.compute_type)
+
+
+def text_engine(spec: dict[str, Any]) -> Engine:
+    """`Ctranslate2Translator.translate`: sentences in, translations out."""
+    ct2, decoding, batches = _ctranslate2_translator(spec), _decoding(spec), spec["batches"]
+
+    def run(k: int) -> list:
+        return [hypotheses[0] for hypotheses in ct2.translate(batches[k], decoding)]
+
+    return Engine(run, compute_type=ct2.translator.compute_type)
+
+
+LOADERS = {"saved_model": saved_model_engine, "export_path": export_path_engine, "plain": plain_engine,
+           "text": text_engine}
+
+
+def _translate(engine: Engine, count: int) -> dict[str, Any]:
+    """Every batch in order, timed: the engine's calls alone, not the JSON made of their outputs."""
+    start = time.perf_counter()
+    per_batch = [engine.run(k) for k in range(count)]
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "outputs": [[list(pair) for pair in engine.as_json(pairs)] for pairs in per_batch]}
+
+
+def serve(spec_path: str) -> None:
+    """Loads the engine of `spec_path`, says so, then answers requests until stdin closes."""
+    with open(spec_path, encoding="utf-8") as file:
+        spec = json.load(file)
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # from here a print anywhere goes to stderr, never into the replies
+
+    def reply(message: dict[str, Any]) -> None:
+        replies.write(json.dumps(message) + "\n")
+        replies.flush()
+
+    started = time.perf_counter()
+    engine = LOADERS[spec["engine"]](spec)
+    tf = sys.modules.get("tensorflow")
+    reply({"pid": os.getpid(), "load_seconds": time.perf_counter() - started, "tensorflow": tf is not None,
+           "tensorflow_threads": ([tf.config.threading.get_intra_op_parallelism_threads(),
+                                   tf.config.threading.get_inter_op_parallelism_threads()] if tf else None),
+           "compute_type": engine.compute_type})
+    count = len(spec["batches"])
+
+    def warm_up() -> dict[str, Any]:
+        engine.run(0)
+        return {}
+
+    handlers = {"warm_up": warm_up,
+                "translate": lambda: _translate(engine, count),
+                "count_calls": lambda: {"calls": engine.count_calls()}}
+    for line in iter(sys.stdin.readline, ""):
+        reply(handlers[line.strip()]())
+
+
+# The parent's handle ----------------------------------------------------------------------------
+
+class EngineProcess:
+    """A worker process running one engine: started at once, `ready()` waits for it to load."""
+
+    def __init__(self, name: str, spec: dict[str, Any], work: str):
+        if spec["engine"] not in ENGINES:
+            raise ValueError(f"unknown engine {spec['engine']!r}; one of {', '.join(ENGINES)}")
+        self.name, self.info = name, None
+        spec_path = os.path.join(work, f"{name}.json")
+        with open(spec_path, "w", encoding="utf-8") as file:
+            json.dump(spec, file)
+        self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__), spec_path],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, encoding="utf-8")
+
+    def ready(self) -> dict[str, Any]:
+        """The worker's first reply (pid, load seconds, TensorFlow or not, compute type)."""
+        self.info = self._reply()
+        return self.info
+
+    def request(self, what: str) -> dict[str, Any]:
+        self.process.stdin.write(what + "\n")
+        self.process.stdin.flush()
+        return self._reply()
+
+    def _reply(self) -> dict[str, Any]:
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.name} engine's process (pid {self.process.pid}) ended with status "
+                               f"{self.process.wait()} without replying; its error is above")
+        return json.loads(line)
+
+    def close(self) -> None:
+        """Closes the worker's stdin (it exits); kills it if it has not within CLOSE_SECONDS."""
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=CLOSE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@contextlib.contextmanager
+def started(specs: dict[str, dict[str, Any]], work: str) -> Iterator[dict[str, EngineProcess]]:
+    """One worker process per spec, all loading at once; yields them once every one is ready,
+    and closes them all on the way out."""
+    processes: dict[str, EngineProcess] = {}
+    try:
+        for name, spec in specs.items():
+            processes[name] = EngineProcess(name, spec, work)
+        for process in processes.values():
+            process.ready()
+        yield processes
+    finally:
+        for process in processes.values():
+            process.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
