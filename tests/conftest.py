@@ -1,7 +1,8 @@
-"""Shared test set-up: quiet TensorFlow, fixed seeds, the shared data folder, the `slow` marker."""
+"""Shared test set-up: quiet TensorFlow, fixed seeds, the `slow` marker; the fixtures several
+folders use (the shared data folder, the treebank sample in it, the tiny training recipe).
+Shared functions live in tests/helpers/."""
 
 import os
-import pathlib
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -9,8 +10,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-SHARED_DATA = pathlib.Path(os.environ.get("KT_SHARED_DATA", REPO.parent / "shared" / "data"))
+from tests.helpers.paths import SHARED_DATA  # noqa: E402
+from tests.helpers.train_runs import TINY  # noqa: E402
 
 
 def pytest_configure(config):
@@ -26,9 +27,35 @@ def _seed_and_policy():
     keras.mixed_precision.set_global_policy("float32")
 
 
-@pytest.fixture
-def shared_data():
-    """The project's read-only data folder (../shared/data); tests needing it skip without it."""
+def _shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data folder not found: {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture
+def shared_data():
+    """The project's read-only data folder (../shared/data); tests needing it skip without it."""
+    return _shared_data()
+
+
+@pytest.fixture
+def flagfile(tmp_path):
+    """The tiny training recipe (configs/tiny.flags), copied into the test's folder."""
+    path = tmp_path / "tiny.flags"
+    path.write_text(TINY)
+    return path
+
+
+@pytest.fixture(scope="session")
+def ptb():
+    """NLTK's PTB sample in the shared data folder; tests needing it skip without it."""
+    return _shared_data() / "ptb_sample"
+
+
+@pytest.fixture(scope="session")
+def sample(ptb):
+    """{split: its cleaned sentences} of the PTB sample (`tests.helpers.treebank.read_sample`)."""
+    from tests.helpers.treebank import read_sample  # pylint: disable=import-outside-toplevel
+
+    return read_sample(ptb)

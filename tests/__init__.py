@@ -1,0 +1,1 @@
+"""The test suite, one folder per package it tests (pytest; `make test`)."""

@@ -1,0 +1,372 @@
+"""The SavedModel: moved, loaded in a fresh process by both loaders, servable ops, bad input."""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from export import ops, serving_module, versions
+from keras_transformer.decoding import search, sequence_scores
+from keras_transformer.run_dir import layout
+from keras_transformer.config import DecodingConfig
+from pipelines import tokenizers
+from tests.helpers.commands import assert_one_error_line, run_command
+from tests.helpers.export_models import MAX_LENGTH, make_model_dir
+
+DECODING = DecodingConfig(beam_size=4, alpha=0.6, max_extra_length=50)
+SIGNATURES = ["score", "serving_default", "translate_n_best", "translate_with_attention"]
+
+LONG = " ".join(["Der große Hund sieht die kleine Katze."] * 130)  # about 5,000 characters
+BAD_INPUTS = {
+    "empty": b"",
+    "whitespace": b" \t  \n ",
+    "long": LONG.encode(),
+    "invalid_utf8": b"Der Hund \xff\xfe bellt \xc3",
+}
+
+FRESH_PROCESS = textwrap.dedent(
+    """
+    import json, sys
+    import tensorflow as tf
+    import tensorflow_text  # registers the tokenizer ops
+    path, sentences = sys.argv[1], json.loads(sys.argv[2])
+    results = {}
+    loaded = tf.saved_model.load(path)
+    out = loaded.signatures["serving_default"](sentences=tf.constant(sentences))
+    results["load"] = {k: v.numpy().tolist() for k, v in out.items()}
+    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
+        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+        results["signatures"] = sorted(k for k in meta_graph.signature_def if not k.startswith("__"))
+        signature = meta_graph.signature_def["serving_default"]
+        fetches = {k: v.name for k, v in signature.outputs.items()}
+        out = session.run(fetches, {signature.inputs["sentences"].name: sentences})
+        results["session"] = {k: v.tolist() for k, v in out.items()}
+    results["modules"] = sorted(
+        m for m in sys.modules if m.split(".")[0] in ("keras_transformer", "pipelines", "export", "sentencepiece")
+    )
+    print(json.dumps(results, default=lambda b: b.decode("utf-8")))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("run")
+    pairs = make_model_dir(path)
+    return path, pairs
+
+
+@pytest.fixture(scope="module")
+def exported(model_dir, tmp_path_factory):
+    """An export in OUT/1, and the loaded SavedModel. Made with umask 022 from a tokenizer file
+    only its owner can read (as `tempfile.mkstemp` writes them): TensorFlow's asset copy keeps
+    that mode, the exporter must widen it."""
+    out = tmp_path_factory.mktemp("serving") / "transformer"
+    translator, _ = serving_module.from_model_dir(str(model_dir[0]), DECODING)
+    for tokenizer in (translator.source_tokenizer, translator.target_tokenizer):
+        os.chmod(tokenizer.asset_path, 0o600)
+    umask = os.umask(0o022)
+    try:
+        path = serving_module.export_saved_model(translator, str(out))
+    finally:
+        os.umask(umask)
+    return pathlib.Path(path), tf.saved_model.load(path)
+
+
+def in_process_translations(model_dir, sentences):
+    """Eager beam search in this process: the reference the export must reproduce."""
+    model, _ = layout.restore_model(str(model_dir))
+    tokenizer = tokenizers.load(os.path.join(model_dir, layout.TOKENIZER_DIR))
+    source = tokenizer.tokenize(sentences, add_eos=True).to_tensor()
+    assert source.shape[1] <= MAX_LENGTH  # no truncation: that is tested on its own
+    sequences, scores = search.translate_ids(
+        model, source, beam_size=DECODING.beam_size, alpha=DECODING.alpha,
+        max_extra_length=DECODING.max_extra_length,
+    )
+    texts = [t.decode("utf-8") for t in tokenizer.detokenize(sequences[:, 0]).numpy()]
+    return texts, scores[:, 0].numpy()
+
+
+def test_layout_and_assets(exported):
+    path, _ = exported
+    assert path.name == "1"
+    assert sorted(os.listdir(path.parent)) == ["1"]  # no temporary folder left
+    assert (path / "saved_model.pb").is_file() and (path / "variables").is_dir()
+    assert (path / "assets" / "tokenizer.model").is_file()
+    assert (path / "assets.extra" / "tf_serving_warmup_requests").is_file()
+    settings = versions.read_settings(str(path))
+    assert settings["decoding"] == DECODING.to_dict()
+    assert settings["signatures"] == SIGNATURES
+
+
+def test_version_folder_and_files_have_the_modes_the_umask_allows(exported):
+    """TF Serving often runs as another user: with umask 022 every folder is 0755, every file 0644."""
+    path, _ = exported
+    modes = {str(p.relative_to(path)): p.stat().st_mode & 0o777 for p in path.rglob("*")}
+    assert path.stat().st_mode & 0o777 == 0o755
+    assert {name for name, mode in modes.items() if mode != (0o755 if (path / name).is_dir() else 0o644)} == set()
+    assert modes["assets/tokenizer.model"] == 0o644 and modes["variables"] == 0o755
+
+
+def test_moved_export_in_a_fresh_process_matches_in_process_beam_search(model_dir, tmp_path):
+    """Export from a copy of the training directory, move the export, delete the copy, then load
+    with tf.saved_model.load and with the TF1 Session loader (TF Serving's) in a process that
+    imports only tensorflow and tensorflow_text."""
+    run, pairs = model_dir
+    sentences = [source for source, _ in pairs[:6]] + ["Der Mann sieht den Hund."]
+    expected, expected_scores = in_process_translations(run, sentences)
+    assert len(set(expected)) >= 3  # varied outputs, not one repeated string
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    translator, _ = serving_module.from_model_dir(str(copy), DECODING)
+    written = serving_module.export_saved_model(translator, str(tmp_path / "out"))
+    moved = tmp_path / "elsewhere" / "transformer" / "1"
+    moved.parent.mkdir(parents=True)
+    shutil.move(written, moved)
+    shutil.rmtree(copy)
+    shutil.rmtree(tmp_path / "out")
+
+    result = run_command("-c", FRESH_PROCESS, moved, json.dumps(sentences), env={"PYTHONPATH": None}, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads(result.stdout.strip().splitlines()[-1])
+    assert results["modules"] == []
+    assert results["signatures"] == SIGNATURES
+    for loader in ("load", "session"):
+        assert results[loader]["translations"] == expected, loader
+        np.testing.assert_allclose(results[loader]["scores"], expected_scores, rtol=1e-5, atol=1e-5)
+
+
+def test_only_core_tensorflow_and_tensorflow_text_ops(exported):
+    report = ops.check(str(exported[0]))
+    assert report["offenders"] == {}
+    assert "SentencepieceTokenizeOp" in report["tensorflow_text"]
+    assert {"While", "TopKV2", "UnicodeTranscode"} <= set(report["core"])
+    assert ops.saved_model_op_types(str(exported[0])) == set(report["core"]) | set(report["tensorflow_text"])
+
+
+def test_op_check_names_offenders(tmp_path):
+    class WithPython(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def __call__(self, x):
+            return tf.numpy_function(lambda a: a * 2, [x], tf.float32)
+
+    tf.saved_model.save(WithPython(), str(tmp_path))
+    offenders = ops.unservable_ops(str(tmp_path))
+    assert offenders == {"PyFunc": "runs Python"}
+    with pytest.raises(ValueError, match="PyFunc"):
+        serving_module.check_servable(str(tmp_path))
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_does_not_crash_and_stays_within_the_length_rule(exported, case):
+    out = exported[1].signatures[serving_module.ATTENTION_SIGNATURE](sentences=tf.constant([BAD_INPUTS[case]]))
+    translation = out["translations"].numpy()[0]
+    translation.decode("utf-8")  # always valid UTF-8
+    source_length = int(out["source_lengths"][0])
+    target_length = int(out["target_lengths"][0])
+    assert source_length <= MAX_LENGTH
+    assert target_length <= source_length + DECODING.max_extra_length
+    if case in ("empty", "whitespace"):
+        assert (translation, source_length, target_length, float(out["scores"][0])) == (b"", 0, 0, 0.0)
+    if case == "long":
+        assert source_length == MAX_LENGTH  # truncated: MAX_LENGTH - 1 subwords and EOS
+        assert out["source_tokens"].numpy()[0, MAX_LENGTH - 1] == b"</s>"
+    if case == "invalid_utf8":
+        assert "\ufffd" in b"".join(out["source_tokens"].numpy()[0]).decode("utf-8")
+
+
+def test_mixed_batch_gives_each_sentence_its_own_result(exported, model_dir):
+    signature = exported[1].signatures["serving_default"]
+    batch = [model_dir[1][0][0], *BAD_INPUTS.values(), model_dir[1][1][0]]
+    together = signature(sentences=tf.constant(batch))
+    alone = [signature(sentences=tf.constant([s])) for s in batch]
+    assert together["translations"].numpy().tolist() == [a["translations"].numpy()[0] for a in alone]
+    np.testing.assert_allclose(together["scores"], [a["scores"].numpy()[0] for a in alone], rtol=1e-4, atol=1e-5)
+
+
+def test_empty_batch(exported):
+    for name in ("serving_default", serving_module.ATTENTION_SIGNATURE):
+        out = exported[1].signatures[name](sentences=tf.zeros([0], tf.string))
+        assert out["translations"].shape == (0,) and out["scores"].shape == (0,)
+    assert out["attention"].shape[0] == 0
+
+
+def test_attention_signature(exported, model_dir):
+    sentences = [model_dir[1][2][0], model_dir[1][3][0]]
+    out = exported[1].signatures[serving_module.ATTENTION_SIGNATURE](sentences=tf.constant(sentences))
+    default = exported[1].signatures["serving_default"](sentences=tf.constant(sentences))
+    assert out["translations"].numpy().tolist() == default["translations"].numpy().tolist()
+    n, layers, heads, t, s = out["attention"].shape
+    assert (n, layers, heads) == (2, 2, 2)
+    assert out["target_tokens"].shape == (2, t) and out["source_tokens"].shape == (2, s)
+    for i in range(2):
+        length, source_length = int(out["target_lengths"][i]), int(out["source_lengths"][i])
+        assert out["target_tokens"].numpy()[i, length - 1] == b"</s>"
+        weights = out["attention"].numpy()[i, :, :, :length, :source_length]
+        np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_failed_export_leaves_no_version_and_versions_count_up(model_dir, tmp_path):
+    translator, _ = serving_module.from_model_dir(str(model_dir[0]), DECODING)
+
+    def refuse(path):
+        assert os.path.isfile(os.path.join(path, "saved_model.pb"))
+        raise ValueError("refused")
+
+    out = tmp_path / "out"
+    (out / "3").mkdir(parents=True)
+    killed = subprocess.Popen([sys.executable, "-c", "pass"])  # an export killed while writing version 4
+    killed.wait()
+    stale = versions.temporary_folder(str(out), 4)
+    os.rename(stale, stale.replace(f"-{os.getpid()}-", f"-{killed.pid}-"))
+    lines = []
+    with pytest.raises(ValueError, match="refused"):
+        serving_module.export_saved_model(translator, str(out), check=refuse, log=lines.append)
+    assert sorted(os.listdir(out)) == ["3"]  # the stale folder removed, the refused export's too
+    assert len(lines) == 1 and f"process {killed.pid}, which no longer runs" in lines[0]
+    with pytest.raises(ValueError, match="already exists"):
+        serving_module.export_saved_model(translator, str(out), version=3)
+    assert versions.next_version(str(out)) == 4
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    result = run_command("-m", "export", f"--model_dir={tmp_path / 'missing'}", f"--export_dir={tmp_path / 'out'}",
+                         timeout=120)
+    assert_one_error_line(result, "missing")
+    assert not (tmp_path / "out").exists()
+
+
+# translate_n_best and score ------------------------------------------------------------------
+
+def session_run(path, name, feeds):
+    """A signature through the TF1 Session loader (TF Serving's), feeding only `feeds`."""
+    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
+        signature = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(path)).signature_def[name]
+        fetches = {k: v.name for k, v in signature.outputs.items()}
+        return session.run(fetches, {signature.inputs[k].name: v for k, v in feeds.items()})
+
+
+def in_process_n_best(model_dir, sentences, beam_size, alpha, n_best):
+    model, _ = layout.restore_model(str(model_dir))
+    tokenizer = tokenizers.load(os.path.join(model_dir, layout.TOKENIZER_DIR))
+    source = tokenizer.tokenize(sentences, add_eos=True).to_tensor()
+    sequences, scores = search.translate_ids(model, source, beam_size=beam_size, alpha=alpha, n_best=n_best)
+    texts = tokenizer.detokenize(tf.reshape(sequences, [len(sentences) * n_best, -1])).numpy()
+    return np.reshape(texts, [len(sentences), n_best]).tolist(), scores.numpy()
+
+
+def test_n_best_equals_the_in_process_search_and_its_first_is_serving_default(exported, model_dir):
+    path, loaded = exported
+    sentences = [source for source, _ in model_dir[1][4:9]]
+    expected, expected_scores = in_process_n_best(model_dir[0], sentences, beam_size=5, alpha=0.6, n_best=3)
+    out = loaded.signatures["translate_n_best"](
+        sentences=tf.constant(sentences), n_best=tf.constant([3]), beam_size=tf.constant([5]),
+        alpha=tf.constant([0.6]))
+    assert out["translations"].numpy().tolist() == expected
+    np.testing.assert_allclose(out["scores"], expected_scores, rtol=1e-5, atol=1e-5)
+    assert (np.diff(out["scores"].numpy(), axis=1) <= 1e-6).all()  # best first
+    # Without options (TF Serving fills the SignatureDef's defaults): the export's settings,
+    # hence serving_default's result in the only slot.
+    default = session_run(path, "serving_default", {"sentences": sentences})
+    n_best = session_run(path, "translate_n_best", {"sentences": sentences})
+    assert n_best["translations"].shape == (5, 1)
+    assert n_best["translations"][:, 0].tolist() == default["translations"].tolist()
+    np.testing.assert_allclose(n_best["scores"][:, 0], default["scores"], rtol=1e-5, atol=1e-5)
+
+
+def test_n_best_options_per_sentence_equal_each_sentence_alone(exported, model_dir):
+    signature = exported[1].signatures["translate_n_best"]
+    sentences = [source for source, _ in model_dir[1][10:14]]
+    beams, alphas, n_bests = [1, 4, 2, 6], [0.6, 0.0, 1.5, 0.6], [1, 4, 2, 3]
+    together = signature(sentences=tf.constant(sentences), n_best=tf.constant(n_bests),
+                         beam_size=tf.constant(beams), alpha=tf.constant(alphas))
+    assert together["translations"].shape == (4, 4)
+    for i, sentence in enumerate(sentences):
+        alone = signature(sentences=tf.constant([sentence]), n_best=tf.constant([n_bests[i]]),
+                          beam_size=tf.constant([beams[i]]), alpha=tf.constant([alphas[i]]))
+        k = n_bests[i]
+        assert together["translations"].numpy()[i, :k].tolist() == alone["translations"].numpy()[0].tolist()
+        np.testing.assert_allclose(together["scores"][i, :k], alone["scores"][0], rtol=1e-5, atol=1e-5)
+        assert together["translations"].numpy()[i, k:].tolist() == [b""] * (4 - k)
+        np.testing.assert_array_equal(together["scores"][i, k:], serving_module.NO_HYPOTHESIS_SCORE)
+
+
+def test_n_best_options_out_of_range_are_clamped_or_refused(exported, model_dir):
+    signature = exported[1].signatures["translate_n_best"]
+    sentences = tf.constant([model_dir[1][20][0], model_dir[1][21][0]])
+
+    def run(n_best, beam_size, alpha):
+        return signature(sentences=sentences, n_best=tf.constant(n_best, tf.int32),
+                         beam_size=tf.constant(beam_size, tf.int32), alpha=tf.constant(alpha, tf.float32))
+
+    def same(a, b):
+        assert a["translations"].numpy().tolist() == b["translations"].numpy().tolist()
+        np.testing.assert_allclose(a["scores"], b["scores"], rtol=1e-6)
+
+    limit = serving_module.MAX_BEAM_SIZE
+    same(run([40], [1000], [0.6]), run([limit], [limit], [0.6]))  # beam <= 16, n_best <= beam
+    same(run([0], [-3], [-1.0]), run([1], [1], [0.0]))  # each at least its lower bound
+    same(run([2], [3], [1e9]), run([2], [3], [serving_module.MAX_ALPHA]))
+    for bad, message in [(([1], [4], [float("nan")]), "alpha must be a finite"),
+                         (([1, 2, 3], [4], [0.6]), "n_best must hold one value per sentence"),
+                         (([1], [4, 4, 4], [0.6]), "beam_size must hold one value per sentence")]:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            run(*bad)
+
+
+def test_score_equals_the_teacher_forced_log_probability(exported, model_dir):
+    pairs = model_dir[1][30:36]
+    out = exported[1].signatures["score"](sources=tf.constant([s for s, _ in pairs]),
+                                          targets=tf.constant([t for _, t in pairs]))
+    model, _ = layout.restore_model(str(model_dir[0]))
+    tokenizer = tokenizers.load(os.path.join(model_dir[0], layout.TOKENIZER_DIR))
+    source = tokenizer.tokenize([s for s, _ in pairs], add_eos=True).to_tensor()
+    target = tokenizer.tokenize([t for _, t in pairs], add_eos=True).to_tensor()
+    expected, tokens = sequence_scores.sequence_log_probs(model, source, target)
+    np.testing.assert_allclose(out["log_probs"], expected, rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(out["tokens"], tokens)
+    assert (out["log_probs"].numpy() < 0).all()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="as many sentences"):
+        exported[1].signatures["score"](sources=tf.constant(["a", "b"]), targets=tf.constant(["a"]))
+
+
+@pytest.mark.parametrize("loader", ["load", "session"])
+def test_new_signatures_take_bad_input_through_both_loaders(exported, loader):
+    path, loaded = exported
+    batch = [BAD_INPUTS[case] for case in sorted(BAD_INPUTS)] + [b"Der Hund bellt."]
+
+    def call(name, **feeds):
+        if loader == "load":
+            out = loaded.signatures[name](**{k: tf.constant(v) for k, v in feeds.items()})
+            return {k: v.numpy() for k, v in out.items()}
+        return session_run(path, name, feeds)
+
+    options = {"n_best": np.array([2], np.int32), "beam_size": np.array([3], np.int32),
+               "alpha": np.array([0.6], np.float32)}
+    n_best = call("translate_n_best", sentences=np.array(batch, object), **options)
+    assert n_best["translations"].shape == (len(batch), 2)
+    for row in n_best["translations"].tolist():
+        for text in row:
+            text.decode("utf-8")  # always valid UTF-8
+    empty_rows = [i for i, case in enumerate(sorted(BAD_INPUTS)) if case in ("empty", "whitespace")]
+    for i in empty_rows:
+        assert n_best["translations"][i].tolist() == [b"", b""]
+        assert n_best["scores"][i].tolist() == [0.0, serving_module.NO_HYPOTHESIS_SCORE]
+    scored = call("score", sources=np.array(batch, object), targets=np.array(batch[::-1], object))
+    assert np.isfinite(scored["log_probs"]).all() and scored["log_probs"].shape == (len(batch),)
+    for i in empty_rows:
+        assert (scored["log_probs"][i], scored["tokens"][i]) == (0.0, 0)
+    long = sorted(BAD_INPUTS).index("long")
+    assert scored["tokens"][len(batch) - 1 - long] == MAX_LENGTH  # the long target is truncated
+    none = np.zeros([0], object)
+    assert call("translate_n_best", sentences=none, **options)["translations"].shape[0] == 0
+    out = call("score", sources=none, targets=none)
+    assert out["log_probs"].shape == (0,) and out["tokens"].shape == (0,)

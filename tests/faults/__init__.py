@@ -1,0 +1,1 @@
+"""Faults injected into the real commands: lost files, damaged checkpoints, kills, bad input."""

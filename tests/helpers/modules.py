@@ -1,0 +1,73 @@
+"""The project's modules, its entry points and its import graph, read from the source (nothing imported).
+
+    keras_transformer   ids -> logits -> ids   (the model core: imports no other layer)
+    pipelines           text -> ids            (may import the core: its special ids)
+    export              strings -> strings     (may import pipelines and the core)
+    tasks               runs of a task         (may import all three)
+    entry points        commands               (anything; nothing imports them)
+
+An entry point is derived, not listed: a `__main__.py`, or a module with a top-level
+`if __name__ == "__main__":` block. Imports inside functions count like the others.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+from tests.helpers.paths import REPO
+
+LAYERS = {"keras_transformer": 0, "pipelines": 1, "export": 2, "tasks": 3}
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for package in LAYERS for p in sorted((REPO / package).rglob("*.py"))}
+
+
+def is_entry_point(path: pathlib.Path) -> bool:
+    if path.name == "__main__.py":
+        return True
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
+            names = {getattr(n, "id", None) for n in ast.walk(node.test)}
+            constants = {getattr(n, "value", None) for n in ast.walk(node.test)}
+            if "__name__" in names and "__main__" in constants:
+                return True
+    return False
+
+
+ENTRY_POINTS = {name for name, path in MODULES.items() if is_entry_point(path)}
+
+
+def imports(name: str) -> set[str]:
+    """The project modules `name` imports (a `from package import submodule` names the submodule)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:  # keras_transformer.layers.masks.causal_mask -> the module
+                target = target.rpartition(".")[0]
+            if target:
+                found.add(target)
+    return found - {name}
+
+
+GRAPH = {name: imports(name) for name in MODULES}
+
+
+def layer(name: str) -> int:
+    return LAYERS[name.split(".")[0]]

@@ -1,0 +1,1 @@
+"""Tests of keras_transformer.cli, what every command-line entry point shares."""

@@ -1,0 +1,206 @@
+"""Decoding under the tree constraint: every output a well-formed tree over the source's words.
+
+A random tiny Transformer writes anything; under the constraint (`search.translate_ids(grammar=)`)
+every output, greedy or beam, read back by `linearized_trees.to_tree`, needs no repair and has
+exactly the source's words; without it, the same model's outputs are not trees (so the check can
+fail). The grammar is read off a sentencepiece-style vocabulary.
+"""
+
+import dataclasses
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer import Transformer, TransformerConfig
+from keras_transformer.decoding import search, tree_constraint
+from keras_transformer.special_ids import EOS_ID, PAD_ID
+from pipelines import linearized_trees
+
+S = linearized_trees.SENTENCEPIECE_SPACE
+PIECES = ["<pad>", "<unk>", "<s>", "</s>",
+          S + "(S", S + ")S", S + "(NP", S + ")NP", S + "(VP", S + ")VP",
+          S + "(X",  # no ")X" piece: never opened
+          S + ")",  # a bare closing bracket: closes nothing
+          S + "the", S + "dog", "s", S + "bark", S + ".", S, "ing", S + "cat"]
+VOCAB = 24  # the model's output vocabulary; ids past the pieces are never allowed
+ID = {piece: i for i, piece in enumerate(PIECES)}
+SOURCES = [
+    [S + "the", S + "dog", "s", S + "bark", S + "."],  # the dogs bark .
+    [S + "cat", "s", "ing"],  # cats-ing: one word of three pieces
+    [S, "s", S + "dog"],  # a word after a bare space piece
+    [S + "bark"],
+]
+
+
+def source_ids():
+    width = max(len(s) for s in SOURCES) + 1
+    rows = [[ID[p] for p in s] + [EOS_ID] + [0] * (width - len(s) - 1) for s in SOURCES]
+    return np.array(rows, np.int32)
+
+
+def words_of(pieces):
+    return "".join(pieces).replace(S, " ").split()
+
+
+def text_of(ids):
+    """Decoded ids as text; an id past the pieces (only an unconstrained model writes one) as "<unused>"."""
+    pieces = [PIECES[i] if i < len(PIECES) else S + "<unused>" for i in ids if i != 0]
+    return "".join(p for p in pieces if p != "</s>").replace(S, " ").strip()
+
+
+def make_model(seed):
+    keras.utils.set_random_seed(seed)
+    model = Transformer(TransformerConfig.tiny(vocab_size=VOCAB, max_length=128))
+    model.build()
+    for variable in model.variables:  # sharper distributions than the initial weights give
+        if "embedding" in variable.path:
+            variable.assign(variable * 3.0)
+    return model
+
+
+@pytest.fixture(scope="module")
+def grammar():
+    # A small max_depth bounds how long a random model's trees can get.
+    return dataclasses.replace(linearized_trees.tree_grammar(PIECES, VOCAB), max_depth=3)
+
+
+def test_the_grammar_of_a_sentencepiece_vocabulary():
+    grammar = linearized_trees.tree_grammar(PIECES, VOCAB)
+    assert grammar.vocab_size == VOCAB and grammar.max_depth == linearized_trees.MAX_DEPTH
+    expected = {ID[S + "(S"]: ID[S + ")S"], ID[S + "(NP"]: ID[S + ")NP"], ID[S + "(VP"]: ID[S + ")VP"]}
+    assert {i: int(c) for i, c in enumerate(grammar.closing) if c >= 0} == expected
+    starts = {PIECES[i] for i in np.flatnonzero(grammar.word_starts)}
+    assert starts == {S + "the", S + "dog", S + "bark", S + ".", S, S + "cat"}
+
+
+def test_a_vocabulary_without_whole_brackets_is_refused():
+    with pytest.raises(ValueError, match="not a parsing model"):
+        linearized_trees.tree_grammar(["[PAD]", "[UNK]", "[BOS]", "[EOS]", "(", "NP", ")", "the"], 8)
+    with pytest.raises(ValueError, match="pieces for a vocabulary"):
+        linearized_trees.tree_grammar(PIECES, 10)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_every_output_is_a_tree_over_the_source_words(grammar, seed, beam_size):
+    model = make_model(seed)
+    sequences, scores = search.translate_ids(model, source_ids(), beam_size=beam_size, alpha=0.6,
+                                               max_extra_length=100, n_best=beam_size, grammar=grammar)
+    assert np.all(scores.numpy() > -1e6)  # every slot holds a finished hypothesis
+    for row, pieces in zip(sequences.numpy(), SOURCES):
+        for hypothesis in row:
+            text = text_of(hypothesis)
+            tree, repairs = linearized_trees.to_tree(text, words_of(pieces))
+            assert repairs == (), (text, repairs)
+            assert " ".join(text.split()).count("(") >= 1
+            assert [t for t in text.split() if not t.startswith(("(", ")"))] == words_of(pieces)
+            assert tree.leaves() == words_of(pieces)
+
+
+def test_without_the_constraint_the_same_models_write_no_trees():
+    repaired = 0
+    for seed in (1, 2, 3):
+        sequences, _ = search.translate_ids(make_model(seed), source_ids(), beam_size=4, alpha=0.6,
+                                              max_extra_length=30)
+        for row, pieces in zip(sequences.numpy(), SOURCES):
+            _, repairs = linearized_trees.to_tree(text_of(row[0]), words_of(pieces))
+            repaired += bool(repairs)
+    assert repaired >= 6  # of 12: the constraint, not the models, makes the trees above
+
+
+def test_under_tf_function_and_an_empty_source(grammar):
+    model = make_model(1)
+    ids = np.concatenate([source_ids(), np.zeros((1, source_ids().shape[1]), np.int32)])  # + an empty row
+    traced = tf.function(lambda x: search.translate_ids(model, x, beam_size=4, alpha=0.6, max_extra_length=100,
+                                                          grammar=grammar))
+    sequences, scores = traced(tf.constant(ids))
+    eager, _ = search.translate_ids(model, ids[:-1], beam_size=4, alpha=0.6, max_extra_length=100, grammar=grammar)
+    np.testing.assert_array_equal(sequences[:-1, :, : eager.shape[2]], eager)
+    assert not np.any(sequences[-1].numpy()) and scores[-1, 0] == 0.0
+
+
+def test_the_grammar_must_cover_the_output_vocabulary(grammar):
+    small = dataclasses.replace(grammar, closing=grammar.closing[:20], word_starts=grammar.word_starts[:20])
+    with pytest.raises(ValueError, match="covers 20 ids"):
+        search.translate_ids(make_model(1), source_ids(), beam_size=2, grammar=small)
+    with pytest.raises(ValueError, match="max_depth"):
+        tree_constraint.TreeGrammar(grammar.closing, grammar.word_starts, max_depth=0)
+
+
+def test_the_rules_step_by_step_on_a_tree():
+    """The allowed next tokens along `(S (NP the dogs )NP (VP bark )VP . )S`, by hand."""
+    grammar = linearized_trees.tree_grammar(PIECES, VOCAB)
+
+    def model(ids, step, cache, memory):  # every token equally likely: the mask is all there is
+        return tf.zeros([tf.shape(ids)[0], VOCAB]), cache
+
+    fn, cache, memory = tree_constraint.constrain(grammar, model, {}, {}, source_ids()[:1], EOS_ID, PAD_ID)
+    opens = {S + "(S", S + "(NP", S + "(VP"}
+    tokens = ["<s>", S + "(S", S + "(NP", S + "the", S + "dog", "s", S + ")NP", S + "(VP", S + "bark",
+              S + ")VP", S + ".", S + ")S", "</s>"]
+    expected = {
+        "<s>": opens,  # a tree starts with a bracket
+        S + "(S": opens | {S + "the"},  # no word outside a bracket, no empty constituent
+        S + "(NP": opens | {S + "the"},
+        S + "the": opens | {S + "dog", S + ")NP"},  # between words: the innermost bracket's own close
+        S + "dog": {"s"},  # inside a word: only its next piece
+        "s": opens | {S + "bark", S + ")NP"},
+        S + ")NP": opens | {S + "bark"},  # the root does not close while words remain
+        S + "(VP": opens | {S + "bark"},
+        S + "bark": opens | {S + ".", S + ")VP"},
+        S + ")VP": opens | {S + "."},
+        S + ".": {S + ")S"},  # every word copied: close what is open
+        S + ")S": {"</s>"},
+    }
+    for token, following in zip(tokens[:-1], tokens[1:]):
+        logits, cache = fn(tf.constant([ID[token]]), 0, cache, memory)
+        allowed = {PIECES[i] for i in np.flatnonzero(logits.numpy()[0] > -1e6)}
+        assert allowed == expected[token], token
+        assert following in allowed
+
+
+def test_an_opening_bracket_only_while_the_tree_can_still_end_within_the_limit():
+    """`(S (NP the dogs )NP bark . )S` under limits 8 and 10: the fewest tokens that end a tree over
+    the 5 pieces are 8, (S + 5 pieces + )S + EOS; each extra constituent costs 2."""
+    grammar = linearized_trees.tree_grammar(PIECES, VOCAB)
+
+    def model(ids, step, cache, memory):
+        return tf.zeros([tf.shape(ids)[0], VOCAB]), cache
+
+    def allowed_along(tokens, limit):
+        fn, cache, memory = tree_constraint.constrain(grammar, model, {}, {}, source_ids()[:1], EOS_ID, PAD_ID,
+                                                      limits=tf.constant([limit]))
+        allowed = []
+        for position, token in enumerate(tokens):
+            logits, cache = fn(tf.constant([ID[token]]), tf.constant(position), cache, memory)
+            allowed.append({PIECES[i] for i in np.flatnonzero(logits.numpy()[0] > -1e6)})
+        return allowed
+
+    opens = {S + "(S", S + "(NP", S + "(VP"}
+    tight = allowed_along(["<s>", S + "(S", S + "the"], limit=8)
+    assert tight == [opens, {S + "the"}, {S + "dog"}]  # the root always; then no room for another
+    roomy = allowed_along(["<s>", S + "(S", S + "(NP", S + "the", S + "dog", "s"], limit=10)
+    assert roomy[1] == opens | {S + "the"}  # room for one constituent: 2 + 5 + 2 + 1 = 10
+    assert roomy[2] == {S + "the"}  # (S (NP: none for a second
+    assert roomy[5] == {S + "bark", S + ")NP"}  # still none after its words: they are copied too
+
+
+def test_every_output_ends_as_a_tree_within_a_tight_limit(grammar, monkeypatch):
+    def repairs_of(beam_size):
+        outputs = []
+        for seed in (1, 2, 3):
+            sequences, _ = search.translate_ids(make_model(seed), source_ids(), beam_size=beam_size, alpha=0.6,
+                                                  max_extra_length=4, n_best=beam_size, grammar=grammar)
+            outputs += [(text_of(hypothesis), pieces) for row, pieces in zip(sequences.numpy(), SOURCES)
+                        for hypothesis in row]
+        return [linearized_trees.to_tree(text, words_of(pieces))[1] for text, pieces in outputs]
+
+    for beam_size in (1, 4):
+        assert all(repairs == () for repairs in repairs_of(beam_size)), beam_size
+    # The same searches with the bracket rules but without the limit's: trees cut by the limit.
+    constrain = tree_constraint.constrain
+    monkeypatch.setattr(tree_constraint, "constrain",
+                        lambda *args, limits=None: constrain(*args))
+    assert sum(repairs != () for repairs in repairs_of(4)) >= 24  # of 48 (43 when written)

@@ -1,0 +1,1 @@
+"""Tests of keras_transformer.layers, one file per layer module."""

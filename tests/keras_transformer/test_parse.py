@@ -1,0 +1,82 @@
+"""Parsing end to end (section 6.3): train on the treebank, dev F1 in the log, parse, export, parse again.
+
+One tiny parsing run per module, trained by the training command on the sample treebank's
+(sentence, linearized tree) pairs. Checked: the dev evaluation reports EVALB F1 and the repair
+share beside BLEU (console and eval/history.json); `python -m keras_transformer.parse` from the
+training directory and from its SavedModel writes the same trees, each over exactly its
+sentence's words, and the F1 it prints is the one recomputed from the trees it wrote; both use
+section 6.3's decoding (beam 21, alpha 0.3, input + 300) without being told. Needs
+../shared/data (skips without it).
+"""
+
+import json
+import re
+
+import nltk
+import pytest
+
+from tasks import parsing
+from tests.helpers.commands import run_command
+
+SENTENCES = 8  # of the test split, parsed by each path
+
+
+def run(module, *args):
+    """`python -m MODULE ARGS...`, which must succeed."""
+    result = run_command("-m", module, *args, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+@pytest.fixture(scope="module")
+def run_dir(ptb, tmp_path_factory):
+    """A tiny parsing model: 40 updates of the tiny recipe on the treebank, evaluated at the end."""
+    model_dir = tmp_path_factory.mktemp("parse") / "run"
+    result = run("keras_transformer.train", "--flagfile=configs/tiny.flags", "--dataset=ptb", f"--data_dir={ptb}",
+                 f"--model_dir={model_dir}", "--split_by_script=false", "--vocab_size=1000", "--max_length=200",
+                 "--batch_tokens=2400", "--train_steps=40", "--eval_every_steps=40", "--eval_max_sentences=8",
+                 "--eval_max_extra_length=40", "--checkpoint_every_steps=40")
+    return model_dir, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def files(ptb, tmp_path_factory):
+    """The first sentences of the test split, one per line, and their gold trees (tags included)."""
+    root = tmp_path_factory.mktemp("parse_files")
+    gold = parsing.Gold.from_treebank(str(ptb), "test").take(SENTENCES)
+    (root / "sentences.txt").write_text("".join(s.sentence + "\n" for s in gold.sentences), encoding="utf-8")
+    (root / "gold.trees").write_text("".join(parsing.format_tree(s.tagged_tree()) + "\n" for s in gold.sentences),
+                                     encoding="utf-8")
+    return root, gold
+
+
+def test_dev_evaluation_reports_evalb_f1_and_repairs(run_dir):
+    model_dir, log = run_dir
+    line = next(line for line in log.splitlines() if line.startswith("eval step 40:"))
+    assert re.search(r"BLEU [\d.]+ .* f1 [\d.]+ repaired [\d.]+", line), line
+    history = json.loads((model_dir / "eval" / "history.json").read_text())["evaluations"]
+    assert 0.0 <= history[-1]["f1"] <= 100.0 and 0.0 <= history[-1]["repaired"] <= 100.0
+
+
+def printed_f1(text):
+    return float(re.search(r"^labelled \(EVALB, COLLINS.prm\): F1 ([\d.]+)", text, re.M).group(1))
+
+
+def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, files, tmp_path):
+    model_dir, _ = run_dir
+    root, gold = files
+    # Both with section 6.3's decoding, which neither command is given: parse's defaults, and what
+    # an export of a parsing model gets without decoding flags.
+    from_run = run("keras_transformer.parse", f"--model_dir={model_dir}", f"--input={root / 'sentences.txt'}",
+                   f"--reference={root / 'gold.trees'}", f"--output={tmp_path / 'run.trees'}")
+    exported = run("export", f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'export'}")
+    assert "beam_size=21 alpha=0.3 max_extra_length=300 tree_constraint" in exported.stdout, exported.stdout
+    run("keras_transformer.parse", f"--export_dir={tmp_path / 'export'}", f"--input={root / 'sentences.txt'}",
+        f"--output={tmp_path / 'export.trees'}")
+
+    written = (tmp_path / "run.trees").read_text(encoding="utf-8")
+    assert written == (tmp_path / "export.trees").read_text(encoding="utf-8")
+    trees = [nltk.Tree.fromstring(line) for line in written.splitlines()]
+    assert [tree.leaves() for tree in trees] == [list(s.words) for s in gold.sentences]
+    assert printed_f1(from_run.stdout) == pytest.approx(gold.scores(trees).f1, abs=0.005)
+    assert re.search(rf"^repaired: \d+ of {SENTENCES} outputs", from_run.stdout, re.M), from_run.stdout

@@ -1,0 +1,112 @@
+"""`python -m keras_transformer.train`: bad flags, a tiny run that learns, resume, SIGKILL, multi-worker."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.helpers.commands import assert_one_error_line, run_command
+from tests.helpers.paths import REPO
+from tests.helpers.train_runs import latest_step, train_args
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--preset=huge"], "unknown preset 'huge'"),
+    (["--dataset=multi30k", "--data_dir=/nonexistent/multi30k"], "data_dir /nonexistent/multi30k: no such folder"),
+    (["--batch_tokens=100", "--max_length=256"], "batch_tokens=100 is smaller than one sentence"),
+    (["--train_steps=0"], "train_steps must be positive, got 0"),
+    (["--keep_checkpoints=2", "--average_checkpoints=5"], "average_last (5) needs keep_checkpoints >= it"),
+])
+def test_bad_flags_end_with_one_error_line_and_exit_code_2(tmp_path, flags, fragment):
+    assert_one_error_line(run_command(*train_args(tmp_path / "run", *flags)), fragment)
+
+
+def test_batch_tokens_per_replica_smaller_than_one_sentence(tmp_path, flagfile):
+    result = run_command(*train_args(tmp_path / "run", "--cpu_replicas=2", "--batch_tokens=40", flagfile=flagfile))
+    assert_one_error_line(result, "split over 2 replica(s) and 1 micro-batch(es), leaves 20 tokens")
+
+
+def test_tiny_run_learns_resumes_and_refuses_another_model(tmp_path, flagfile):
+    model_dir = tmp_path / "run"
+    first = run_command(*train_args(model_dir, "--train_steps=60", "--eval_every_steps=20", flagfile=flagfile))
+    assert first.returncode == 0, first.stderr[-2000:]
+    history = json.loads((model_dir / "eval" / "history.json").read_text())["evaluations"]
+    assert [h["step"] for h in history] == [20, 40, 60]
+    assert history[-1]["loss"] < history[0]["loss"] - 0.15, history  # the dev loss improves
+    assert "BLEU" in first.stdout and "nrefs:1|case:mixed" in first.stdout
+    settings = json.loads((model_dir / "model_config.json").read_text())
+    assert settings["model"]["d_model"] == 32 and settings["training"]["train_steps"] == 60
+    assert settings["model"]["vocab_size"] <= 500
+    tokenizer = model_dir / "tokenizer" / "tokenizer.model"
+    stamp = tokenizer.stat().st_mtime_ns
+
+    second = run_command(*train_args(model_dir, "--train_steps=70", "--eval_every_steps=0", flagfile=flagfile))
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "resumed at step 60" in second.stdout
+    assert "step 70/70" in second.stdout and "step 10/70" not in second.stdout
+    assert tokenizer.stat().st_mtime_ns == stamp  # loaded, not retrained
+    assert sorted(os.listdir(model_dir / "checkpoints"))[0] == "checkpoint"
+    assert (model_dir / "checkpoints" / "ckpt-70.index").exists()
+
+    other = run_command(*train_args(model_dir, "--train_steps=80", "--d_model=64", flagfile=flagfile))
+    assert_one_error_line(other, "d_model=32 (saved) vs 64 (flags)")
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_then_the_same_command_resumes(tmp_path, flagfile):
+    model_dir = tmp_path / "run"
+    args = train_args(model_dir, "--train_steps=70", "--eval_every_steps=0", "--eval_max_sentences=-1",
+                      "--checkpoint_every_steps=7", flagfile=flagfile)
+    process = subprocess.Popen([sys.executable, *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    deadline = time.time() + 180
+    while time.time() < deadline and (latest_step(model_dir) or 0) < 14:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)  # most likely mid-step, possibly mid-save
+    process.wait()
+    killed_at = latest_step(model_dir)
+    assert killed_at and killed_at % 7 == 0 and killed_at < 70
+    resumed = run_command(*args, timeout=400)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"resumed at step {killed_at}" in resumed.stdout  # the latest complete checkpoint
+    assert '"step": 70' in resumed.stdout and latest_step(model_dir) == 70
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_workers_under_multi_worker_mirrored_strategy_end_with_equal_weights(tmp_path, flagfile):
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    model_dir = tmp_path / "run"
+    workers = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+    processes = []
+    for index in range(2):
+        tf_config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+        args = train_args(model_dir, "--train_steps=6", "--eval_every_steps=0", "--eval_max_sentences=-1",
+                          "--checkpoint_every_steps=3", "--dropout_rate=0.1", flagfile=flagfile)
+        processes.append(subprocess.Popen(
+            [sys.executable, *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_CONFIG": tf_config}))
+        if index == 0:
+            time.sleep(0.5)
+    outputs = [p.communicate(timeout=400) for p in processes]
+    for p, (out, err) in zip(processes, outputs):
+        assert p.returncode == 0, err[-3000:]
+    assert "CollectiveAllReduceStrategy with 2 replica(s)" in outputs[0][0]  # MultiWorkerMirroredStrategy
+    chief = tf.train.load_checkpoint(str(model_dir / "checkpoints" / "ckpt-6"))
+    other = tf.train.load_checkpoint(str(model_dir / "workers" / "worker-1" / "ckpt-6"))
+    names = [n for n in chief.get_variable_to_shape_map() if "CHECKPOINTABLE" not in n and "save_counter" not in n]
+    assert len(names) > 50  # model weights, Adam slots, step
+    for name in names:
+        np.testing.assert_array_equal(chief.get_tensor(name), other.get_tensor(name))

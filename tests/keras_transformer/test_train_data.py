@@ -1,0 +1,123 @@
+"""`python -m keras_transformer.train` on the user's own data: --train_files, --cache, --init_from."""
+
+import hashlib
+import json
+import os
+
+import pytest
+
+from tests.helpers.commands import assert_one_error_line, run_command
+from tests.helpers.files import write_lines
+from tests.helpers.summaries import read_scalars
+from tests.helpers.train_runs import train_args
+
+
+def _write_corpus(folder, stem, pairs):
+    folder.mkdir(parents=True, exist_ok=True)
+    write_lines(folder / f"{stem}.en", [s for s, _ in pairs])
+    write_lines(folder / f"{stem}.de", [t for _, t in pairs])
+    return str(folder / stem) + ".{en,de}"
+
+
+def _snapshot(folder):
+    """{relative path: sha256} of every file under `folder` (None if it does not exist)."""
+    if not os.path.exists(folder):
+        return None
+    return {os.path.relpath(os.path.join(root, name), folder):
+            hashlib.sha256(open(os.path.join(root, name), "rb").read()).hexdigest()
+            for root, _, names in os.walk(folder) for name in names}
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--train_files=web:{data}/web-*.{{en,de}}"], "web-001.de: no such file (the target shard of"),
+    (["--train_files=web:{data}/none-*.{{en,de}}"], "none-*.en: matches no file"),
+    (["--train_files=web:{data}/web-*.{{en,de}}:0"], "weight 0 must be a positive number"),
+    (["--train_files=web:wikipedia:0.5"], "unknown corpus 'wikipedia'"),
+    (["--train_files=web:{data}/bad.{{en,de}}"], "bad.en: line 2: not UTF-8 text"),
+    (["--cache=ram"], "--cache=ram: value should be one of"),
+    (["--shuffle_buffer=0"], "--shuffle_buffer"),
+])
+def test_bad_data_flags_end_with_one_error_line(tmp_path, flags, fragment):
+    data = tmp_path / "data"
+    _write_corpus(data, "web-000", [("a .", "A .")])
+    (data / "web-001.en").write_text("b .\n")
+    (data / "bad.en").write_bytes(b"fine\nnot \xff utf-8\n")
+    (data / "bad.de").write_text("gut\nnicht\n")
+    result = run_command(*train_args(tmp_path / "run", *[f.format(data=data) for f in flags]), timeout=120)
+    assert_one_error_line(result, fragment)
+    assert not (tmp_path / "run").exists()
+
+
+def test_fine_tune_from_a_run_on_mixed_corpora(tmp_path, flagfile):
+    """--init_from: the first loss of the new run is the old model's loss on that batch; a fresh
+    optimizer and step; a mismatched architecture changes nothing in either directory. (That the
+    same command then resumes the new run is the resume of any run, `test_train.py`.)"""
+    old, new = tmp_path / "old", tmp_path / "new"
+    first = run_command(*train_args(old, "--train_steps=20", "--eval_every_steps=0", "--eval_max_sentences=-1",
+                              flagfile=flagfile))
+    assert first.returncode == 0, first.stderr[-2000:]
+
+    before = _snapshot(old)
+    mismatch = run_command(*train_args(new, f"--init_from={old}", "--d_model=64", flagfile=flagfile))
+    assert_one_error_line(mismatch, "a different architecture: d_model=32 (there) vs 64 (flags)")
+    assert _snapshot(old) == before and _snapshot(new) is None
+
+    from pipelines import sources  # the second corpus: held-out pairs, mixed with the embedded corpus
+    corpus = _write_corpus(tmp_path / "data", "news", sources.load_pair_list("embedded", "test")[:300])
+    flags = [f"--init_from={old}", f"--train_files=news:{corpus}:0.8,emb:embedded:0.2", "--train_steps=4",
+             "--log_every_steps=1", "--checkpoint_every_steps=4", "--eval_max_sentences=-1",
+             "--learning_rate_scale=0.5", "--shuffle_buffer=5000",
+             "--precision=float32"]  # the loss recomputed below is float32's (auto is bfloat16 on some hosts)
+    second = run_command(*train_args(new, *flags, flagfile=flagfile))
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "starting at step 0 from the weights of" in second.stdout and "(fresh optimizer)" in second.stdout
+    assert "input: cache memory (auto: 0.0 MiB of training text <= 256 MiB), shuffle buffer 5,000; corpora " \
+        "news 80.0%, emb 20.0%" in second.stdout
+    assert "sampled pairs: news " in second.stdout and "step 4/4" in second.stdout
+    assert _snapshot(old) == before  # the run started from is read, never written
+    old_settings = json.loads((old / "model_config.json").read_text())
+    settings = json.loads((new / "model_config.json").read_text())
+    assert settings["tokenizer"] == old_settings["tokenizer"]  # the same tokenizer, copied
+    assert settings["init_from"]["checkpoint"].endswith("ckpt-20")
+    assert settings["training"]["learning_rate_scale"] == 0.5  # training settings may differ
+
+    import tensorflow as tf
+    reader = tf.train.load_checkpoint(str(new / "checkpoints" / "ckpt-4"))
+    assert reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE") == 4
+    assert reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE") == 4  # not 20 + 4
+    train = read_scalars(str(new / "train"))
+    from keras_transformer.training.schedules import learning_rate
+    assert train["learning_rate"][1] == pytest.approx(float(learning_rate(1, 32, 30, 0.5)), rel=1e-6)  # step 1 again
+
+    # The first update's loss, recomputed: the old model on the new run's first batch.
+    from keras_transformer.run_dir import layout
+    from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy
+    from pipelines import batching, corpora, tokenizers
+    from pipelines.data_config import DataConfig
+    tokenizer, _ = tokenizers.load_pair(str(new / "tokenizer"))
+    import keras
+    keras.utils.set_random_seed(settings["training"]["seed"])  # as the trainer does before its pipeline
+    data = DataConfig(**{**settings["data"], "train_files": corpora.parse_train_files(
+        [f"news:{corpus}:0.8,emb:embedded:0.2"])})
+    batches = batching.make_dataset(data.training_pairs(), tokenizer, data.batch_tokens, data.max_length,
+                                    shuffle=True, seed=data.seed * 1_000_003, repeat=True,
+                                    shuffle_buffer=data.shuffle_buffer, cache="memory")
+    source_ids, target_ids = next(iter(batches))
+    model, checkpoint = layout.restore_model(str(old))
+    assert checkpoint.endswith("ckpt-20")
+    logits = model((source_ids, decoder_inputs(target_ids)), training=False)
+    loss_sum, tokens = label_smoothed_cross_entropy(target_ids, logits, model.config.label_smoothing)
+    assert train["loss"][1] == pytest.approx(float(loss_sum / tokens), rel=1e-5)
+
+
+def test_init_from_names_a_run_or_a_checkpoint(tmp_path):
+    from tasks.fine_tuning import InitSource
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="no such training directory or checkpoint prefix"):
+        InitSource.resolve(str(tmp_path / "nowhere"), str(tmp_path / "new"))
+    with pytest.raises(ValueError, match=r"no checkpoint in checkpoints/ or averaged/"):
+        InitSource.resolve(str(run_dir), str(tmp_path / "new"))
+    (run_dir / "checkpoints" / "ckpt-3.index").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="ckpt-3"):  # damaged: named, never read into a model
+        InitSource.resolve(str(run_dir / "checkpoints" / "ckpt-3"), str(tmp_path / "new"))

@@ -1,0 +1,126 @@
+"""`python -m keras_transformer.translate`: from a training directory or an export, scored with sacreBLEU."""
+
+import os
+import sys
+
+import pytest
+
+from export import client, serving_module
+from keras_transformer.decoding import sorted_batches
+from keras_transformer.config import DecodingConfig
+from tests.helpers.commands import assert_one_error_line, run_command
+from tests.helpers.export_models import make_model_dir
+
+
+def run(*args, stdin=None):
+    return run_command("-m", "keras_transformer.translate", *args, stdin=stdin)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("translate")
+    pairs = make_model_dir(root / "run")[:20]
+    (root / "source.txt").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
+    (root / "reference.txt").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
+    translator, _ = serving_module.from_model_dir(str(root / "run"), DecodingConfig())
+    serving_module.export_saved_model(translator, str(root / "export"))
+    return root
+
+
+def test_from_model_dir_with_reference_and_from_export_agree(files):
+    result = run(f"--model_dir={files / 'run'}", f"--input={files / 'source.txt'}",
+                 f"--output={files / 'hyp.txt'}", f"--reference={files / 'reference.txt'}", "--batch_size=8")
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = result.stdout
+    assert report.startswith("BLEU = ") and "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in report
+    assert [line.split(" = ")[0] for line in report.splitlines()[0::2]] == ["BLEU", "chrF2", "chrF2++"]
+    assert "|nc:6|nw:0|" in report and "|nc:6|nw:2|" in report  # chrF and chrF++ signatures
+    hypotheses = (files / "hyp.txt").read_text(encoding="utf-8").splitlines()
+    assert len(hypotheses) == 20
+    # stderr is a pipe: no progress bar (ANSI colours, carriage returns), plain lines only.
+    stderr = result.stderr
+    assert not any(code in stderr for code in ("\x1b[", "\r", "\b")), repr(stderr[-500:])
+    assert stderr.splitlines()[-1].startswith("20 sentences in ")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (files / "hyp.txt").stat().st_mode & 0o777 == 0o666 & ~umask  # as open() makes it, not mkstemp's 0600
+    assert not [name for name in os.listdir(files) if ".tmp-" in name]
+
+    # The export (its base folder: the highest version is used), stdin to stdout, another batch size.
+    result = run(f"--export_dir={files / 'export'}", "--input=-", "--output=-", "--batch_size=5",
+                 stdin=(files / "source.txt").read_text(encoding="utf-8"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == hypotheses
+    # Two plain lines, without the tokenizer resource's "normalizer.cc ... precompiled_charsmap is empty".
+    assert [line.split(" ")[0] for line in result.stderr.splitlines()] == ["translating", "20"], \
+        result.stderr[-1000:]
+
+
+def test_n_best_from_model_dir_and_from_export_agree_and_lead_with_the_best(files):
+    """--n_best=3: Moses n-best lines, best first; the first of each sentence is its 1-best
+    translation of the same search (beam 4), from a training directory and from the export."""
+    lines = (files / "source.txt").read_text(encoding="utf-8").splitlines()[:8] + [""]
+    (files / "nbest_source.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    outputs = {}
+    for source in (f"--model_dir={files / 'run'}", f"--export_dir={files / 'export'}"):
+        result = run(source, f"--input={files / 'nbest_source.txt'}", "--output=-", "--n_best=3")
+        assert result.returncode == 0, result.stderr[-2000:]
+        outputs[source.split("=")[0]] = result.stdout.splitlines()
+    assert outputs["--model_dir"] == outputs["--export_dir"]
+    rows = [line.split(" ||| ") for line in outputs["--model_dir"]]
+    assert all(len(row) == 3 for row in rows)
+    by_sentence = {}
+    for index, text, score in rows:
+        by_sentence.setdefault(int(index), []).append((text, float(score)))
+    assert sorted(by_sentence) == list(range(len(lines)))
+    assert by_sentence[len(lines) - 1] == [("", 0.0)]  # an empty line: one empty hypothesis
+    for hypotheses in list(by_sentence.values())[:-1]:
+        assert len(hypotheses) == 3
+        assert [score for _, score in hypotheses] == sorted((score for _, score in hypotheses), reverse=True)
+    one_best = run(f"--model_dir={files / 'run'}", f"--input={files / 'nbest_source.txt'}", "--output=-")
+    assert one_best.stdout.splitlines()[:-1] == [by_sentence[i][0][0] for i in range(len(lines) - 1)]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model_dir={root}/run", "--n_best=5", "--input={root}/source.txt"], "--n_best=5 must be between 1 and --beam_size (4)"),
+    (["--export_dir={root}/export", "--n_best=9", "--input={root}/source.txt"], "the export's beam_size (4)"),
+    (["--model_dir={root}/missing", "--input={root}/source.txt"], "missing"),
+    (["--model_dir={root}/run", "--input={root}/missing.txt"], "missing.txt: no such file"),
+    (["--export_dir={root}/export", "--beam_size=2", "--input={root}/source.txt"], "--beam_size"),
+])
+def test_bad_input_is_one_line(files, args, message):
+    assert_one_error_line(run(*[a.format(root=files) for a in args]), message)
+
+
+def test_batches_are_sorted_by_length_and_order_is_restored():
+    lines = [b"a b c", b"a", b"a b c d e", b"", b"a b"]
+    lengths = [(len(line.split()), len(line)) for line in lines]  # what translate_lines sorts by
+    assert sorted_batches.length_sorted_batches(lengths, 2, descending=True) == [[2, 0], [4, 1], [3]]
+
+    def fake(batch):
+        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+        return {"translations": tf.strings.upper(batch), "scores": tf.cast(tf.strings.length(batch), tf.float32)}
+
+    translations, _ = client.translate_lines(fake, lines, 2, progress=False)
+    assert translations == ["A B C", "A", "A B C D E", "", "A B"]
+
+
+def fake_translate(batch):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    return {"translations": batch, "scores": tf.zeros(tf.shape(batch), tf.float32)}
+
+
+def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
+    """keras' Progbar always writes ANSI colour codes and redraws with carriage returns; without
+    a terminal on stderr (here pytest's capture) nothing of it is written."""
+    lines = [b"a", b"b c", b"d"]
+    assert client.translate_lines(fake_translate, lines, 2)[0] == ["a", "b c", "d"]
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out == ""
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    client.translate_lines(fake_translate, lines, 2)
+    captured = capsys.readouterr()
+    assert "\x1b[" in captured.err and "3/3" in captured.err and captured.out == ""
+
+

@@ -1,0 +1,1 @@
+"""Tests of keras_transformer.training: the training loop and each of its parts alone."""

@@ -1,0 +1,1 @@
+"""Tests of pipelines (text -> token ids) and its command, `python -m pipelines`."""

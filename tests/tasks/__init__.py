@@ -1,0 +1,1 @@
+"""Tests of tasks, the commands' work (parsing, EVALB)."""
