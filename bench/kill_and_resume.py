@@ -167,7 +167,7 @@ def alive(pid: int) -> bool:
 
 
 def latest_step(model_dir: str) -> Optional[int]:
-    """The step of the checkpoint the state file names first, or None (as tests/test_train.py)."""
+    """The step of the checkpoint the state file names first, or None (as tests/keras_transformer/test_train.py)."""
     state = os.path.join(model_dir, CHECKPOINT_DIR, "checkpoint")
     if not os.path.exists(state):
         return None

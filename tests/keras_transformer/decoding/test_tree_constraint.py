@@ -14,7 +14,9 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import Transformer, TransformerConfig
+from keras_transformer.config import DecodingConfig
 from keras_transformer.decoding import search, tree_constraint
+from keras_transformer.training import evaluation
 from keras_transformer.special_ids import EOS_ID, PAD_ID
 from pipelines import linearized_trees
 
@@ -119,6 +121,31 @@ def test_under_tf_function_and_an_empty_source(grammar):
     eager, _ = search.translate_ids(model, ids[:-1], beam_size=4, alpha=0.6, max_extra_length=100, grammar=grammar)
     np.testing.assert_array_equal(sequences[:-1, :, : eager.shape[2]], eager)
     assert not np.any(sequences[-1].numpy()) and scores[-1, 0] == 0.0
+
+
+def test_dev_evaluation_decodes_under_the_constraint_as_translate_and_the_export_do(grammar):
+    """One decoding entry point: the dev translations of training (`evaluation.make_translate_fn`,
+    i.e. `--eval_tree_constraint`) are the constrained search's, trees with no repair, while the
+    same evaluation without the constraint writes sequences that need repairs."""
+    config = DecodingConfig(beam_size=4, alpha=0.6, max_extra_length=30, tree_constraint=True)
+    repaired = 0
+    for seed in (1, 2, 3):
+        model = make_model(seed)
+        ids, scores = evaluation.make_translate_fn(model, config, grammar)(tf.constant(source_ids()))
+        expected, expected_scores = search.translate_ids(model, source_ids(), config, grammar=grammar)
+        np.testing.assert_array_equal(ids.numpy(), expected[:, 0].numpy())
+        np.testing.assert_allclose(scores.numpy(), expected_scores[:, 0].numpy(), atol=1e-6)
+        for row, pieces in zip(ids.numpy(), SOURCES):
+            assert linearized_trees.to_tree(text_of(row), words_of(pieces))[1] == ()
+        free = evaluation.make_translate_fn(model, dataclasses.replace(config, tree_constraint=False))
+        for row, pieces in zip(free(tf.constant(source_ids()))[0].numpy(), SOURCES):
+            repaired += bool(linearized_trees.to_tree(text_of(row), words_of(pieces))[1])
+    assert repaired >= 6  # of 12: without the grammar the setting would be a silent no-op
+
+
+def test_the_constraint_without_its_grammar_is_refused_not_ignored():
+    with pytest.raises(ValueError, match="tree_constraint needs the grammar"):
+        search.translate_ids(make_model(1), source_ids(), DecodingConfig(tree_constraint=True))
 
 
 def test_the_grammar_must_cover_the_output_vocabulary(grammar):
