@@ -263,12 +263,20 @@ class TrainingConfig:
         keep_checkpoints: how many recent checkpoints to keep.
         eval_every_steps: evaluate on the dev set every this many updates (0: only at the end).
         early_stopping_patience: stop after this many evaluations without a better dev
-            BLEU (0: never).
+            `best_checkpoint_metric` (0: never).
+        keep_best_checkpoints: keep the K best checkpoints by `best_checkpoint_metric` in
+            MODEL_DIR/best (0: none); the end of the run then averages the best
+            `average_last` of them instead of the last ones, and translation and export use
+            the best one when nothing is averaged (fairseq `--keep-best-checkpoints`).
+        best_checkpoint_metric: the dev metric that ranks checkpoints and early stopping
+            watches: "bleu" (higher is better) or "loss" (the dev loss, lower is better).
         max_train_minutes: stop cleanly (and checkpoint) after this much training time in
             this process (0: no limit).
         log_every_steps: console lines and TensorBoard scalars every this many updates.
         average_last: after training, average the last this many checkpoints (section 6.1;
-            paper: 5 base, 20 big; 0: none). Done by the entry point.
+            paper: 5 base, 20 big; 0: none), or the best this many with
+            `keep_best_checkpoints`. Fewer are averaged, with a line that says so, when the
+            run made fewer. Done by the entry point.
         seed: seeds the initial weights, dropout and the data order.
     """
 
@@ -284,6 +292,8 @@ class TrainingConfig:
     keep_checkpoints: int = 5
     eval_every_steps: int = 1000
     early_stopping_patience: int = 0
+    keep_best_checkpoints: int = 0
+    best_checkpoint_metric: str = "bleu"
     max_train_minutes: float = 0.0
     log_every_steps: int = 100
     average_last: int = 0
@@ -295,16 +305,20 @@ class TrainingConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         for name in ("checkpoint_every_steps", "checkpoint_every_minutes", "eval_every_steps",
-                     "early_stopping_patience", "max_train_minutes", "clip_norm", "average_last"):
+                     "early_stopping_patience", "max_train_minutes", "clip_norm", "average_last",
+                     "keep_best_checkpoints"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.learning_rate_scale <= 0:
             raise ValueError(f"learning_rate_scale must be positive, got {self.learning_rate_scale}")
         if self.precision not in PRECISIONS + ("auto",):
             raise ValueError(f"precision must be \"auto\" or one of {PRECISIONS}, got {self.precision!r}")
-        if self.average_last > self.keep_checkpoints:
-            raise ValueError(f"average_last ({self.average_last}) needs keep_checkpoints >= it, "
-                             f"got keep_checkpoints={self.keep_checkpoints}")
+        if self.best_checkpoint_metric not in ("bleu", "loss"):
+            raise ValueError(f"best_checkpoint_metric must be \"bleu\" or \"loss\", got {self.best_checkpoint_metric!r}")
+        kept, flag = ((self.keep_best_checkpoints, "keep_best_checkpoints") if self.keep_best_checkpoints
+                      else (self.keep_checkpoints, "keep_checkpoints"))
+        if self.average_last > kept:
+            raise ValueError(f"average_last ({self.average_last}) needs {flag} >= it, got {flag}={kept}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -80,13 +80,19 @@ flags.DEFINE_integer("cpu_replicas", 0, "MirroredStrategy over this many logical
 flags.DEFINE_integer("checkpoint_every_steps", 1000, "Save every this many updates (0: not by count).")
 flags.DEFINE_float("checkpoint_every_minutes", 0.0, "Also save every this many minutes (paper: 10).")
 flags.DEFINE_integer("keep_checkpoints", 5, "Checkpoints kept (at least --average_checkpoints).")
-flags.DEFINE_integer("average_checkpoints", 0, "At the end, average the last K checkpoints into "
-                     "MODEL_DIR/averaged (paper: 5 base, 20 big; 0: none).")
+flags.DEFINE_integer("average_checkpoints", 0, "At the end, average the last K checkpoints (with "
+                     "--keep_best_checkpoints: the best K) into MODEL_DIR/averaged (paper: 5 base, 20 big; 0: none).")
+flags.DEFINE_integer("keep_best_checkpoints", 0, "Keep the K best checkpoints by --best_checkpoint_metric in "
+                     "MODEL_DIR/best (every evaluated step is saved); translate and export use their average "
+                     "(--average_checkpoints) or the best one (0: none).", lower_bound=0)
+flags.DEFINE_enum("best_checkpoint_metric", "bleu", ["bleu", "loss"], "The dev metric that ranks checkpoints "
+                  "and that --early_stopping_patience watches: bleu (higher is better) or loss (lower is better).")
 # Evaluation (section 6.1) -----------------------------------------------------------------------
 flags.DEFINE_integer("eval_every_steps", 1000, "Dev loss, perplexity and BLEU every this many updates (0: at the end).")
 task_flags.define_decoding_flags(prefix="eval_")
 flags.DEFINE_integer("eval_max_sentences", 0, "Translate only this many dev sentences for BLEU (0: all; -1: no BLEU).")
-flags.DEFINE_integer("early_stopping_patience", 0, "Stop after this many evaluations without a better dev BLEU (0: never).")
+flags.DEFINE_integer("early_stopping_patience", 0, "Stop after this many evaluations without a better dev "
+                     "--best_checkpoint_metric (0: never).")
 flags.DEFINE_boolean("evaluate_only", False, "Do not train: translate --dev_split with the averaged "
                      "checkpoint (else the latest), print loss, BLEU and signature, write the translations.")
 flags.DEFINE_integer("log_every_steps", 100, "Console lines and TensorBoard scalars every this many updates.")
@@ -117,7 +123,8 @@ def training_config():
         checkpoint_every_minutes=FLAGS.checkpoint_every_minutes, keep_checkpoints=FLAGS.keep_checkpoints,
         eval_every_steps=FLAGS.eval_every_steps, early_stopping_patience=FLAGS.early_stopping_patience,
         max_train_minutes=FLAGS.max_train_minutes, log_every_steps=FLAGS.log_every_steps,
-        average_last=FLAGS.average_checkpoints, seed=FLAGS.seed)
+        average_last=FLAGS.average_checkpoints, keep_best_checkpoints=FLAGS.keep_best_checkpoints,
+        best_checkpoint_metric=FLAGS.best_checkpoint_metric, seed=FLAGS.seed)
 
 
 def main(argv):
@@ -129,6 +136,11 @@ def main(argv):
     decoding = task_flags.decoding_config(prefix="eval_")
     training = training_config()
     bleu_sentences = {0: None, -1: 0}.get(FLAGS.eval_max_sentences, max(FLAGS.eval_max_sentences, 0))
+    selecting = training.keep_best_checkpoints or training.early_stopping_patience
+    if selecting and training.best_checkpoint_metric == "bleu" and bleu_sentences == 0:
+        raise ValueError("--keep_best_checkpoints and --early_stopping_patience rank by dev BLEU, which "
+                         "--eval_max_sentences=-1 turns off: translate some dev sentences, or pass "
+                         "--best_checkpoint_metric=loss")
     if FLAGS.evaluate_only:
         data.check_inputs(data.dev_split)
     else:
@@ -151,7 +163,8 @@ def main(argv):
     except trainer_lib.TrainingDiverged as error:
         cli.fail(error, code=1)
     summary = {"step": state.step, "stop_reason": state.stop_reason,
-               "train_minutes": round(state.train_seconds / 60, 2), "best_bleu": state.best_bleu,
+               "train_minutes": round(state.train_seconds / 60, 2),
+               f"best_{state.best_metric}": state.best_value, "best_step": state.best_step,
                **{k: v for k, v in state.evaluation.items() if k != "hypotheses"}}
     if state.signal is not None:
         from keras_transformer.training import interrupts  # pylint: disable=g-import-not-at-top

@@ -131,7 +131,8 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         if mixture and state.stop_reason == "interrupted":  # else the last evaluation logged them
             log(f"sampled pairs: {mixture.counter.summary()}")
         if training.average_last and chief and state.stop_reason != "interrupted":
-            average_once(model_dir, training.average_last, state.step, log)
+            average_once(model_dir, training.average_last, state.step, best=bool(training.keep_best_checkpoints),
+                         log=log)
     return state
 
 
@@ -145,16 +146,30 @@ def _logging_shares(evaluator, mixture, log: Callable[[str], None]):
     return evaluate
 
 
-def average_once(model_dir: str, count: int, step: int, log: Callable[[str], None] = _print) -> None:
-    """Averages the last `count` checkpoints into MODEL_DIR/averaged, unless the average of the
-    checkpoints up to `step` is already there (a finished run started again)."""
+def average_once(model_dir: str, count: int, step: int, best: bool = False,
+                 log: Callable[[str], None] = _print) -> None:
+    """Averages the last `count` checkpoints (with `best`: the best `count` of MODEL_DIR/best)
+    into MODEL_DIR/averaged/ckpt-<step>, unless that average is already there (a finished run
+    started again). A run that made fewer checkpoints than `count` averages those it has and
+    says so: a budget that ended the run early must not cost it its model."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    from keras_transformer.run_dir import averaging  # pylint: disable=g-import-not-at-top
+    from keras_transformer.run_dir import averaging, best_checkpoints  # pylint: disable=g-import-not-at-top
+    from keras_transformer.run_dir import readable_checkpoints  # pylint: disable=g-import-not-at-top
 
+    which = "best" if best else "last"
     done = tf.train.latest_checkpoint(os.path.join(model_dir, layout.AVERAGED_DIR))
     if done and averaging.checkpoint_step(done) == step:
-        log(f"the last {count} checkpoints were averaged before: {done}")
+        log(f"the {which} {count} checkpoints were averaged before: {done}")
         return
-    path = averaging.average_last(model_dir, count)
-    log(f"averaged the last {count} checkpoints into {path}")
+    if best:
+        paths = best_checkpoints.listed_prefixes(os.path.join(model_dir, layout.BEST_DIR))[:count]
+    else:
+        paths = readable_checkpoints.listed_checkpoints(os.path.join(model_dir, layout.CHECKPOINT_DIR))[-count:]
+    if not paths:
+        log(f"no {which} checkpoints to average (the run made no {'dev evaluation' if best else 'checkpoint'})")
+        return
+    path = averaging.average_checkpoints(model_dir, paths, step)
+    steps = ", ".join(str(s) for s in sorted(averaging.checkpoint_step(p) for p in paths))
+    fewer = f" (the run has {len(paths)}, fewer than the {count} asked for)" if len(paths) < count else ""
+    log(f"averaged the {which} {len(paths)} checkpoints{fewer}, steps {steps}, into {path}")

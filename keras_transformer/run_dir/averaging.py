@@ -17,6 +17,7 @@ is `python -m keras_transformer.average_checkpoints`; training calls `average_la
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -64,13 +65,24 @@ def average_last(model_dir: str, count: int) -> str:
     Raises:
         ValueError: one of them is damaged (nothing is written; a previous average stays).
     """
-    paths = recent_checkpoints(model_dir, count)
+    return average_checkpoints(model_dir, recent_checkpoints(model_dir, count))
+
+
+def average_checkpoints(model_dir: str, paths: list[str], step: Optional[int] = None) -> str:
+    """Averages the checkpoints `paths` (e.g. the best ones of MODEL_DIR/best) into
+    MODEL_DIR/averaged/ckpt-<step> (default: the step of the last of `paths`); returns the prefix.
+
+    Raises:
+        ValueError: one of them is damaged (nothing is written; a previous average stays).
+    """
+    if not paths:
+        raise ValueError(f"{model_dir}: no checkpoints to average")
     for path in paths:
         readable_checkpoints.check_readable(path)
     model = Transformer(layout.read_config(model_dir))
     model.build()
     average_into(model, paths)
-    step = tf.Variable(checkpoint_step(paths[-1]), dtype=tf.int64)
+    step = tf.Variable(checkpoint_step(paths[-1]) if step is None else step, dtype=tf.int64)
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step),
                                          os.path.join(model_dir, layout.AVERAGED_DIR), max_to_keep=1)
     return manager.save(checkpoint_number=int(step.numpy()))

@@ -6,7 +6,9 @@
       checkpoints/          tf.train.CheckpointManager: ckpt-<step>.*, "checkpoint"; a damaged
                             checkpoint that resumed training skipped, renamed ckpt-<step>.damaged.*
                             by its next save
-      averaged/             the average of the last checkpoints (section 6.1), if made
+      averaged/             the average of the last (or the best) checkpoints (section 6.1), if made
+      best/                 the best checkpoints by a dev metric and best.json, their list
+                            (`--keep_best_checkpoints`, `keras_transformer.run_dir.best_checkpoints`)
       train/                TensorBoard scalars of training
       eval/                 TensorBoard scalars of the dev evaluations, history.json (every
                             evaluation of the run) and the translations of --evaluate_only
@@ -27,7 +29,7 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
-from keras_transformer.run_dir import atomic_files, readable_checkpoints
+from keras_transformer.run_dir import atomic_files, best_checkpoints, readable_checkpoints
 from keras_transformer.config import TransformerConfig
 from keras_transformer.model import Transformer
 
@@ -35,6 +37,7 @@ CONFIG_FILE = "model_config.json"
 TOKENIZER_DIR = "tokenizer"
 CHECKPOINT_DIR = "checkpoints"
 AVERAGED_DIR = "averaged"
+BEST_DIR = "best"
 TRAIN_DIR = "train"
 EVAL_DIR = "eval"
 HISTORY_FILE = "history.json"  # in EVAL_DIR
@@ -75,17 +78,23 @@ def read_config(model_dir: str) -> TransformerConfig:
 def latest_checkpoint(model_dir: str, prefer_averaged: bool = True,
                       warn: Callable[[str], None] = readable_checkpoints.warn_on_stderr) -> Optional[str]:
     """The checkpoint to translate with: the averaged one if readable (and preferred), else the
-    newest readable one of MODEL_DIR/checkpoints; None if there is none. `warn` gets one line
-    for each damaged checkpoint skipped.
+    best readable one of MODEL_DIR/best (a run that kept its best checkpoints by a dev metric),
+    else the newest readable one of MODEL_DIR/checkpoints; None if there is none. `warn` gets one
+    line for each damaged checkpoint skipped.
 
     Raises:
         ValueError: checkpoints exist but none of them is readable.
     """
-    folders = ([AVERAGED_DIR] if prefer_averaged else []) + [CHECKPOINT_DIR]
+    best = [BEST_DIR] if os.path.isdir(os.path.join(model_dir, BEST_DIR)) else []
+    folders = ([AVERAGED_DIR] + best if prefer_averaged else []) + [CHECKPOINT_DIR]
     damaged = []
     for folder in folders:
-        readable, skipped = readable_checkpoints.newest_readable(
-            readable_checkpoints.listed_checkpoints(os.path.join(model_dir, folder), warn), warn)
+        directory = os.path.join(model_dir, folder)
+        if folder == BEST_DIR:  # best first; newest_readable takes the last readable one
+            listed = best_checkpoints.listed_prefixes(directory)[::-1]
+        else:
+            listed = readable_checkpoints.listed_checkpoints(directory, warn)
+        readable, skipped = readable_checkpoints.newest_readable(listed, warn)
         if readable:
             return readable
         damaged += skipped
@@ -120,7 +129,7 @@ def restore_model(model_dir: str, checkpoint: Optional[str] = None,
     else:
         checkpoint = latest_checkpoint(model_dir, warn=warn)
     if not checkpoint:
-        raise FileNotFoundError(f"{model_dir}: no checkpoint in {CHECKPOINT_DIR}/ or {AVERAGED_DIR}/")
+        raise FileNotFoundError(f"{model_dir}: no checkpoint in {CHECKPOINT_DIR}/, {BEST_DIR}/ or {AVERAGED_DIR}/")
     model = Transformer(config)
     model.build()
     tf.train.Checkpoint(model=model).read(checkpoint).expect_partial().assert_existing_objects_matched()

@@ -120,6 +120,10 @@ class Checkpoints:
             return
         self.log(f"kept the damaged checkpoint {prefix} as {os.path.basename(target)}.*")
 
+    def path_of(self, step: int) -> str:
+        """The prefix of the run's checkpoint of update `step` (saved or not)."""
+        return os.path.join(self.directory, f"ckpt-{step}")
+
     def latest_name(self) -> str:
         """The latest checkpoint's name (e.g. "ckpt-2000"), or a phrase saying there is none."""
         latest = tf.train.latest_checkpoint(self.directory)

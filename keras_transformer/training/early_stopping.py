@@ -1,55 +1,79 @@
-"""Early stopping on dev BLEU: stop after `patience` evaluations without a better score.
+"""Early stopping on a dev metric: stop after `patience` evaluations without a better score.
 
 The paper trains for a fixed number of steps (section 5.2) and picks hyperparameters on the
 development set (newstest2013, section 6.2); on small corpora a run often stops improving on
-the dev set long before `train_steps`, and stopping then saves the remaining time.
+the dev set long before `train_steps`, and stopping then saves the remaining time (fairseq
+`--patience`, OpenNMT-tf `early_stopping`).
 
-    stopper = EarlyStopping(patience=5, history=read_eval_history(model_dir))  # resumes count on
+    stopper = EarlyStopping(patience=5, history=read_eval_history(model_dir), metric="bleu")
     stopper.observe(results["bleu"], step)
     if stopper.should_stop:
         print(stopper.message(step))
+
+The metric is the one that ranks the best checkpoints (`run_dir.best_checkpoints`): dev BLEU,
+higher is better, or the dev loss, lower is better.
 """
 
 from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from keras_transformer.run_dir.best_checkpoints import is_better, metric_value
+
+_NAMES = {"bleu": "BLEU", "loss": "loss"}
+
 
 class EarlyStopping:
-    """Tracks the best dev BLEU and the evaluations since it.
+    """Tracks the best dev score and the evaluations since it.
 
     Args:
-        patience: stop after this many evaluations without a better BLEU (0: never).
-        history: earlier evaluation records (`{"step", "bleu", ...}`, oldest first, e.g.
-            MODEL_DIR/eval/history.json), replayed so that a resumed run keeps its best
-            score and its count; records without a BLEU are skipped.
+        patience: stop after this many evaluations without a better score (0: never).
+        history: earlier evaluation records (`{"step", "bleu", "loss", ...}`, oldest first,
+            e.g. MODEL_DIR/eval/history.json), replayed so that a resumed run keeps its best
+            score and its count; records without the metric are skipped.
+        metric: "bleu" (higher is better) or "loss" (lower is better).
 
     Attributes:
-        best_bleu, best_step: the best BLEU so far and its step (None before any).
-        evaluations_since_best: BLEU evaluations since the best one.
+        best_value, best_step: the best score so far and its step (None before any).
+        evaluations_since_best: evaluations of the metric since the best one.
     """
 
-    def __init__(self, patience: int = 0, history: Iterable[dict] = ()):
+    def __init__(self, patience: int = 0, history: Iterable[dict] = (), metric: str = "bleu"):
         self.patience = patience
-        self.best_bleu: Optional[float] = None
+        self.metric = metric
+        self.best_value: Optional[float] = None
         self.best_step: Optional[int] = None
         self.evaluations_since_best = 0
         for record in history:
-            if record.get("bleu") is not None:
-                self.observe(record["bleu"], record["step"])
+            value = metric_value(record, metric)
+            if value is not None:
+                self.observe(value, record["step"])
 
-    def observe(self, bleu: float, step: int) -> None:
-        """Records the dev BLEU of step `step`; only a strictly higher score is a new best."""
-        if self.best_bleu is None or bleu > self.best_bleu:
-            self.best_bleu, self.best_step, self.evaluations_since_best = bleu, step, 0
+    def observe(self, value: float, step: int) -> None:
+        """Records the dev score of step `step`; only a strictly better score is a new best."""
+        if is_better(value, self.best_value, self.metric):
+            self.best_value, self.best_step, self.evaluations_since_best = value, step, 0
         else:
             self.evaluations_since_best += 1
+
+    def observe_results(self, results: dict, step: int) -> None:
+        """`observe` of an evaluation's results, if they hold the metric."""
+        value = metric_value(results, self.metric)
+        if value is not None:
+            self.observe(value, step)
 
     @property
     def should_stop(self) -> bool:
         return bool(self.patience) and self.evaluations_since_best >= self.patience
 
+    def _best(self) -> str:
+        return f"{self.best_value:.{2 if self.metric == 'bleu' else 4}f} at step {self.best_step}"
+
+    def describe_best(self) -> str:
+        """e.g. "best BLEU 37.20 at step 2100"."""
+        return f"best {_NAMES[self.metric]} {self._best()}"
+
     def message(self, step: int) -> str:
         """The console line announcing the stop at `step`."""
-        return (f"early stopping at step {step}: no better dev BLEU for {self.evaluations_since_best} "
-                f"evaluations (best {self.best_bleu:.2f} at step {self.best_step})")
+        return (f"early stopping at step {step}: no better dev {_NAMES[self.metric]} for "
+                f"{self.evaluations_since_best} evaluations (best {self._best()})")

@@ -10,7 +10,8 @@ Section 5 of "Attention Is All You Need" (Vaswani et al., 2017), as a library:
 * 5.2: any `tf.distribute` strategy (`keras_transformer.training.distribution.create_strategy`).
 * 5.3: Adam(0.9, 0.98, 1e-9) with the warm-up / inverse square-root schedule.
 * 5.4: label-smoothed cross-entropy; dropout lives in the model.
-* 6.1: checkpoints every N steps and/or minutes, the last K kept (for averaging).
+* 6.1: checkpoints every N steps and/or minutes, the last K kept (for averaging), and the
+  K best by a dev metric (`run_dir.best_checkpoints`), each evaluated step then saved.
 
 The model, optimizer and checkpoints are built outside the loop and handed to the `Trainer`;
 `build_trainer` builds them and the `Trainer` in one call:
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import time
 from typing import Callable, Optional
 
@@ -47,6 +49,8 @@ from keras_transformer.training.interrupts import StopSignals, name as signal_na
 from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy
 from keras_transformer.model import Transformer
 from keras_transformer.training.reporting import EvalHistory, Reporter, read_eval_history
+from keras_transformer.run_dir import layout
+from keras_transformer.run_dir.best_checkpoints import BestCheckpoints
 from keras_transformer.training.schedules import create_optimizer, learning_rate
 
 __all__ = ["LoopState", "Trainer", "TrainingConfig", "TrainingDiverged", "build_model_and_optimizer",
@@ -66,15 +70,17 @@ class LoopState:
         stop_reason: "train_steps", "time budget", "early stopping" or "interrupted".
         signal: the signal number that interrupted the run (SIGINT, SIGTERM), else None.
         evaluation: the last evaluation's results (empty if none).
-        best_bleu, best_step: the best dev BLEU of the run so far (resumes included).
-        evaluations_since_best: evaluations without a better BLEU since then.
+        best_metric: the dev metric that ranks checkpoints and early stopping watches ("bleu", "loss").
+        best_value, best_step: the best dev score by it so far (resumes included).
+        evaluations_since_best: evaluations without a better score since then.
         train_seconds: wall time of this call.
     """
 
     step: int = 0
     stop_reason: str = "train_steps"
     evaluation: dict = dataclasses.field(default_factory=dict)
-    best_bleu: Optional[float] = None
+    best_metric: str = "bleu"
+    best_value: Optional[float] = None
     best_step: Optional[int] = None
     evaluations_since_best: int = 0
     train_seconds: float = 0.0
@@ -165,6 +171,9 @@ class Trainer:
                 self.accumulators = [tf.Variable(tf.zeros(v.shape, tf.float32), **on_read)
                                      for v in self.model.trainable_variables]
                 self.accumulated = tf.Variable(tf.zeros([2]), **on_read)  # loss sum, tokens
+        self.best = (BestCheckpoints(os.path.join(model_dir, layout.BEST_DIR), config.keep_best_checkpoints,
+                                     config.best_checkpoint_metric, write=self.chief, log=self.log)
+                     if config.keep_best_checkpoints else None)
         self._compute = tf.function(self._gradients, jit_compile=True) if config.xla else self._gradients
         self._step_fns = self._make_step_fns()
 
@@ -282,7 +291,7 @@ class Trainer:
         start_step = step = int(self.step.numpy())
         state = LoopState(step=step)
         history = EvalHistory(self.model_dir, write=self.chief)
-        stopper = EarlyStopping(c.early_stopping_patience, history.records)
+        stopper = EarlyStopping(c.early_stopping_patience, history.records, c.best_checkpoint_metric)
         started = time.time()
         if step >= c.train_steps or stopper.should_stop:  # the run had ended: finish what is missing
             self._finish(state, evaluator, history, stopper)
@@ -318,11 +327,18 @@ class Trainer:
                     timer.saved(time.time())
                 if done:
                     reporter.close(step)  # the progress bar ends at this step
-                if evaluator is not None and ((c.eval_every_steps and step % c.eval_every_steps == 0) or done):
+                evaluating = evaluator is not None and ((c.eval_every_steps and step % c.eval_every_steps == 0)
+                                                        or done)
+                saved = due.save
+                if evaluating and self.best is not None and not saved:  # the weights evaluated, kept
+                    self.save()
+                    timer.saved(time.time())
+                    saved = True
+                if evaluating:
                     state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper)  # evaluate
                     if stopper.should_stop:  # stop
                         self.log(stopper.message(step))
-                        if not done:
+                        if not saved:
                             self.save()
                         state.stop_reason, done = "early stopping", True
                 if done:
@@ -335,9 +351,9 @@ class Trainer:
 
     @staticmethod
     def _final(state: LoopState, stopper: EarlyStopping, started: float) -> LoopState:
-        """`state` with this call's wall time and the run's best BLEU."""
+        """`state` with this call's wall time and the run's best dev score."""
         state.train_seconds = time.time() - started
-        state.best_bleu, state.best_step = stopper.best_bleu, stopper.best_step
+        state.best_metric, state.best_value, state.best_step = stopper.metric, stopper.best_value, stopper.best_step
         state.evaluations_since_best = stopper.evaluations_since_best
         return state
 
@@ -347,8 +363,7 @@ class Trainer:
         step = state.step
         if stopper.should_stop:
             state.stop_reason = "early stopping"
-            self.log(f"the run stopped early before (best BLEU {stopper.best_bleu:.2f} at step "
-                     f"{stopper.best_step}); nothing to train")
+            self.log(f"the run stopped early before ({stopper.describe_best()}); nothing to train")
         else:
             self.log(f"the run reached --train_steps={self.config.train_steps} before; nothing to train")
         evaluated = [record for record in history.records if record.get("step") == step]
@@ -361,13 +376,15 @@ class Trainer:
 
     def _evaluate(self, evaluator, step: int, reporter: Reporter, history: EvalHistory,
                   stopper: EarlyStopping) -> dict:
-        """Runs `evaluator` on the model, reports and records the results, feeds the stopper."""
+        """Runs `evaluator` on the model, reports and records the results, feeds the stopper and
+        offers the step's checkpoint to the best ones."""
         started = time.time()
         results = evaluator(self.model)
         reporter.evaluation(step, results, time.time() - started)
         history.append(step, results)
-        if "bleu" in results:
-            stopper.observe(results["bleu"], step)
+        stopper.observe_results(results, step)
+        if self.best is not None:
+            self.best.offer(step, results, self.checkpoints.path_of(step))
         return results
 
 

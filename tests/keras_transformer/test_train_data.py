@@ -121,3 +121,36 @@ def test_init_from_names_a_run_or_a_checkpoint(tmp_path):
     (run_dir / "checkpoints" / "ckpt-3.index").write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="ckpt-3"):  # damaged: named, never read into a model
         InitSource.resolve(str(run_dir / "checkpoints" / "ckpt-3"), str(tmp_path / "new"))
+
+
+def test_best_checkpoints_through_the_command_and_a_run_started_from_them(tmp_path, flagfile):
+    """--keep_best_checkpoints by dev loss: the list and its average at the end; a run started
+    from that run (--init_from) starts from the averaged best weights and keeps a list of its own."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    common = ["--eval_every_steps=4", "--eval_max_sentences=-1", "--keep_best_checkpoints=2",
+              "--best_checkpoint_metric=loss"]
+    first = run_command(*train_args(old, "--train_steps=12", "--average_checkpoints=2", *common, flagfile=flagfile))
+    assert first.returncode == 0, first.stderr[-2000:]
+    listed = json.loads((old / "best" / "best.json").read_text())["checkpoints"]
+    assert len(listed) == 2 and {e["step"] for e in listed} <= {4, 8, 12}
+    assert listed[0]["value"] <= listed[1]["value"]  # best (lowest dev loss) first
+    history = {r["step"]: r["loss"] for r in json.loads((old / "eval" / "history.json").read_text())["evaluations"]}
+    assert sorted(history.values())[:2] == [e["value"] for e in listed]  # the two best evaluations
+    steps = ", ".join(str(s) for s in sorted(e["step"] for e in listed))
+    assert f"averaged the best 2 checkpoints, steps {steps}, into {old / 'averaged' / 'ckpt-12'}" in first.stdout
+    assert json.loads(first.stdout.splitlines()[-1].split("done: ", 1)[1])["best_loss"] == listed[0]["value"]
+
+    before = _snapshot(old)
+    second = run_command(*train_args(new, f"--init_from={old}", "--train_steps=8", *common, flagfile=flagfile))
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert json.loads((new / "model_config.json").read_text())["init_from"]["checkpoint"] == \
+        str(old / "averaged" / "ckpt-12")
+    assert {e["step"] for e in json.loads((new / "best" / "best.json").read_text())["checkpoints"]} <= {4, 8}
+    assert _snapshot(old) == before
+
+
+def test_ranking_by_bleu_without_dev_bleu_is_refused_before_any_work(tmp_path, flagfile):
+    result = run_command(*train_args(tmp_path / "run", "--keep_best_checkpoints=2", "--eval_max_sentences=-1",
+                                     flagfile=flagfile), timeout=120)
+    assert_one_error_line(result, "--eval_max_sentences=-1 turns off")
+    assert not (tmp_path / "run").exists()

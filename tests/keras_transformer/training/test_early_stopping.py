@@ -10,7 +10,7 @@ def test_stops_after_patience_evaluations_without_a_better_bleu():
         stopper.observe(bleu, step)
         decisions.append(stopper.should_stop)
     assert decisions == [False, False, False, True]
-    assert (stopper.best_bleu, stopper.best_step, stopper.evaluations_since_best) == (12.0, 2, 2)
+    assert (stopper.best_value, stopper.best_step, stopper.evaluations_since_best) == (12.0, 2, 2)
     assert stopper.message(4) == ("early stopping at step 4: no better dev BLEU for 2 evaluations "
                                   "(best 12.00 at step 2)")
 
@@ -32,7 +32,7 @@ def test_a_resumed_run_continues_from_the_history():
     history = [{"step": 100, "bleu": 20.0}, {"step": 200, "loss": 2.0},  # no BLEU: skipped
                {"step": 300, "bleu": None}, {"step": 400, "bleu": 19.0}, {"step": 500, "bleu": 18.5}]
     stopper = EarlyStopping(patience=3, history=history)
-    assert (stopper.best_bleu, stopper.best_step, stopper.evaluations_since_best) == (20.0, 100, 2)
+    assert (stopper.best_value, stopper.best_step, stopper.evaluations_since_best) == (20.0, 100, 2)
     assert not stopper.should_stop
     stopper.observe(19.9, 600)
     assert stopper.should_stop

@@ -4,6 +4,7 @@ The loop's parts are tested alone in test_reporting.py, test_checkpoints.py, tes
 and test_distribution.py; here they run together on a tiny model."""
 
 import dataclasses
+import json
 import os
 import signal
 import textwrap
@@ -199,7 +200,7 @@ def test_evaluation_history_summaries_and_early_stopping_in_the_loop(tmp_path):
     trainer = trainer_lib.build_trainer(CONFIG, config, str(tmp_path), log=lines.append)
     state = trainer.train(input_fn_from(make_batches(4)), evaluator)
     assert (state.step, state.stop_reason, state.evaluation["bleu"]) == (4, "early stopping", 11.5)
-    assert (state.best_bleu, state.best_step, state.evaluations_since_best) == (12.0, 2, 2)
+    assert (state.best_value, state.best_step, state.evaluations_since_best) == (12.0, 2, 2)
     assert lines[-1] == "early stopping at step 4: no better dev BLEU for 2 evaluations (best 12.00 at step 2)"
     assert [line.split(" loss ")[0] for line in lines if line.startswith("step ")] == [
         f"step {s}/20" for s in range(1, 5)]
@@ -218,7 +219,7 @@ def test_evaluation_history_summaries_and_early_stopping_in_the_loop(tmp_path):
     again = trainer_lib.build_trainer(CONFIG, config, str(tmp_path), log=lines.append)
     assert again.restore() == 4
     state = again.train(input_fn_from(make_batches(4)), evaluator)
-    assert (state.step, state.stop_reason, state.best_bleu, state.evaluation["bleu"]) == (4, "early stopping", 12.0, 11.5)
+    assert (state.step, state.stop_reason, state.best_value, state.evaluation["bleu"]) == (4, "early stopping", 12.0, 11.5)
     assert lines[-1].startswith("the run stopped early before") and again.checkpoints.latest_name() == "ckpt-4"
     # With more patience it resumes, keeping the best BLEU and the count from history.json: its
     # first evaluation without a better BLEU stops it.
@@ -226,7 +227,7 @@ def test_evaluation_history_summaries_and_early_stopping_in_the_loop(tmp_path):
     resumed = trainer_lib.build_trainer(CONFIG, more, str(tmp_path), log=lines.append)
     assert resumed.restore() == 4
     state = resumed.train(input_fn_from(make_batches(4)), evaluator)
-    assert (state.step, state.stop_reason, state.best_bleu, state.best_step) == (6, "early stopping", 12.0, 2)
+    assert (state.step, state.stop_reason, state.best_value, state.best_step) == (6, "early stopping", 12.0, 2)
     assert state.evaluations_since_best == 3
 
 
@@ -240,19 +241,19 @@ def test_the_end_of_a_run_happens_once_also_when_a_kill_came_after_the_last_save
     config = training_config(train_steps=3, eval_every_steps=0, checkpoint_every_steps=1)
     trainer = trainer_lib.build_trainer(CONFIG, config, str(tmp_path))
     state = trainer.train(input_fn_from(make_batches(4)), evaluator)
-    assert (state.step, len(calls), state.best_bleu) == (3, 1, 21.0)
+    assert (state.step, len(calls), state.best_value) == (3, 1, 21.0)
     os.remove(tmp_path / "eval" / "history.json")  # as if killed between the last save and the evaluation
     lines = []
     again = trainer_lib.build_trainer(CONFIG, config, str(tmp_path), log=lines.append)
     assert again.restore() == 3
     state = again.train(input_fn_from(make_batches(4)), evaluator)
-    assert (state.step, state.stop_reason, len(calls), state.best_bleu) == (3, "train_steps", 2, 22.0)
+    assert (state.step, state.stop_reason, len(calls), state.best_value) == (3, "train_steps", 2, 22.0)
     assert lines[0] == "the run reached --train_steps=3 before; nothing to train"
     assert lines[1].startswith("eval step 3: dev loss")
     once_more = trainer_lib.build_trainer(CONFIG, config, str(tmp_path), log=lines.append)
     once_more.restore()
     state = once_more.train(input_fn_from(make_batches(4)), evaluator)
-    assert (len(calls), state.best_bleu, state.evaluation["bleu"]) == (2, 22.0, 22.0)  # evaluated before
+    assert (len(calls), state.best_value, state.evaluation["bleu"]) == (2, 22.0, 22.0)  # evaluated before
     assert [r["step"] for r in trainer_lib.read_eval_history(str(tmp_path))] == [3]
 
 
@@ -332,3 +333,36 @@ def test_two_cpu_replicas_reach_the_same_weights_as_one(tmp_path):
     assert worst < 1e-4, worst
     print(f"1 vs 2 replicas after 3 steps: |weight difference| max {worst:.1e}, median {median:.1e}")
 
+
+
+def test_the_best_checkpoints_by_a_dev_metric_are_saved_kept_and_survive_a_resume(tmp_path):
+    """--keep_best_checkpoints: every evaluated step is saved (no checkpoint is due by count here),
+    the best by dev loss are copied to MODEL_DIR/best, and a resumed run goes on with the list;
+    early stopping watches the same metric."""
+    losses = iter([3.0, 2.0, 2.5, 1.5, 2.2, 2.4, 2.6])
+
+    def evaluator(_model):
+        return {"loss": next(losses), "nll": 1.0, "perplexity": 2.7, "bleu": 1.0, "signature": "sig"}
+
+    config = training_config(train_steps=4, eval_every_steps=1, keep_checkpoints=1, keep_best_checkpoints=2,
+                             best_checkpoint_metric="loss", early_stopping_patience=3)
+    lines = []
+    trainer = trainer_lib.build_trainer(CONFIG, config, str(tmp_path), log=lines.append)
+    state = trainer.train(input_fn_from(make_batches(4)), evaluator)
+    assert (state.step, state.best_metric, state.best_value, state.best_step) == (4, "loss", 1.5, 4)
+    best = json.loads((tmp_path / "best" / "best.json").read_text())["checkpoints"]
+    assert [(e["step"], e["value"]) for e in best] == [(4, 1.5), (2, 2.0)]
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == ["checkpoint", "ckpt-4.data-00000-of-00001", "ckpt-4.index"]
+    # The copy of step 2 holds step 2's weights, though rotation removed checkpoints/ckpt-2.
+    step_of = tf.train.load_variable(str(tmp_path / "best" / "ckpt-2"), "step/.ATTRIBUTES/VARIABLE_VALUE")
+    assert int(step_of) == 2
+    assert any(line.startswith("best checkpoints: ckpt-4 (loss 1.5) is number 1 of 2") for line in lines)
+    # Resumed for more updates: the list goes on, and three evaluations without a lower loss stop it.
+    more = dataclasses.replace(config, train_steps=20)
+    resumed = trainer_lib.build_trainer(CONFIG, more, str(tmp_path), log=lines.append)
+    assert resumed.restore() == 4
+    state = resumed.train(input_fn_from(make_batches(4)), evaluator)
+    assert (state.step, state.stop_reason, state.best_value, state.best_step) == (7, "early stopping", 1.5, 4)
+    best = json.loads((tmp_path / "best" / "best.json").read_text())["checkpoints"]
+    assert [(e["step"], e["value"]) for e in best] == [(4, 1.5), (2, 2.0)]
+    assert lines[-1] == "early stopping at step 7: no better dev loss for 3 evaluations (best 1.5000 at step 4)"

@@ -1,0 +1,161 @@
+"""The K best checkpoints of a run by a dev metric, kept apart from the rotation of the last ones.
+
+Section 6.1 averages the last checkpoints of a fixed-length run. A run that goes on past its
+best dev score (a small corpus, a fast host) would average overfitted weights; fairseq keeps
+`checkpoint.best_*` (`--keep-best-checkpoints`, `--best-checkpoint-metric`) and OpenNMT-tf
+exports on the best evaluation for that reason. Here, after each dev evaluation the checkpoint
+of that step is offered; if its score ranks among the K best so far it is copied (hard-linked
+where the filesystem allows) into MODEL_DIR/best/ and the list is rewritten:
+
+    best = BestCheckpoints(os.path.join(model_dir, "best"), keep=6, metric="bleu")
+    best.offer(step=2100, results={"bleu": 37.2, "loss": 2.1}, prefix=".../checkpoints/ckpt-2100")
+    best.prefixes()        # best first: [".../best/ckpt-2100", ...]
+
+MODEL_DIR/best/best.json holds `{"metric": "bleu", "checkpoints": [{"step", "value", "name"}, ...]}`,
+best first, written atomically after the files it names are complete, and the files of a
+checkpoint that leaves the list are removed only after the list no longer names them. So a kill
+at any point leaves a list whose every entry is whole; files it does not name (a copy cut short)
+are removed when the run resumes. A higher BLEU is better, a lower loss; ties keep the earlier step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Callable, Optional
+
+from keras_transformer.run_dir import atomic_files, readable_checkpoints
+
+LIST_FILE = "best.json"
+METRICS = {"bleu": 1.0, "loss": -1.0}  # the sign that makes larger better
+
+
+def is_better(value: float, than: Optional[float], metric: str) -> bool:
+    """Whether `value` is strictly better than `than` (None: nothing yet) for `metric`."""
+    return than is None or METRICS[metric] * value > METRICS[metric] * than
+
+
+def metric_value(results: dict, metric: str) -> Optional[float]:
+    """The `metric` of a dev evaluation's results ("bleu" or "loss"), None if it was not computed."""
+    if metric not in METRICS:
+        raise ValueError(f"the selection metric must be one of {sorted(METRICS)}, got {metric!r}")
+    value = results.get(metric)
+    return None if value is None else float(value)
+
+
+def read_list(directory: str) -> list[dict]:
+    """The entries of `directory`/best.json, best first ([] without one). A damaged list is a
+    one-line `ValueError` naming the file."""
+    path = os.path.join(directory, LIST_FILE)
+    if not os.path.isfile(path):
+        return []
+    try:
+        with open(path, encoding="utf-8") as file:
+            entries = json.load(file)["checkpoints"]
+        return [{"step": int(e["step"]), "value": float(e["value"]), "name": str(e["name"])} for e in entries]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a list of best checkpoints ({error}); move it away to start the "
+                         "list again") from None
+
+
+def read_metric(directory: str) -> Optional[str]:
+    """The metric `directory`/best.json ranks by, None without a list."""
+    path = os.path.join(directory, LIST_FILE)
+    if not os.path.isfile(path):
+        return None
+    read_list(directory)  # a damaged list is refused there
+    with open(path, encoding="utf-8") as file:
+        return json.load(file).get("metric")
+
+
+def listed_prefixes(directory: str) -> list[str]:
+    """The checkpoint prefixes of `directory`'s list, best first."""
+    return [os.path.join(directory, entry["name"]) for entry in read_list(directory)]
+
+
+def _files(prefix: str) -> list[str]:
+    return [prefix + ".index"] + readable_checkpoints.data_files(prefix)
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another filesystem, or one without hard links
+        shutil.copyfile(source, target)
+
+
+class BestCheckpoints:
+    """The `keep` best checkpoints of a run by `metric`, in `directory` (MODEL_DIR/best).
+
+    Args:
+        directory: where the copies and best.json live (created on the first copy).
+        keep: how many to keep (>= 1).
+        metric: "bleu" (higher is better) or "loss" (the dev loss; lower is better).
+        write: False on the workers of a cluster that are not the chief: they only read.
+        log: where the line about each checkpoint entering the list goes.
+    """
+
+    def __init__(self, directory: str, keep: int, metric: str = "bleu", write: bool = True,
+                 log: Callable[[str], None] = print):
+        if keep < 1:
+            raise ValueError(f"keep must be positive, got {keep}")
+        if metric not in METRICS:
+            raise ValueError(f"the selection metric must be one of {sorted(METRICS)}, got {metric!r}")
+        self.directory, self.keep, self.metric, self.write, self.log = directory, keep, metric, write, log
+        self.entries = read_list(directory)
+        ranked_by = read_metric(directory)
+        if self.entries and ranked_by != metric:
+            raise ValueError(f"{os.path.join(directory, LIST_FILE)} ranks the run's checkpoints by {ranked_by}, "
+                             f"not {metric}: keep the run's metric, or use another --model_dir")
+        if write:
+            self._remove_unlisted()
+
+    def prefixes(self) -> list[str]:
+        """The kept checkpoints' prefixes, best first."""
+        return [os.path.join(self.directory, entry["name"]) for entry in self.entries]
+
+    def offer(self, step: int, results: dict, prefix: str) -> bool:
+        """Keeps the checkpoint `prefix` (saved at `step`, scored `results`) if it ranks among the
+        `keep` best; returns whether it did. A step already listed is not offered twice."""
+        value = metric_value(results, self.metric)
+        if not self.write or value is None or any(entry["step"] == step for entry in self.entries):
+            return False
+        entry = {"step": step, "value": value, "name": os.path.basename(prefix)}
+        ranked = sorted(self.entries + [entry], key=lambda e: (-METRICS[self.metric] * e["value"], e["step"]))
+        kept, dropped = ranked[: self.keep], ranked[self.keep:]
+        if entry not in kept:
+            return False
+        os.makedirs(self.directory, exist_ok=True)
+        target = os.path.join(self.directory, entry["name"])
+        for source in _files(prefix):
+            name = os.path.join(self.directory, os.path.basename(source))
+            if os.path.exists(name):  # a copy a kill cut short; never a listed one (steps are unique)
+                os.remove(name)
+            _link_or_copy(source, name)
+        readable_checkpoints.check_readable(target)
+        self._write_list(kept)
+        for old in dropped:
+            for path in _files(os.path.join(self.directory, old["name"])):
+                if os.path.exists(path):
+                    os.remove(path)
+        self.entries = kept
+        rank = kept.index(entry) + 1
+        self.log(f"best checkpoints: {entry['name']} ({self.metric} {value:.4g}) is number {rank} of "
+                 f"{len(kept)} in {self.directory}")
+        return True
+
+    def _write_list(self, entries: list[dict]) -> None:
+        text = json.dumps({"metric": self.metric, "checkpoints": entries}, indent=1) + "\n"
+        atomic_files.write_atomically(os.path.join(self.directory, LIST_FILE), text.encode("utf-8"))
+
+    def _remove_unlisted(self) -> None:
+        """Removes the files of best/ that the list does not name (a copy a kill cut short, or a
+        checkpoint dropped from the list just before a kill)."""
+        if not os.path.isdir(self.directory):
+            return
+        listed = {os.path.basename(path) for entry in self.entries
+                  for path in _files(os.path.join(self.directory, entry["name"]))}
+        for name in os.listdir(self.directory):
+            if name.startswith("ckpt-") and name not in listed:
+                os.remove(os.path.join(self.directory, name))
