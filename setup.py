@@ -22,6 +22,7 @@ setuptools.setup(
         "tensorflow-datasets>=4.9",
         "sentencepiece>=0.2",
         "sacrebleu>=2.4",
+        "sacremoses>=0.1",  # BLEU in the lowercased Moses-tokenized convention of published Multi30k numbers
         "absl-py>=2.0",
         "nltk>=3.9",  # the Penn Treebank reader and trees (constituency parsing, section 6.3)
         "tensorboard>=2.20",  # tf.summary.scalar (the training summaries); TF 2.21 no longer pulls it in

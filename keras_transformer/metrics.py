@@ -17,6 +17,13 @@ in both hypotheses and references, and the two averages combined as F-beta with 
     >>> corpus_chrf(hypotheses, references, word_order=2).score   # chrF++, 0-100
     >>> print(corpus_scores(hypotheses, references))              # BLEU, chrF, chrF++ and signatures
 
+Published Multi30k results (and WMT results before sacreBLEU) use another convention:
+both sides lowercased, punctuation-normalized and tokenized by the Moses scripts
+(`normalize-punctuation.perl`, `tokenizer.perl -l LANG`) and BLEU counted on those tokens
+(`multi-bleu.perl`). `moses_bleu` reproduces it with sacremoses, for comparison only:
+
+    >>> moses_bleu(hypotheses, references, lang="de").score
+
 The one place that scores translations: dev evaluation during training, `--evaluate_only`
 and `python -m keras_transformer.translate --reference` all call it.
 """
@@ -24,7 +31,7 @@ and `python -m keras_transformer.translate --reference` all call it.
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Optional, Sequence
 
 CHRF_PLUS_PLUS_WORD_ORDER = 2  # chrF++: chrF with word uni- and bigrams (Popović 2017)
 
@@ -94,9 +101,40 @@ def corpus_chrf(hypotheses: Sequence[str], references: Sequence[str], word_order
     return _score(sacrebleu.metrics.CHRF(word_order=word_order), hypotheses, references)
 
 
+def moses_tokens(text: str, lang: str) -> str:
+    """`text` as Multi30k's scoring prepares it: lowercased, then Moses' punctuation normalization
+    and tokenization for `lang` (sacremoses, with tokenizer.perl's default escaping), tokens joined
+    by spaces."""
+    from sacremoses import MosesPunctNormalizer, MosesTokenizer  # pylint: disable=g-import-not-at-top
+
+    return MosesTokenizer(lang=lang).tokenize(MosesPunctNormalizer(lang=lang).normalize(text.lower()),
+                                              return_str=True)
+
+
+def moses_bleu(hypotheses: Sequence[str], references: Sequence[str], lang: str) -> CorpusScore:
+    """Corpus BLEU in the convention of published Multi30k results: both sides through
+    `moses_tokens` (lowercased, Moses-normalized and tokenized for `lang`), n-grams counted on those
+    tokens (sacreBLEU with `tokenize="none"`, as `multi-bleu.perl`). Its signature says so.
+
+    Raises:
+        ValueError: the two lists differ in length, or `lang` is not a language code.
+    """
+    import sacrebleu  # pylint: disable=g-import-not-at-top
+
+    if not lang.isalpha():
+        raise ValueError(f"--moses_bleu_lang={lang!r}: expected a language code such as de, fr, en")
+    _check_lengths(hypotheses, references)
+    hypotheses = [moses_tokens(h, lang) for h in hypotheses]
+    references = [moses_tokens(r, lang) for r in references]
+    score = _score(sacrebleu.metrics.BLEU(tokenize="none", force=True), hypotheses, references)
+    return CorpusScore(score.score, f"{score.signature}|pre:lc+moses-norm+moses-tok-{lang}",
+                       score.summary.replace("BLEU", f"BLEU (lowercased, Moses-tokenized -l {lang})", 1))
+
+
 @dataclasses.dataclass(frozen=True)
 class CorpusScores:
-    """BLEU (the paper's, section 6.1), chrF and chrF++ (Popović 2015, 2017) of one corpus.
+    """BLEU (the paper's, section 6.1), chrF and chrF++ (Popović 2015, 2017) of one corpus, and
+    optionally BLEU in the lowercased Moses-tokenized convention (`moses_bleu`).
 
     `str()` is the report `translate --reference` prints: each score's sacreBLEU line followed by
     its signature, BLEU first.
@@ -105,17 +143,22 @@ class CorpusScores:
     bleu: CorpusScore
     chrf: CorpusScore
     chrf_plus_plus: CorpusScore
+    moses_bleu: Optional[CorpusScore] = None
 
     def __str__(self) -> str:
-        return "\n".join(str(score) for score in (self.bleu, self.chrf, self.chrf_plus_plus))
+        scores = (self.bleu, self.chrf, self.chrf_plus_plus) + ((self.moses_bleu,) if self.moses_bleu else ())
+        return "\n".join(str(score) for score in scores)
 
 
-def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> CorpusScores:
-    """BLEU, chrF and chrF++ of `hypotheses` against one reference each.
+def corpus_scores(hypotheses: Sequence[str], references: Sequence[str],
+                  moses_lang: Optional[str] = None) -> CorpusScores:
+    """BLEU, chrF and chrF++ of `hypotheses` against one reference each; with `moses_lang`, also
+    `moses_bleu` for that target language.
 
     Raises:
         ValueError: the two lists differ in length.
     """
     _check_lengths(hypotheses, references)
     return CorpusScores(corpus_bleu(hypotheses, references), corpus_chrf(hypotheses, references),
-                        corpus_chrf(hypotheses, references, word_order=CHRF_PLUS_PLUS_WORD_ORDER))
+                        corpus_chrf(hypotheses, references, word_order=CHRF_PLUS_PLUS_WORD_ORDER),
+                        moses_bleu(hypotheses, references, moses_lang) if moses_lang else None)

@@ -46,6 +46,8 @@ flags.DEFINE_string("checkpoint", None, "With --model_dir: this checkpoint prefi
 flags.DEFINE_string("input", "-", "Source sentences, one per line; '-' for stdin.")
 flags.DEFINE_string("output", "-", "Where to write translations, one per line; '-' for stdout.")
 flags.DEFINE_string("reference", None, "Reference translations, one per line: print BLEU, chrF, chrF++.")
+flags.DEFINE_string("moses_bleu_lang", None, "With --reference, also BLEU as published Multi30k results count "
+                    "it: lowercased, Moses-normalized and -tokenized for this target language (e.g. de).")
 task_flags.define_decoding_flags()
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
 flags.DEFINE_integer("n_best", 1, "Hypotheses per sentence (at most the beam size); above 1, lines "
@@ -71,13 +73,16 @@ def main(argv):
     # checks them again, and the reference's line count, before it loads the model).
     for flag in ("input", "reference"):
         cli.check_input_file(FLAGS[flag].value, flag)
+    if FLAGS.moses_bleu_lang is not None and (not FLAGS.reference or not FLAGS.moses_bleu_lang.isalpha()):
+        raise ValueError(f"--moses_bleu_lang={FLAGS.moses_bleu_lang!r}: a language code such as de, with --reference")
     cli.check_output_path(FLAGS.output)
     cli.start_tensorflow()
     from tasks import translation  # pylint: disable=g-import-not-at-top
 
     report = translation.translate_file(
         FLAGS.input, FLAGS.output, model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir, decoding=decoding,
-        checkpoint=FLAGS.checkpoint, reference=FLAGS.reference, batch_size=FLAGS.batch_size, n_best=FLAGS.n_best)
+        checkpoint=FLAGS.checkpoint, reference=FLAGS.reference, batch_size=FLAGS.batch_size, n_best=FLAGS.n_best,
+        moses_bleu_lang=FLAGS.moses_bleu_lang)
     if report:
         print(report, file=sys.stderr if FLAGS.output == "-" else sys.stdout)
 

@@ -23,7 +23,8 @@ from keras_transformer.run_dir import atomic_files
 def translate_file(input_path: str, output_path: str = "-", *, model_dir: Optional[str] = None,
                    export_dir: Optional[str] = None, decoding: DecodingConfig = DecodingConfig(),
                    checkpoint: Optional[str] = None, reference: Optional[str] = None, batch_size: int = 32,
-                   progress: Optional[bool] = None, n_best: int = 1) -> Optional[str]:
+                   progress: Optional[bool] = None, n_best: int = 1,
+                   moses_bleu_lang: Optional[str] = None) -> Optional[str]:
     """Translates a file (or stdin) line by line with a training directory or an export.
 
     From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
@@ -45,7 +46,8 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
 
     Returns:
         With `reference`, sacreBLEU's report as text (`metrics.corpus_scores`): BLEU (section 6.1),
-        chrF and chrF++ (Popović 2015, 2017; not in the paper), each with its signature; else None.
+        chrF and chrF++ (Popović 2015, 2017; not in the paper), each with its signature, and with
+        `moses_bleu_lang` BLEU lowercased and Moses-tokenized (`metrics.moses_bleu`); else None.
     """
     from keras_transformer import metrics  # pylint: disable=g-import-not-at-top
 
@@ -73,7 +75,7 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
           file=sys.stderr)
     if references is None:
         return None
-    return str(metrics.corpus_scores(translations, references))
+    return str(metrics.corpus_scores(translations, references, moses_lang=moses_bleu_lang))
 
 
 def n_best_lines(translations: list[list[str]], scores: list[list[float]]) -> str:

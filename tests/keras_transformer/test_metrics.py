@@ -80,3 +80,28 @@ def test_a_length_mismatch_is_a_value_error():
     for score in (metrics.corpus_bleu, metrics.corpus_chrf, metrics.corpus_scores):
         with pytest.raises(ValueError, match="3 hypotheses but 2 references"):
             score(HYPOTHESES, REFERENCES[:2])
+
+
+def test_moses_tokens_are_multi30ks_preparation():
+    """Lowercased, then normalize-punctuation.perl and tokenizer.perl -l de (with its escaping)."""
+    assert metrics.moses_tokens("Ein Mann, der „läuft“ – schnell!", "de") == \
+        "ein mann , der &quot; läuft &quot; - schnell !"
+    assert metrics.moses_tokens("Zwei Hunde spielen im Schnee.", "de") == "zwei hunde spielen im schnee ."
+
+
+def test_moses_bleu_ignores_case_and_counts_tokens_as_multi_bleu():
+    hypotheses = ["EIN MANN LÄUFT.", "Zwei Hunde spielen im Schnee."]
+    references = ["Ein Mann läuft .", "Zwei Hunde spielen im Schnee !"]
+    lowered = metrics.moses_bleu(hypotheses, references, "de")
+    # By hand: the same as plain BLEU of the prepared lines (multi-bleu.perl counts the tokens given).
+    prepared = [[metrics.moses_tokens(s, "de") for s in side] for side in (hypotheses, references)]
+    expected = sacrebleu.metrics.BLEU(tokenize="none", force=True).corpus_score(prepared[0], [prepared[1]])
+    assert lowered.score == pytest.approx(expected.score)
+    assert lowered.score > metrics.corpus_bleu(hypotheses, references).score  # case no longer counts
+    assert "tok:none" in lowered.signature and lowered.signature.endswith("|pre:lc+moses-norm+moses-tok-de")
+    assert lowered.summary.startswith("BLEU (lowercased, Moses-tokenized -l de) = ")
+    report = str(metrics.corpus_scores(hypotheses, references, moses_lang="de"))
+    assert report.splitlines()[-2].startswith("BLEU (lowercased, Moses-tokenized -l de) = ")
+    assert metrics.corpus_scores(hypotheses, references).moses_bleu is None
+    with pytest.raises(ValueError, match="a language code"):
+        metrics.moses_bleu(hypotheses, references, "d/e")
