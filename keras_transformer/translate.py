@@ -73,8 +73,10 @@ def main(argv):
     # checks them again, and the reference's line count, before it loads the model).
     for flag in ("input", "reference"):
         cli.check_input_file(FLAGS[flag].value, flag)
-    if FLAGS.moses_bleu_lang is not None and (not FLAGS.reference or not FLAGS.moses_bleu_lang.isalpha()):
-        raise ValueError(f"--moses_bleu_lang={FLAGS.moses_bleu_lang!r}: a language code such as de, with --reference")
+    if FLAGS.moses_bleu_lang is not None and not FLAGS.reference:
+        raise ValueError("--moses_bleu_lang: only with --reference (it scores the translations against it)")
+    if FLAGS.moses_bleu_lang is not None and not FLAGS.moses_bleu_lang.isalpha():
+        raise ValueError(f"--moses_bleu_lang={FLAGS.moses_bleu_lang}: expected a language code such as de, fr, en")
     cli.check_output_path(FLAGS.output)
     cli.start_tensorflow()
     from tasks import translation  # pylint: disable=g-import-not-at-top

@@ -87,6 +87,9 @@ def test_n_best_from_model_dir_and_from_export_agree_and_lead_with_the_best(file
     (["--model_dir={root}/missing", "--input={root}/source.txt"], "missing"),
     (["--model_dir={root}/run", "--input={root}/missing.txt"], "missing.txt: no such file"),
     (["--export_dir={root}/export", "--beam_size=2", "--input={root}/source.txt"], "--beam_size"),
+    (["--export_dir={root}/export", "--moses_bleu_lang=de", "--input={root}/source.txt"], "only with --reference"),
+    (["--export_dir={root}/export", "--moses_bleu_lang=d/e", "--input={root}/source.txt",
+      "--reference={root}/source.txt"], "--moses_bleu_lang=d/e: expected a language code"),
 ])
 def test_bad_input_is_one_line(files, args, message):
     assert_one_error_line(run(*[a.format(root=files) for a in args]), message)
