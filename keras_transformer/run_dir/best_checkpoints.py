@@ -44,34 +44,35 @@ def metric_value(results: dict, metric: str) -> Optional[float]:
     return None if value is None else float(value)
 
 
-def read_list(directory: str) -> list[dict]:
-    """The entries of `directory`/best.json, best first ([] without one). A damaged list is a
-    one-line `ValueError` naming the file."""
+def _read(directory: str) -> tuple[Optional[str], list[dict]]:
+    """(the metric, the entries best first) of `directory`/best.json; (None, []) without one. A
+    damaged list is a one-line `ValueError` naming the file."""
     path = os.path.join(directory, LIST_FILE)
     if not os.path.isfile(path):
-        return []
+        return None, []
     try:
         with open(path, encoding="utf-8") as file:
-            entries = json.load(file)["checkpoints"]
-        return [{"step": int(e["step"]), "value": float(e["value"]), "name": str(e["name"])} for e in entries]
+            saved = json.load(file)
+        entries = [{"step": int(e["step"]), "value": float(e["value"]), "name": str(e["name"])}
+                   for e in saved["checkpoints"]]
+        return saved.get("metric"), entries
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path}: not a list of best checkpoints ({error}); move it away to start the "
                          "list again") from None
 
 
-def read_metric(directory: str) -> Optional[str]:
-    """The metric `directory`/best.json ranks by, None without a list."""
-    path = os.path.join(directory, LIST_FILE)
-    if not os.path.isfile(path):
-        return None
-    read_list(directory)  # a damaged list is refused there
-    with open(path, encoding="utf-8") as file:
-        return json.load(file).get("metric")
+def read_list(directory: str) -> list[dict]:
+    """The entries of `directory`/best.json, best first ([] without one)."""
+    return _read(directory)[1]
 
 
 def listed_prefixes(directory: str) -> list[str]:
     """The checkpoint prefixes of `directory`'s list, best first."""
-    return [os.path.join(directory, entry["name"]) for entry in read_list(directory)]
+    return _prefixes(directory, read_list(directory))
+
+
+def _prefixes(directory: str, entries: list[dict]) -> list[str]:
+    return [os.path.join(directory, entry["name"]) for entry in entries]
 
 
 def _files(prefix: str) -> list[str]:
@@ -100,11 +101,9 @@ class BestCheckpoints:
                  log: Callable[[str], None] = print):
         if keep < 1:
             raise ValueError(f"keep must be positive, got {keep}")
-        if metric not in METRICS:
-            raise ValueError(f"the selection metric must be one of {sorted(METRICS)}, got {metric!r}")
+        metric_value({}, metric)  # an unknown metric is refused there
         self.directory, self.keep, self.metric, self.write, self.log = directory, keep, metric, write, log
-        self.entries = read_list(directory)
-        ranked_by = read_metric(directory)
+        ranked_by, self.entries = _read(directory)
         if self.entries and ranked_by != metric:
             raise ValueError(f"{os.path.join(directory, LIST_FILE)} ranks the run's checkpoints by {ranked_by}, "
                              f"not {metric}: keep the run's metric, or use another --model_dir")
@@ -113,7 +112,7 @@ class BestCheckpoints:
 
     def prefixes(self) -> list[str]:
         """The kept checkpoints' prefixes, best first."""
-        return [os.path.join(self.directory, entry["name"]) for entry in self.entries]
+        return _prefixes(self.directory, self.entries)
 
     def offer(self, step: int, results: dict, prefix: str) -> bool:
         """Keeps the checkpoint `prefix` (saved at `step`, scored `results`) if it ranks among the
@@ -127,13 +126,11 @@ class BestCheckpoints:
         if entry not in kept:
             return False
         os.makedirs(self.directory, exist_ok=True)
-        target = os.path.join(self.directory, entry["name"])
         for source in _files(prefix):
             name = os.path.join(self.directory, os.path.basename(source))
             if os.path.exists(name):  # a copy a kill cut short; never a listed one (steps are unique)
                 os.remove(name)
             _link_or_copy(source, name)
-        readable_checkpoints.check_readable(target)
         self._write_list(kept)
         for old in dropped:
             for path in _files(os.path.join(self.directory, old["name"])):
