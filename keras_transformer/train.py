@@ -58,6 +58,7 @@ flags.DEFINE_string("preset", "base", "Model preset: tiny, base, big or a Table 
 task_flags.define_model_size_flags()
 flags.DEFINE_float("dropout_rate", None, "Override P_drop (section 5.4; base 0.1, big 0.3).")
 flags.DEFINE_float("attention_dropout_rate", None, "Override the dropout on attention weights (paper: 0).")
+flags.DEFINE_float("relu_dropout_rate", None, "Override the dropout after the feed-forward ReLU (paper: 0).")
 flags.DEFINE_float("label_smoothing", None, "Override epsilon_ls (section 5.4; paper 0.1).")
 flags.DEFINE_enum("positional_encoding", None, ["sinusoidal", "learned"], "Override the position encoding.")
 flags.DEFINE_enum("layer_norm", None, ["post", "pre"], "Override the LayerNorm placement (paper: post).")
@@ -100,7 +101,7 @@ flags.DEFINE_integer("log_every_steps", 100, "Console lines and TensorBoard scal
 flags.mark_flag_as_required("model_dir")
 
 MODEL_OVERRIDES = ("num_layers", "d_model", "d_ff", "num_heads", "dropout_rate", "attention_dropout_rate",
-                   "label_smoothing", "positional_encoding", "layer_norm")
+                   "relu_dropout_rate", "label_smoothing", "positional_encoding", "layer_norm")
 
 
 def model_config():
