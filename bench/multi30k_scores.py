@@ -40,6 +40,7 @@ flags.DEFINE_string("target_lang", "de", "Target language (also the Moses tokeni
 flags.DEFINE_list("decodings", ["4:0.6"], "beam:alpha settings to score on validation; the first is used for --test.")
 flags.DEFINE_boolean("test", False, "Also translate test_2016_flickr, with the first setting (once per recipe).")
 flags.DEFINE_string("train_log", None, "The training console's output: its `done:` line gives minutes and stop reason.")
+flags.DEFINE_string("checkpoint", None, "This checkpoint prefix instead of the run's averaged/best/latest.")
 flags.DEFINE_integer("batch_size", 64, "Sentences per batch.")
 flags.mark_flag_as_required("model_dir")
 
@@ -104,7 +105,7 @@ def main(argv):
     rows = []
     for index, (beam, alpha) in enumerate(settings):
         translate_fn, source = client.load_translate_fn(
-            FLAGS.model_dir, decoding=DecodingConfig(beam_size=beam, alpha=alpha))
+            FLAGS.model_dir, decoding=DecodingConfig(beam_size=beam, alpha=alpha), checkpoint=FLAGS.checkpoint)
         for prefix in ("val", "test_2016_flickr") if FLAGS.test and index == 0 else ("val",):
             sources = [line.encode("utf-8") for line in _lines(os.path.join(FLAGS.data_dir, f"{prefix}.{src}.gz"))]
             references = _lines(os.path.join(FLAGS.data_dir, f"{prefix}.{tgt}.gz"))
