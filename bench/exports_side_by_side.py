@@ -11,6 +11,15 @@ in each of --repeats rounds both translate everything, the order swapped every r
 export's best round gives its sentences/s. Printed: how many translations are identical, the
 largest score difference over them, the first differing sentences, the times and after's speed
 over before's. Exit status 1 if any translation differs. CPU figures.
+
+A float32 and a bfloat16 export of the same checkpoint (`python -m export --precision`), each
+export's precision printed from its export.json; their translations are expected to differ on
+some sentences (exit status 1), and the share of identical ones is what to report:
+
+    .venv/bin/python -m export --model_dir=RUN --export_dir=/tmp/f32 --precision=float32
+    .venv/bin/python -m export --model_dir=RUN --export_dir=/tmp/bf16 --precision=bfloat16
+    .venv/bin/python bench/exports_side_by_side.py --before=/tmp/f32 --after=/tmp/bf16 \\
+        --input=../shared/data/multi30k/val.en.gz --batch_size=32 --repeats=3
 """
 
 from __future__ import annotations
@@ -33,14 +42,15 @@ flags.mark_flags_as_required(["before", "after", "input"])
 def main(argv):
     del argv
     cli.start_tensorflow()
-    from export import client  # pylint: disable=g-import-not-at-top
+    from export import client, versions  # pylint: disable=g-import-not-at-top
     from pipelines import text_files  # pylint: disable=g-import-not-at-top
 
     lines = [line.encode("utf-8") for line in text_files.read_lines(FLAGS.input)]
-    engines = {}
+    engines, precisions = {}, {}
     with cli.silence_native_stderr():
         for name in ("before", "after"):
-            engines[name], _ = client.load_translate_fn(export_dir=FLAGS[name].value)
+            engines[name], source = client.load_translate_fn(export_dir=FLAGS[name].value)
+            precisions[name] = versions.read_settings(source).get("precision", "float32")  # before --precision
             client.translate_lines(engines[name], lines[: FLAGS.batch_size], FLAGS.batch_size, progress=False)
     seconds = {name: [] for name in engines}
     outputs = {}
@@ -55,13 +65,14 @@ def main(argv):
     same = [i for i in range(len(lines)) if before[i] == after[i]]
     differing = [i for i in range(len(lines)) if before[i] != after[i]]
     largest = max((abs(before_scores[i] - after_scores[i]) for i in same), default=0.0)
-    print(f"{len(same):,} of {len(lines):,} translations identical; largest score difference over them {largest:.2g}")
+    print(f"{len(same):,} of {len(lines):,} translations identical ({len(same) / max(len(lines), 1):.1%}); "
+          f"largest score difference over them {largest:.2g}")
     for i in differing[:5]:
         print(f"  line {i + 1}: before {before[i]!r} ({before_scores[i]:.4f})\n"
               f"          after  {after[i]!r} ({after_scores[i]:.4f})")
     best = {name: min(times) for name, times in seconds.items()}
     for name in engines:
-        print(f"{name}: {FLAGS[name].value}: best of {FLAGS.repeats} rounds {best[name]:.2f} s, "
+        print(f"{name}: {FLAGS[name].value} ({precisions[name]}): best of {FLAGS.repeats} rounds {best[name]:.2f} s, "
               f"{len(lines) / best[name]:.1f} sentences/s")
     print(f"after over before: {best['before'] / best['after']:.2f}x the speed")
     return 1 if differing else 0

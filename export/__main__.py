@@ -9,6 +9,17 @@
 tokenizer beside it (export/ctranslate2_model.py), for serving on CPU outside TF Serving; its
 decoding flags are recorded in its export.json, as CTranslate2 takes them per call.
 
+`--precision=bfloat16` exports a model whose matrix products (attention projections, Q K^T,
+attention times V, feed-forward layers, the output projection x E^T) run in bfloat16, its
+weights stored as bfloat16 variables (rounded once, at export), while softmax, layer
+normalization, log-softmax, beam scores and the length penalty stay float32
+(keras_transformer/decoding/precision.py). It pays on CPUs that multiply in bfloat16 natively
+(AVX512_BF16 or AMX); on others it runs correctly but slower than float32. Its outputs are
+mostly, not all, the float32 export's (the logits are rounded to bfloat16). `--precision=auto`
+chooses bfloat16 where this machine's CPU has AVX512_BF16 or AMX, as training's
+--precision=auto does, else float32: for a model served on hosts like this one. export.json
+records the precision; the signatures are the float32 export's.
+
 A parsing model (trained with --dataset=ptb) gets section 6.3's decoding (beam 21, alpha 0.3,
 output up to input length + 300) instead of section 6.1's; decoding flags change only themselves.
 
@@ -51,6 +62,11 @@ flags.DEFINE_enum("format", "saved_model", ["saved_model", "ctranslate2"],
                   "saved_model: a SavedModel for TF Serving; ctranslate2: a CTranslate2 model folder.")
 flags.DEFINE_string("quantization", None, "--format=ctranslate2: weights as int8, int16, float16, ... "
                     "(default float32).")
+flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16", "auto"],
+                  "--format=saved_model: what the model computes in. bfloat16: matrix products in bfloat16 "
+                  "(weights stored so), softmax, layer normalization and beam scores in float32; faster on "
+                  "CPUs with AVX512_BF16 or AMX, correct but slower than float32 on others. auto: bfloat16 "
+                  "if this machine's CPU has AVX512_BF16 or AMX, else float32.")
 flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 
@@ -65,6 +81,8 @@ def main(argv):
         ctranslate2_model.check_quantization(FLAGS.quantization)
     elif FLAGS.quantization is not None:
         raise ValueError("--quantization applies to --format=ctranslate2 only")
+    if FLAGS.format == "ctranslate2" and FLAGS["precision"].present:
+        raise ValueError("--precision applies to --format=saved_model only (CTranslate2: --quantization)")
     tf = cli.start_tensorflow()
     tf.get_logger().setLevel("ERROR")
     logging.set_verbosity(logging.WARNING)
@@ -84,9 +102,13 @@ def main(argv):
             FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.quantization)
         print(f"exported {checkpoint} to {path} (CTranslate2, {FLAGS.quantization or 'float32'})")
         return
+    from keras_transformer.decoding import precision as precision_lib  # pylint: disable=g-import-not-at-top
+
+    precision = precision_lib.resolve(FLAGS.precision)
     path, checkpoint, translator = serving_module.export_model_dir(
-        FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.check_ops)
-    print(f"exported {checkpoint} to {path}")
+        FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.check_ops,
+        precision=precision)
+    print(f"exported {checkpoint} to {path} ({precision}" + (", auto" if FLAGS.precision == "auto" else "") + ")")
     print(f"signatures: {', '.join(sorted(translator.signatures()))}; "
           f"beam_size={decoding.beam_size} alpha={decoding.alpha} max_extra_length={decoding.max_extra_length}"
           + (" tree_constraint" if decoding.tree_constraint else ""))

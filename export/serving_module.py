@@ -46,6 +46,14 @@ What happens to each sentence, all in the graph with core TF and tensorflow-text
 An empty or whitespace-only sentence decodes nothing: translation "" and score 0.0. An empty
 batch returns empty outputs.
 
+A bfloat16 export (`from_model_dir(..., precision="bfloat16")`, `python -m export
+--precision=bfloat16`) holds the model of `keras_transformer.decoding.precision.decoding_model`:
+its matrix weights are bfloat16 variables, rounded once at export, and its matrix products run
+in bfloat16 while softmax, layer normalization, log-softmax, beam scores and length penalty
+stay float32. The signatures, their dtypes and the ops' kinds are the float32 export's; on a
+CPU without native bfloat16 it runs correctly, but slower than float32. export.json records
+the precision.
+
 TF Serving's model loader is the TF1 Session loader, which cannot load a Keras 3 model tracked
 by a tf.Module (keras#20095): the model is hidden from tracking and
 its raw `tf.Variable`s are tracked instead. The tokenizer model file is written as an asset
@@ -65,6 +73,7 @@ import tensorflow as tf
 
 from export import ops, versions, warmup
 from keras_transformer.decoding import beam_search, search, sequence_scores
+from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.config import DecodingConfig
 from keras_transformer.run_dir import layout
 from keras_transformer.model import Transformer
@@ -101,7 +110,8 @@ class Translator(tf.Module):
     """A trained Transformer with its tokenizers and decoding settings, ready to save.
 
     Args:
-        model: a built `Transformer` (weights restored).
+        model: a built `Transformer` (weights restored), float32 or its bfloat16 copy
+            (`keras_transformer.decoding.precision.decoding_model`).
         source_tokenizer: a `pipelines.tokenizers.Tokenizer`.
         target_tokenizer: the target side's, or None for a shared vocabulary.
         decoding_config: a `keras_transformer.config.DecodingConfig` (n_best is ignored:
@@ -276,6 +286,7 @@ class Translator(tf.Module):
         return {
             "decoding": self.decoding_config.to_dict(),
             "model": self.model.config.to_dict(),
+            "precision": precision_lib.of(self.model),
             "source_tokenizer": self.source_tokenizer.settings(),
             "target_tokenizer": self.target_tokenizer.settings(),
             "signatures": sorted(self.signatures()),
@@ -287,15 +298,18 @@ def from_model_dir(
     model_dir: str,
     decoding_config: DecodingConfig = DecodingConfig(),
     checkpoint: Optional[str] = None,
+    precision: str = "float32",
 ) -> tuple[Translator, str]:
     """The `Translator` of a training directory: its model (averaged or latest checkpoint, or
-    `checkpoint`) and its tokenizer(s). Returns `(translator, checkpoint_path)`."""
+    `checkpoint`) in `precision` ("float32" or "bfloat16", `decoding.precision.decoding_model`)
+    and its tokenizer(s). Returns `(translator, checkpoint_path)`."""
     if not os.path.isdir(model_dir):
         raise FileNotFoundError(f"{model_dir}: no such training directory")
     tokenizer_dir = os.path.join(model_dir, layout.TOKENIZER_DIR)
     if not os.path.isdir(tokenizer_dir):
         raise FileNotFoundError(f"{tokenizer_dir}: not found; the training directory has no tokenizer")
     model, checkpoint = layout.restore_model(model_dir, checkpoint)
+    model = precision_lib.decoding_model(model, precision)
     source_tokenizer, target_tokenizer = tokenizers_lib.load_pair(tokenizer_dir)
     return Translator(model, source_tokenizer, target_tokenizer, decoding_config), checkpoint
 
@@ -374,6 +388,7 @@ def export_model_dir(
     version: Optional[int] = None,
     check_ops: bool = True,
     log: Callable[[str], None] = print,
+    precision: str = "float32",
 ) -> tuple[str, str, Translator]:
     """A training directory's model as `export_dir/<version>/` (what `python -m export` does).
 
@@ -385,6 +400,7 @@ def export_model_dir(
         version: the version folder (default: the next integer).
         check_ops: refuse an export with ops stock TF Serving lacks (`check_servable`).
         log: where the line about each removed stale temporary folder goes.
+        precision: "float32" or "bfloat16", what the model computes in (`from_model_dir`).
 
     Returns:
         `(version folder, checkpoint exported, translator)`.
@@ -395,7 +411,7 @@ def export_model_dir(
             before the model is built.
     """
     versions.check_export_dir(export_dir, version)
-    translator, checkpoint = from_model_dir(model_dir, decoding_config, checkpoint)
+    translator, checkpoint = from_model_dir(model_dir, decoding_config, checkpoint, precision)
     path = export_saved_model(translator, export_dir, version, extra={"checkpoint": checkpoint},
                               check=check_servable if check_ops else None, log=log)
     return path, checkpoint, translator

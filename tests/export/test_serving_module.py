@@ -1,4 +1,10 @@
-"""The SavedModel: moved, loaded in a fresh process by both loaders, servable ops, bad input."""
+"""The SavedModel: moved, loaded in a fresh process by both loaders, servable ops, bad input.
+
+The tests of `exported` run on a float32 and on a bfloat16 export (`--precision`), each made
+once per module. In-process references of the bfloat16 export are traced (`tf.function`), as
+the export is: grappler fuses MatMul and BiasAdd there, which round to bfloat16 once where
+eager ops round twice.
+"""
 
 import json
 import os
@@ -13,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 from export import ops, serving_module, versions
+from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.decoding import search, sequence_scores
 from keras_transformer.run_dir import layout
 from keras_transformer.config import DecodingConfig
@@ -64,20 +71,46 @@ def model_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def exported(model_dir, tmp_path_factory):
-    """An export in OUT/1, and the loaded SavedModel. Made with umask 022 from a tokenizer file
-    only its owner can read (as `tempfile.mkstemp` writes them): TensorFlow's asset copy keeps
-    that mode, the exporter must widen it."""
-    out = tmp_path_factory.mktemp("serving") / "transformer"
-    translator, _ = serving_module.from_model_dir(str(model_dir[0]), DECODING)
-    for tokenizer in (translator.source_tokenizer, translator.target_tokenizer):
-        os.chmod(tokenizer.asset_path, 0o600)
-    umask = os.umask(0o022)
-    try:
-        path = serving_module.export_saved_model(translator, str(out))
-    finally:
-        os.umask(umask)
-    return pathlib.Path(path), tf.saved_model.load(path)
+def exports(model_dir, tmp_path_factory):
+    """`export(precision)`: an export in OUT/1 and the loaded SavedModel, made once per precision.
+    Made with umask 022 from a tokenizer file only its owner can read (as `tempfile.mkstemp`
+    writes them): TensorFlow's asset copy keeps that mode, the exporter must widen it."""
+    made = {}
+
+    def export(precision):
+        if precision not in made:
+            out = tmp_path_factory.mktemp(f"serving_{precision}") / "transformer"
+            translator, _ = serving_module.from_model_dir(str(model_dir[0]), DECODING, precision=precision)
+            for tokenizer in (translator.source_tokenizer, translator.target_tokenizer):
+                os.chmod(tokenizer.asset_path, 0o600)
+            umask = os.umask(0o022)
+            try:
+                path = serving_module.export_saved_model(translator, str(out))
+            finally:
+                os.umask(umask)
+            made[precision] = pathlib.Path(path), tf.saved_model.load(path)
+        return made[precision]
+
+    return export
+
+
+@pytest.fixture(scope="module", params=precision_lib.PRECISIONS)
+def precision(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def exported(exports, precision):
+    """The export of `precision` in OUT/1, and the loaded SavedModel."""
+    return exports(precision)
+
+
+def reference_model(model_dir, precision):
+    """The training directory's model in `precision`, and how to run a search on it in process:
+    eagerly (float32), or traced as the export is (bfloat16, see the module docstring)."""
+    model, _ = layout.restore_model(str(model_dir))
+    return precision_lib.decoding_model(model, precision), (tf.function if precision == "bfloat16" else
+                                                            lambda fn: fn)
 
 
 def in_process_translations(model_dir, sentences):
@@ -94,7 +127,7 @@ def in_process_translations(model_dir, sentences):
     return texts, scores[:, 0].numpy()
 
 
-def test_layout_and_assets(exported):
+def test_layout_and_assets(exported, precision):
     path, _ = exported
     assert path.name == "1"
     assert sorted(os.listdir(path.parent)) == ["1"]  # no temporary folder left
@@ -104,6 +137,12 @@ def test_layout_and_assets(exported):
     settings = versions.read_settings(str(path))
     assert settings["decoding"] == DECODING.to_dict()
     assert settings["signatures"] == SIGNATURES
+    assert settings["precision"] == precision
+    # The weights as the SavedModel stores them: bfloat16 matrices (layer normalization's float32).
+    stored = tf.train.load_checkpoint(str(path / "variables" / "variables")).get_variable_to_dtype_map()
+    floats = sorted(dtype.name for dtype in stored.values() if dtype.is_floating)
+    assert set(floats) == ({"bfloat16", "float32"} if precision == "bfloat16" else {"float32"})
+    assert floats.count(precision) > len(floats) / 2
 
 
 def test_version_folder_and_files_have_the_modes_the_umask_allows(exported):
@@ -242,6 +281,77 @@ def test_cli_errors_are_one_line(tmp_path):
                          timeout=120)
     assert_one_error_line(result, "missing")
     assert not (tmp_path / "out").exists()
+    result = run_command("-m", "export", f"--model_dir={tmp_path}", f"--export_dir={tmp_path / 'out'}",
+                         "--format=ctranslate2", "--precision=bfloat16", timeout=120)
+    assert_one_error_line(result, "--precision applies to --format=saved_model only")
+    assert not (tmp_path / "out").exists()
+
+
+# Precision -----------------------------------------------------------------------------------
+
+AVX2_ONLY_EXPORT = textwrap.dedent(
+    """
+    import runpy, sys
+    from keras_transformer.training import distribution
+    distribution._cpu_flags = lambda: frozenset({"avx", "avx2", "fma"})  # the detection sees an AVX2-only CPU
+    sys.argv = ["export", *sys.argv[1:]]
+    runpy.run_module("export", run_name="__main__", alter_sys=True)
+    """
+)
+
+
+def share_identical(reference, other):
+    """Two `serving_default` outputs: (the share of identical translations, the largest score
+    difference over those)."""
+    same = [a == b for a, b in zip(reference["translations"], other["translations"])]
+    differences = np.abs(np.asarray(reference["scores"]) - np.asarray(other["scores"]))[same]
+    return np.mean(same), differences.max(initial=0.0)
+
+
+def test_cli_auto_precision_follows_the_cpu_flag(model_dir, tmp_path):
+    """This host multiplies in bfloat16; with the detection shown an AVX2-only CPU, `auto` exports float32."""
+    out = tmp_path / "out"
+    result = run_command("-c", AVX2_ONLY_EXPORT, f"--model_dir={model_dir[0]}", f"--export_dir={out}",
+                         "--precision=auto", "--beam_size=2", "--max_extra_length=4", "--nocheck_ops")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"to {out / '1'} (float32, auto)" in result.stdout
+    assert versions.read_settings(str(out / "1"))["precision"] == "float32"
+
+
+def test_bfloat16_export_translates_mostly_as_the_float32_export(exports, model_dir):
+    """A barely trained tiny model ranks many hypotheses within the bfloat16 rounding of their
+    logits (8 significant bits) of each other: 48 of these 60 translations were identical when
+    this test was written. Scores of identical translations differ by that rounding only."""
+    sentences = tf.constant([source for source, _ in model_dir[1][:60]])
+    outputs = {precision: {k: v.numpy().tolist() for k, v in
+                           exports(precision)[1].signatures["serving_default"](sentences=sentences).items()}
+               for precision in precision_lib.PRECISIONS}
+    share, largest = share_identical(outputs["float32"], outputs["bfloat16"])
+    assert share >= 0.7
+    assert largest < 0.1
+
+
+def test_bfloat16_export_runs_without_bfloat16_kernels_of_onednn(exports, model_dir, tmp_path):
+    """A CPU without AVX-512 takes TensorFlow's own (Eigen) bfloat16 kernels, not oneDNN's:
+    TF_ENABLE_ONEDNN_OPTS=0 takes them here. The moved export, in a fresh process with tensorflow
+    and tensorflow_text only, through both loaders: the same computation, rounded to bfloat16 at
+    other places (no fused MatMul and BiasAdd), so most translations are identical, not all, and
+    their scores differ a little more than those of two runs on oneDNN would."""
+    path, loaded = exports("bfloat16")
+    moved = tmp_path / "elsewhere" / "transformer" / "1"
+    shutil.copytree(path, moved)
+    sentences = [source for source, _ in model_dir[1][:20]]
+    with_onednn = {k: v.numpy().tolist() for k, v in
+                   loaded.signatures["serving_default"](sentences=tf.constant(sentences)).items()}
+    with_onednn["translations"] = [t.decode("utf-8") for t in with_onednn["translations"]]
+    result = run_command("-c", FRESH_PROCESS, moved, json.dumps(sentences),
+                         env={"PYTHONPATH": None, "TF_ENABLE_ONEDNN_OPTS": "0"}, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads(result.stdout.strip().splitlines()[-1])
+    assert results["modules"] == [] and results["signatures"] == SIGNATURES
+    assert results["load"] == results["session"]
+    share, largest = share_identical(with_onednn, results["session"])
+    assert share >= 0.7 and largest < 0.2
 
 
 # translate_n_best and score ------------------------------------------------------------------
@@ -254,19 +364,21 @@ def session_run(path, name, feeds):
         return session.run(fetches, {signature.inputs[k].name: v for k, v in feeds.items()})
 
 
-def in_process_n_best(model_dir, sentences, beam_size, alpha, n_best):
-    model, _ = layout.restore_model(str(model_dir))
+def in_process_n_best(model_dir, sentences, beam_size, alpha, n_best, precision="float32"):
+    model, run = reference_model(model_dir, precision)
     tokenizer = tokenizers.load(os.path.join(model_dir, layout.TOKENIZER_DIR))
     source = tokenizer.tokenize(sentences, add_eos=True).to_tensor()
-    sequences, scores = search.translate_ids(model, source, beam_size=beam_size, alpha=alpha, n_best=n_best)
+    sequences, scores = run(lambda s: search.translate_ids(model, s, beam_size=beam_size, alpha=alpha,
+                                                           n_best=n_best))(source)
     texts = tokenizer.detokenize(tf.reshape(sequences, [len(sentences) * n_best, -1])).numpy()
     return np.reshape(texts, [len(sentences), n_best]).tolist(), scores.numpy()
 
 
-def test_n_best_equals_the_in_process_search_and_its_first_is_serving_default(exported, model_dir):
+def test_n_best_equals_the_in_process_search_and_its_first_is_serving_default(exported, model_dir, precision):
     path, loaded = exported
     sentences = [source for source, _ in model_dir[1][4:9]]
-    expected, expected_scores = in_process_n_best(model_dir[0], sentences, beam_size=5, alpha=0.6, n_best=3)
+    expected, expected_scores = in_process_n_best(model_dir[0], sentences, beam_size=5, alpha=0.6, n_best=3,
+                                                  precision=precision)
     out = loaded.signatures["translate_n_best"](
         sentences=tf.constant(sentences), n_best=tf.constant([3]), beam_size=tf.constant([5]),
         alpha=tf.constant([0.6]))
@@ -322,15 +434,15 @@ def test_n_best_options_out_of_range_are_clamped_or_refused(exported, model_dir)
             run(*bad)
 
 
-def test_score_equals_the_teacher_forced_log_probability(exported, model_dir):
+def test_score_equals_the_teacher_forced_log_probability(exported, model_dir, precision):
     pairs = model_dir[1][30:36]
     out = exported[1].signatures["score"](sources=tf.constant([s for s, _ in pairs]),
                                           targets=tf.constant([t for _, t in pairs]))
-    model, _ = layout.restore_model(str(model_dir[0]))
+    model, run = reference_model(model_dir[0], precision)
     tokenizer = tokenizers.load(os.path.join(model_dir[0], layout.TOKENIZER_DIR))
     source = tokenizer.tokenize([s for s, _ in pairs], add_eos=True).to_tensor()
     target = tokenizer.tokenize([t for _, t in pairs], add_eos=True).to_tensor()
-    expected, tokens = sequence_scores.sequence_log_probs(model, source, target)
+    expected, tokens = run(lambda s, t: sequence_scores.sequence_log_probs(model, s, t))(source, target)
     np.testing.assert_allclose(out["log_probs"], expected, rtol=1e-5, atol=1e-4)
     np.testing.assert_array_equal(out["tokens"], tokens)
     assert (out["log_probs"].numpy() < 0).all()

@@ -5,6 +5,7 @@ is loaded: `tf.saved_model.load` and the TF1 Session loader (TF Serving's), fed 
 TensorProtos through the signature_def's tensor names, as TF Serving's Predict does. Both must
 give what the in-process `Translator` gives for the same sentences. The model is untrained and
 decodes 8 extra tokens with beam 2: warm-up is about shapes, and each record runs three times.
+Every test of the export runs on a float32 and on a bfloat16 export (`--precision`).
 """
 
 import ast
@@ -21,16 +22,22 @@ from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 from export import client, serving_module, versions, warmup
 from tests.helpers.export_models import make_model_dir
 from keras_transformer.config import DecodingConfig
+from keras_transformer.decoding import precision as precision_lib
 
 DECODING = DecodingConfig(beam_size=2, alpha=0.6, max_extra_length=8)
 INPUT = serving_module.SIGNATURE_INPUT
 
 
 @pytest.fixture(scope="module")
-def translator(tmp_path_factory):
+def model_dir(tmp_path_factory):
     run = tmp_path_factory.mktemp("run")
     make_model_dir(run, steps=0)
-    return serving_module.from_model_dir(str(run), DECODING)[0]
+    return run
+
+
+@pytest.fixture(scope="module", params=precision_lib.PRECISIONS)
+def translator(model_dir, request):
+    return serving_module.from_model_dir(str(model_dir), DECODING, precision=request.param)[0]
 
 
 @pytest.fixture(scope="module")
