@@ -23,7 +23,8 @@ records the precision; the signatures are the float32 export's.
 A parsing model (trained with --dataset=ptb) gets section 6.3's decoding (beam 21, alpha 0.3,
 output up to input length + 300) instead of section 6.1's; decoding flags change only themselves.
 
-This writes OUT/<version>/ (default: the next integer in OUT) with the signatures
+This writes OUT/<version>/ (default: the next free integer in OUT when the export is done:
+two exports at once into one OUT publish two versions) with the signatures
 `serving_default` (sentences -> translations, scores) and `translate_with_attention`
 (see export/serving_module.py and the README's serving section). The version folder
 appears at once (written beside it in OUT/.tmp-<version>-<host>-<pid>-<token>/, renamed at
@@ -34,9 +35,10 @@ first removes the temporary folders that killed exports on this host left in OUT
 line each), never those of a running export or of another host.
 
 Bad input prints `error: <one line>` and exits with status 2, and writes nothing: a bad
-flag, an --export_dir that is a file, lies below a file or cannot be written, an existing
---version (these before TensorFlow starts), a missing or incomplete training directory
-or a --checkpoint prefix without its .index file (these before the model is built).
+flag, an --export_dir that is a file, lies below a file, is the --model_dir or cannot be
+written, an existing --version (these before TensorFlow starts), a missing or incomplete
+training directory or a --checkpoint prefix without its .index file (these before the model
+is built). A file system that refuses a write later (a full disk) is one such line too.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     decoding = task_flags.decoding_config()
-    versions.check_export_dir(FLAGS.export_dir, FLAGS.version)
+    versions.check_export_dir(FLAGS.export_dir, FLAGS.version, model_dir=FLAGS.model_dir)
     if FLAGS.format == "ctranslate2":
         from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
 

@@ -97,8 +97,7 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
         if serving_module.N_BEST_SIGNATURE not in settings.get("signatures", []):
             raise ValueError(f"{source} has no {serving_module.N_BEST_SIGNATURE} signature (an older export): "
                              "export the model again for --n_best")
-        exported = DecodingConfig(**settings["decoding"])
-        check_n_best(n_best, exported.beam_size, "the export's beam_size")
+        exported = check_export_n_best(export_dir, n_best)
     with cli.silence_native_stderr():  # the tokenizer resource's "normalizer.cc" INFO lines
         loaded = tf.saved_model.load(source)
     if n_best == 1:
@@ -116,6 +115,17 @@ def check_n_best(n_best: int, beam_size: int, beam_name: str) -> None:
     """A one-line `ValueError` unless 1 <= n_best <= beam_size (the search keeps no more)."""
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"--n_best={n_best} must be between 1 and {beam_name} ({beam_size})")
+
+
+def check_export_n_best(export_dir: str, n_best: int) -> DecodingConfig:
+    """The decoding an export (a version folder or its base folder) was made with; a one-line
+    `ValueError` unless its beam keeps `n_best` hypotheses. Reads export.json only: a command
+    calls it before TensorFlow starts."""
+    from export import versions  # pylint: disable=g-import-not-at-top
+
+    exported = DecodingConfig(**versions.read_settings(versions.saved_model_path(export_dir))["decoding"])
+    check_n_best(n_best, exported.beam_size, "the export's beam_size")
+    return exported
 
 
 def _n_best_options(n_best: int, decoding: DecodingConfig) -> dict:

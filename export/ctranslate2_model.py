@@ -333,8 +333,8 @@ def _copy_tokenizers(source, target, directory: str) -> None:
 
 def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: Optional[str] = None, *,
             tokenizers: Optional[tuple] = None, checkpoint: Optional[str] = None,
-            decoding_config: DecodingConfig = DecodingConfig(), max_positions: Optional[int] = None
-            ) -> tuple[str, Optional[str]]:
+            decoding_config: DecodingConfig = DecodingConfig(), max_positions: Optional[int] = None,
+            publish: Optional[Callable[[str], str]] = None) -> tuple[str, Optional[str]]:
     """Writes a CTranslate2 model of a training directory (or of a built model) to `output_dir`.
 
     The folder appears whole or not at all: it is written as a hidden sibling
@@ -354,9 +354,11 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
         decoding_config: recorded in export.json (CTranslate2 decodes as each call says; see
             `translation_options`) and used for the default `max_positions`.
         max_positions: rows of the position tables (default `default_max_positions`).
+        publish: renames the finished temporary folder into place and returns where (default:
+            to `output_dir`, `versions.publish`; `export_model_dir` claims a version number).
 
     Returns:
-        (`output_dir`, the checkpoint converted or None for a model object).
+        (the folder written, the checkpoint converted or None for a model object).
 
     Raises:
         ValueError, FileNotFoundError: bad input, raised before anything is written.
@@ -408,7 +410,10 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
         with open(os.path.join(temporary, versions.SETTINGS_FILE), "w", encoding="utf-8") as file:
             json.dump(settings, file, indent=2, sort_keys=True)
             file.write("\n")
-        versions.publish(temporary, output_dir)
+        if publish is None:
+            versions.publish(temporary, output_dir)
+        else:
+            output_dir = publish(temporary)
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
@@ -423,11 +428,12 @@ def export_model_dir(model_dir: str, export_dir: str, decoding_config: DecodingC
     layout, `export.versions`) holding a CTranslate2 model. Returns (version folder, checkpoint)."""
     versions.check_export_dir(export_dir, version)
     check_quantization(quantization)
-    version = versions.next_version(export_dir) if version is None else version
     os.makedirs(export_dir, exist_ok=True)
     versions.remove_stale_temporaries(export_dir, log)
-    return convert(model_dir, os.path.join(export_dir, str(version)), quantization,
-                   checkpoint=checkpoint, decoding_config=decoding_config)
+    guess = versions.next_version(export_dir) if version is None else version  # claimed when published
+    return convert(model_dir, os.path.join(export_dir, str(guess)), quantization,
+                   checkpoint=checkpoint, decoding_config=decoding_config,
+                   publish=lambda temporary: versions.publish_version(temporary, export_dir, version))
 
 
 # Decoding with CTranslate2 -------------------------------------------------------------------

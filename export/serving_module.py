@@ -342,8 +342,9 @@ def export_saved_model(
     Args:
         module: the `Translator`.
         export_dir: the model's base path for TF Serving; created if needed.
-        version: the version number; default `versions.next_version(export_dir)`. An existing
-            version is never overwritten.
+        version: the version number; default the next free one when the export is renamed
+            into place (`versions.publish_version`: concurrent exports get distinct numbers).
+            An existing version is never overwritten.
         extra: more JSON-able settings for assets.extra/export.json (e.g. the checkpoint).
         check: called with the temporary SavedModel folder before it is renamed into place;
             raise to abandon the export (e.g. `check_servable`).
@@ -356,14 +357,13 @@ def export_saved_model(
         ValueError: `export_dir` is (or is below) a file, is not writable, or the version exists
             (`versions.check_export_dir`); nothing is written.
     """
-    version = versions.next_version(export_dir) if version is None else version
-    if not isinstance(version, int) or version < 0:
+    if version is not None and (not isinstance(version, int) or version < 0):
         raise ValueError(f"version must be an integer >= 0, got {version!r}")
     versions.check_export_dir(export_dir, version)
-    final = os.path.join(export_dir, str(version))
     os.makedirs(export_dir, exist_ok=True)
     versions.remove_stale_temporaries(export_dir, log)
-    temporary = versions.temporary_folder(export_dir, version)
+    guess = versions.next_version(export_dir) if version is None else version  # the number is claimed when published
+    temporary = versions.temporary_folder(export_dir, guess)
     try:
         tf.saved_model.save(module, temporary, signatures=module.signatures())
         os.makedirs(os.path.join(temporary, versions.ASSETS_EXTRA), exist_ok=True)
@@ -373,7 +373,7 @@ def export_saved_model(
         warmup.write(temporary, warmup.warmup_requests(module.warmup_batches()))
         if check is not None:
             check(temporary)
-        versions.publish(temporary, final)
+        final = versions.publish_version(temporary, export_dir, version)  # the number claimed now
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise

@@ -10,9 +10,13 @@ at (a version folder, or a base folder whose highest complete version is used). 
 folders such as the exporter's temporaries are never versions.
 
 The exporter (`export.serving_module.export_saved_model`) writes a version into
-`temporary_folder(OUT, version)`, `.tmp-<version>-<host>-<pid>-<token>`, and `publish`es it
-under its number. The name says who writes it, so `remove_stale_temporaries` can remove what
-a killed export left without touching a live one. `check_export_dir` raises the errors a user
+`temporary_folder(OUT, version)`, `.tmp-<version>-<host>-<pid>-<token>`, and `publish_version`
+renames it to its number, claimed at that moment: the rename never replaces a version, and
+when another export took the number meanwhile, the next free one is taken. Two exports started
+at once into one OUT thus publish two versions (the one that finishes first gets the lower
+number); an explicit number that was taken meanwhile is refused with one line. The name says who
+writes it, so `remove_stale_temporaries` can remove what a killed export left without touching
+a live one. `check_export_dir` raises the errors a user
 can make (the base folder is a file, cannot be created or written, the version exists)
 before anything is built. This module imports no TensorFlow: a command calls these checks
 before TensorFlow starts.
@@ -20,6 +24,7 @@ before TensorFlow starts.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -85,10 +90,14 @@ def read_settings(saved_model_dir: str) -> dict:
 # Writing a version ------------------------------------------------------------------
 
 
-def check_export_dir(export_dir: str, version: Optional[int] = None) -> None:
+def check_export_dir(export_dir: str, version: Optional[int] = None, model_dir: Optional[str] = None) -> None:
     """Raises a one-line `ValueError` unless a version folder can be written into `export_dir`:
-    it is a writable folder or can be created as one (`cli.check_writable_folder`), and
-    `export_dir/<version>` (if `version` is given) does not exist yet. Writes nothing."""
+    it is not the training directory `model_dir` (if given) it exports, it is a writable folder
+    or can be created as one (`cli.check_writable_folder`), and `export_dir/<version>` (if
+    `version` is given) does not exist yet."""
+    if model_dir is not None and cli.same_file(export_dir, model_dir):
+        raise ValueError(f"--export_dir={export_dir}: is the training directory --model_dir={model_dir}; give "
+                         "the export a folder of its own (TF Serving's model base path)")
     cli.check_writable_folder(export_dir, "export_dir")
     if version is not None and os.path.lexists(os.path.join(export_dir, str(version))):
         raise ValueError(f"{os.path.join(export_dir, str(version))} already exists; pick another --version or "
@@ -113,7 +122,8 @@ def temporary_folder(export_dir: str, version: Union[int, str]) -> str:
 
 
 def publish(temporary: str, final: str) -> None:
-    """Renames a finished `temporary_folder` to its version folder `final`.
+    """Renames a finished `temporary_folder` to the folder `final`, which must not exist
+    (`FileExistsError` if it does, or appears meanwhile: nothing is replaced).
 
     TF Serving often runs as another user than the exporter, so first every folder below gets
     the folder's own mode (0o777 & ~umask) and every file that mode without execute bits
@@ -126,7 +136,40 @@ def publish(temporary: str, final: str) -> None:
                 path = os.path.join(root, name)
                 if not os.path.islink(path):  # chmod would change the link's target
                     os.chmod(path, mode)
-    os.rename(temporary, final)
+    _rename_to_new(temporary, final)
+
+
+def publish_version(temporary: str, export_dir: str, version: Optional[int] = None) -> str:
+    """`publish`es a finished `temporary_folder` as `export_dir/<version>` and returns that path;
+    with `version` None, as the next free integer at the moment of the rename (retried upward
+    while other exports take numbers: two concurrent exports get two versions).
+
+    Raises:
+        ValueError: the explicit `version` exists (made by another export meanwhile).
+    """
+    while True:
+        final = os.path.join(export_dir, str(next_version(export_dir) if version is None else version))
+        try:
+            publish(temporary, final)
+            return final
+        except FileExistsError:
+            if version is not None:
+                raise ValueError(f"{final} already exists (another export made it meanwhile); pick another "
+                                 "--version or leave it out") from None
+
+
+def _rename_to_new(source: str, destination: str) -> None:
+    """`os.rename` of a non-empty folder that never replaces `destination`: Linux renames a
+    folder onto an empty folder only (ENOTEMPTY or EEXIST for any other), and a file or link
+    there is refused first. Raises FileExistsError."""
+    if os.path.lexists(destination):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), destination)
+    try:
+        os.rename(source, destination)
+    except OSError as error:
+        if error.errno in (errno.EEXIST, errno.ENOTEMPTY):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), destination) from None
+        raise
 
 
 def _alive(pid: int) -> bool:

@@ -17,6 +17,7 @@ this module imports no TensorFlow, so a command can check its flags before TF st
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Optional
 
 from keras_transformer.special_ids import PAD_ID
@@ -24,6 +25,25 @@ from keras_transformer.special_ids import PAD_ID
 POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
 LAYER_NORMS = ("post", "pre")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# The longest output beyond its source a search may make (section 6.3 uses 300): beyond this, a
+# typo such as 1000000000 would run (and size the CTranslate2 export's position table) unbounded.
+MAX_EXTRA_LENGTH = 4096
+SEED_LIMIT = 2**32  # seeds are in [0, 2**32): sentencepiece's generator takes an unsigned 32-bit seed
+
+
+def check_finite(config, names) -> None:
+    """A one-line `ValueError` unless each field of `config` named in `names` is a finite
+    number: NaN and infinity pass comparisons such as `value < 0` unnoticed."""
+    for name in names:
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def check_seed(seed) -> None:
+    """A one-line `ValueError` unless `seed` is an integer in [0, `SEED_LIMIT`)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
+        raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,10 +119,14 @@ class TransformerConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+        check_finite(self, ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "label_smoothing",
+                            "layer_norm_epsilon"))
         for name in ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "label_smoothing"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        if self.layer_norm_epsilon <= 0:
+            raise ValueError(f"layer_norm_epsilon must be positive, got {self.layer_norm_epsilon!r}")
         if self.positional_encoding not in POSITIONAL_ENCODINGS:
             raise ValueError(
                 f"positional_encoding must be one of {POSITIONAL_ENCODINGS}, "
@@ -205,7 +229,7 @@ class DecodingConfig:
         beam_size: hypotheses kept per sentence (paper: 4); 1 means greedy search.
         alpha: length penalty exponent (paper: 0.6).
         max_extra_length: a hypothesis may be this many tokens longer than its source
-            (paper: 50).
+            (paper: 50; at most `MAX_EXTRA_LENGTH`).
         n_best: hypotheses returned per sentence, best first (1 <= n_best <= beam_size).
         tree_constraint: decode only linearized trees over the input's words (a parsing
             model's output, `keras_transformer.decoding.tree_constraint`); needs a vocabulary with
@@ -221,10 +245,12 @@ class DecodingConfig:
     def __post_init__(self):
         if not isinstance(self.beam_size, int) or self.beam_size < 1:
             raise ValueError(f"beam_size must be a positive integer (1 = greedy), got {self.beam_size!r}")
+        check_finite(self, ("alpha",))
         if not self.alpha >= 0.0:
             raise ValueError(f"alpha must be >= 0, got {self.alpha!r}")
-        if not isinstance(self.max_extra_length, int) or self.max_extra_length < 0:
-            raise ValueError(f"max_extra_length must be an integer >= 0, got {self.max_extra_length!r}")
+        if not isinstance(self.max_extra_length, int) or not 0 <= self.max_extra_length <= MAX_EXTRA_LENGTH:
+            raise ValueError(f"max_extra_length must be an integer in [0, {MAX_EXTRA_LENGTH}], "
+                             f"got {self.max_extra_length!r}")
         if not isinstance(self.n_best, int) or not 1 <= self.n_best <= self.beam_size:
             raise ValueError(f"n_best must be in [1, beam_size={self.beam_size}], got {self.n_best!r}")
         if not isinstance(self.tree_constraint, bool):
@@ -277,7 +303,9 @@ class TrainingConfig:
             paper: 5 base, 20 big; 0: none), or the best this many with
             `keep_best_checkpoints`. Fewer are averaged, with a line that says so, when the
             run made fewer. Done by the entry point.
-        seed: seeds the initial weights, dropout and the data order.
+        seed: seeds the initial weights, dropout and the data order (in [0, 2**32)).
+
+    Every number is checked on construction, NaN and infinity included (`check_finite`).
     """
 
     train_steps: int = 100_000
@@ -300,6 +328,8 @@ class TrainingConfig:
     seed: int = 0
 
     def __post_init__(self):
+        check_finite(self, ("learning_rate_scale", "clip_norm", "checkpoint_every_minutes", "max_train_minutes"))
+        check_seed(self.seed)
         for name in ("train_steps", "warmup_steps", "accumulation_steps", "keep_checkpoints",
                      "log_every_steps"):
             if getattr(self, name) < 1:

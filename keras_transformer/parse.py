@@ -86,7 +86,7 @@ def main(argv):
     _check_flags()
     from tasks import parsing  # pylint: disable=g-import-not-at-top
 
-    cli.check_output_path(FLAGS.output)
+    cli.check_output_path(FLAGS.output, inputs={"input": FLAGS.input, "reference": FLAGS.reference})
     decoding = task_flags.decoding_config()
     if FLAGS.baseline is None:
         cli.start_tensorflow()

@@ -53,11 +53,7 @@ def main(argv):
     # (score_files checks them again before it loads the model).
     if not os.path.isdir(FLAGS.model_dir):
         raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such training directory")
-    if FLAGS.output != "-":
-        if os.path.isdir(FLAGS.output):
-            raise ValueError(f"--output={FLAGS.output}: is a folder, not a file")
-        cli.check_writable_folder(os.path.dirname(os.path.abspath(FLAGS.output)), "output")
-    scoring.check_inputs(FLAGS.source, FLAGS.target, FLAGS.output)
+    scoring.check_inputs(FLAGS.source, FLAGS.target, FLAGS.output)  # and the output (`cli.check_output_path`)
     cli.start_tensorflow()
     scoring.score_files(FLAGS.model_dir, FLAGS.source, FLAGS.target, FLAGS.output, checkpoint=FLAGS.checkpoint,
                         batch_tokens=FLAGS.batch_tokens)

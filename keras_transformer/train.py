@@ -27,17 +27,21 @@ local GPUs; `--cpu_replicas=N` over N logical CPU devices; with `TF_CONFIG` set,
 `MultiWorkerMirroredStrategy` over several machines. `--batch_tokens` is the budget of
 one update over all replicas; `--accumulation_steps=k` splits it into k micro-batches.
 
-Bad flags end with one line `error: ...` and exit code 2, before any work: the data files
-(UTF-8, line counts) and --model_dir are checked first. A NaN or infinite loss ends with
-`error: loss became NaN at step N; the last good checkpoint is ckpt-M` and exit code 1.
-Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves a checkpoint, says so and
-exits with 130 or 143; the same command then resumes there. One trainer at a time holds
-MODEL_DIR (a second one gets `error: ... is in use by pid N on HOST`).
+Bad flags end with one line `error: ...` and exit code 2, before any work and before
+TensorFlow starts: every number finite and in range, splits that exist, the data files (UTF-8,
+line counts, a pair that can fit --max_length) and --model_dir are checked first. A NaN or
+infinite loss ends with `error: loss became NaN at step N; the last good checkpoint is ckpt-M`
+and exit code 1. Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves a checkpoint,
+says so and exits with 130 or 143; the same command then resumes there. During a dev
+evaluation (the final one too) or the final average, the signal stops that work at once, with
+the same codes. One trainer at a time holds MODEL_DIR (a second one gets `error: ... is in use
+by pid N on HOST`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from absl import app, flags, logging
@@ -75,8 +79,10 @@ flags.DEFINE_enum("precision", "auto", ["auto", "float32", "mixed_bfloat16", "mi
 flags.DEFINE_boolean("xla", False, "Compile the forward and backward pass with XLA.")
 flags.DEFINE_float("max_train_minutes", 0.0, "Stop cleanly, with a checkpoint, after this much training (0: none).")
 # Distribution (section 5.2) -------------------------------------------------------------------
-flags.DEFINE_integer("num_gpus", -1, "MirroredStrategy over this many local GPUs (-1: all; the paper: 8).")
-flags.DEFINE_integer("cpu_replicas", 0, "MirroredStrategy over this many logical CPU devices (0/1: none).")
+flags.DEFINE_integer("num_gpus", -1, "MirroredStrategy over this many local GPUs (-1: all; the paper: 8).",
+                     lower_bound=-1)
+flags.DEFINE_integer("cpu_replicas", 0, "MirroredStrategy over this many logical CPU devices (0/1: none).",
+                     lower_bound=0)
 # Checkpoints (section 6.1) ----------------------------------------------------------------------
 flags.DEFINE_integer("checkpoint_every_steps", 1000, "Save every this many updates (0: not by count).")
 flags.DEFINE_float("checkpoint_every_minutes", 0.0, "Also save every this many minutes (paper: 10).")
@@ -143,11 +149,15 @@ def main(argv):
                          "--eval_max_sentences=-1 turns off: translate some dev sentences, or pass "
                          "--best_checkpoint_metric=loss")
     if FLAGS.evaluate_only:
+        if not os.path.isdir(FLAGS.model_dir):
+            raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such training directory to evaluate")
+        cli.check_writable_folder(FLAGS.model_dir, "model_dir")  # the translations are written there
         data.check_inputs(data.dev_split)
     else:
         cli.check_writable_folder(FLAGS.model_dir, "model_dir")
         for split in dict.fromkeys(("train", data.dev_split)):
             data.check_inputs(split)
+            data.check_can_batch(split)  # files whose every pair is longer than --max_length
     cli.start_tensorflow(cpu_replicas=FLAGS.cpu_replicas)
     logging.set_verbosity(logging.WARNING)  # TF's per-save "Sharding callback" INFO lines
     from tasks import dev_evaluation, training as training_task  # pylint: disable=g-import-not-at-top

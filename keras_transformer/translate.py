@@ -25,9 +25,10 @@ With --reference, sacreBLEU's corpus BLEU (section 6.1), chrF and chrF++ (Popovi
 not in the paper), each with its signature, are printed (to stdout when --output is a file,
 else to stderr). Bad input prints `error: <one line>`, exits with status 2 and writes nothing;
 it is found before any sentence is translated: decoding flags with --export_dir, a missing
---input or --reference, an --output that is a folder or whose folder is a file or not
-writable (these before TensorFlow starts), a --reference whose line count differs from the
-input's, a missing training directory, checkpoint or export (these before the model loads).
+--input or --reference, an --output that is a folder, is the --input or --reference file (by
+name or link), or whose folder is a file or cannot be written, a --reference whose line count
+differs from the input's, an --n_best above the export's beam (these before TensorFlow
+starts), a missing training directory, checkpoint or export (these before the model loads).
 """
 
 from __future__ import annotations
@@ -65,10 +66,12 @@ def main(argv):
     if FLAGS.export_dir:
         task_flags.check_model_dir_only("an export has its decoding settings built in")
     decoding = task_flags.decoding_config()
-    if FLAGS.model_dir:
-        from export import client  # pylint: disable=g-import-not-at-top  (no TensorFlow yet)
+    from export import client  # pylint: disable=g-import-not-at-top  (no TensorFlow yet)
 
+    if FLAGS.model_dir:
         client.check_n_best(FLAGS.n_best, decoding.beam_size, "--beam_size")
+    elif FLAGS.n_best > 1:  # the export's beam, from its export.json
+        client.check_export_n_best(FLAGS.export_dir, FLAGS.n_best)
     # The paths, before TensorFlow starts: a bad one must not cost a model load (translate_file
     # checks them again, and the reference's line count, before it loads the model).
     for flag in ("input", "reference"):
@@ -77,9 +80,10 @@ def main(argv):
         raise ValueError("--moses_bleu_lang: only with --reference (it scores the translations against it)")
     if FLAGS.moses_bleu_lang is not None and not FLAGS.moses_bleu_lang.isalpha():
         raise ValueError(f"--moses_bleu_lang={FLAGS.moses_bleu_lang}: expected a language code such as de, fr, en")
-    cli.check_output_path(FLAGS.output)
+    from tasks import translation  # pylint: disable=g-import-not-at-top  (no TensorFlow yet)
+
+    translation.check_files(FLAGS.input, FLAGS.output, FLAGS.reference)
     cli.start_tensorflow()
-    from tasks import translation  # pylint: disable=g-import-not-at-top
 
     report = translation.translate_file(
         FLAGS.input, FLAGS.output, model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir, decoding=decoding,

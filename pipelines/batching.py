@@ -33,6 +33,7 @@ from keras_transformer.special_ids import PAD_ID
 from pipelines import corpora
 from pipelines import tokenizers as tokenizers_lib
 from pipelines.data_config import check_batch_tokens
+from pipelines.errors import DataError
 
 PairsLike = Union[Sequence[tuple[str, str]], tf.data.Dataset]
 TOKENIZE_BATCH = 1024
@@ -223,6 +224,18 @@ def count_too_long(pairs: PairsLike, tokenizer: tokenizers_lib.Tokenizer, max_le
     counts = ds.map(lambda s, t: tf.stack([1, tf.cast(pair_length(s, t) > max_length, tf.int32)]))
     total = counts.reduce(tf.zeros([2], tf.int32), lambda acc, x: acc + x).numpy()
     return int(total[0]), int(total[1])
+
+
+def check_can_batch(pairs: PairsLike, tokenizer: tokenizers_lib.Tokenizer, max_length: int,
+                    target_tokenizer: Optional[tokenizers_lib.Tokenizer] = None, what: str = "the pairs") -> None:
+    """A one-line `DataError` unless some pair of `pairs` has at most `max_length` tokens a side,
+    EOS included: else `make_dataset` drops them all and makes no batch. Tokenizes up to the first
+    pair that fits (all of them only when none does)."""
+    fitting = tokenize_pairs(pairs, tokenizer, target_tokenizer).filter(
+        lambda s, t: pair_length(s, t) <= max_length).take(1)
+    if not list(fitting):
+        raise DataError(f"{what}: every pair has more than max_length={max_length} tokens on a side (EOS "
+                        "included), so no batch can be made; raise --max_length or give shorter pairs")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -129,6 +129,10 @@ def parse_entry(entry: str) -> Corpus:
 
 def parse_train_files(values: Sequence[str]) -> tuple[Corpus, ...]:
     """The corpora of the `--train_files` values (each a comma-separated list of entries)."""
+    for value in values:
+        if not _split_entries(value):
+            raise DataError(f"--train_files={value}: names no corpus; give [NAME:]CORPUS[:WEIGHT], or leave the "
+                            "flag out to train on --dataset's train split")
     corpora = tuple(parse_entry(entry) for value in values for entry in _split_entries(value))
     names = [corpus.name for corpus in corpora]
     repeated = sorted({name for name in names if names.count(name) > 1})

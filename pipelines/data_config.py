@@ -28,6 +28,7 @@ import dataclasses
 import os
 from typing import Optional
 
+from keras_transformer.config import check_seed
 from pipelines import corpora as corpora_lib
 from pipelines import sources
 from pipelines.errors import DataError
@@ -133,6 +134,10 @@ class DataConfig:
             raise ValueError(f"cache must be one of {', '.join(CACHE_MODES)}, got {self.cache!r}")
         if self.shuffle_buffer < 1:
             raise ValueError(f"shuffle_buffer must be positive, got {self.shuffle_buffer}")
+        check_seed(self.seed)
+        if kind != "files" and self.dev_split.split("[")[0] not in sources.SPLITS:  # files: its file is checked
+            raise DataError(f"dev_split {self.dev_split!r}: dataset {self.dataset} has the splits "
+                            f"{', '.join(sources.SPLITS)}")
         object.__setattr__(self, "train_files", tuple(
             c if isinstance(c, corpora_lib.Corpus) else corpora_lib.Corpus(**c) for c in self.train_files))
 
@@ -181,6 +186,34 @@ class DataConfig:
                     raise DataError(f"--train_files corpus {corpus.name}: {error}") from None
             return
         self._check_dataset(self.dataset, split)
+
+    def check_can_batch(self, split: str = "train") -> None:
+        """A one-line `DataError` unless the text files of `split` (each training corpus of
+        `train_files`) hold a pair that may fit `max_length`; no TensorFlow, no tokenizer yet.
+
+        Every tokenizer gives each whitespace-separated word at least one token, and EOS ends
+        each side: a pair with more than `max_length - 1` words on a side never fits, and
+        training on files that hold only such pairs would find no batch. Reads up to the first
+        pair that may fit (all of `split` only when none does). Registered data sets pass; their
+        tokenized pairs are checked once the tokenizer exists (`pipelines.batching.check_can_batch`).
+        """
+        from pipelines import text_files  # pylint: disable=g-import-not-at-top
+
+        if split == "train" and self.train_files:
+            files = [(f"--train_files corpus {c.name}", self.corpus_files(c)) for c in self.train_files
+                     if not c.dataset]
+        elif self.kind == "files":
+            files = [(f"the {split} split", tuple(sources.split_path(self._join(path), split)
+                                                 for path in (self.source_file, self.target_file)))]
+        else:
+            files = []
+        words = self.max_length - 1
+        for what, (source, target) in files:
+            if not text_files.any_parallel_line(source, target,
+                                                lambda s, t: max(len(s.split()), len(t.split())) <= words):
+                raise DataError(f"{what} ({source}, {target}): every pair has more than {words} words on a side, "
+                                f"so none fits max_length={self.max_length} tokens (EOS included) and no batch "
+                                "can be made; raise --max_length or give shorter pairs")
 
     def _check_dataset(self, dataset: str, split: str) -> None:
         kwargs = self.source_kwargs(dataset)

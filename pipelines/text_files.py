@@ -23,7 +23,7 @@ import gzip
 import os
 import re
 import zlib
-from typing import Iterator
+from typing import Callable, Iterator
 
 from pipelines.errors import DataError
 
@@ -223,6 +223,18 @@ def iter_parallel_lines(source_path: str, target_path: str) -> Iterator[tuple[st
     with _open_binary(source_path) as fs, _open_binary(target_path) as ft:
         for s, t in zip(fs, ft):
             yield s.decode("utf-8").strip(), t.decode("utf-8").strip()
+
+
+def any_parallel_line(source_path: str, target_path: str, keep: Callable[[str, str], bool]) -> bool:
+    """True as soon as `keep(source, target)` holds for a stripped line pair of two parallel
+    files or shard patterns (`parallel_shards`), read no further; False if it holds for none.
+    Checks nothing (`check_parallel_files` does); text that is not UTF-8 is read replaced."""
+    for source, target in parallel_shards(source_path, target_path):
+        with _open_binary(source) as fs, _open_binary(target) as ft:
+            for s, t in zip(fs, ft):
+                if keep(s.decode("utf-8", errors="replace").strip(), t.decode("utf-8", errors="replace").strip()):
+                    return True
+    return False
 
 
 def read_parallel_pairs(source_path: str, target_path: str) -> list[tuple[str, str]]:

@@ -33,13 +33,13 @@ def define_decoding_flags(prefix: str = "", defaults=None) -> None:
     """--{prefix}beam_size, --{prefix}alpha, --{prefix}max_extra_length, --{prefix}tree_constraint
     (`DecodingConfig`'s fields but n_best),
     whose defaults are `defaults` (a `DecodingConfig`; None: section 6.1's, 4, 0.6 and 50)."""
-    from keras_transformer.config import DecodingConfig  # pylint: disable=g-import-not-at-top
+    from keras_transformer.config import MAX_EXTRA_LENGTH, DecodingConfig  # pylint: disable=g-import-not-at-top
 
     defaults = defaults or DecodingConfig()
     flags.DEFINE_integer(f"{prefix}beam_size", defaults.beam_size, _DECODING_HELP["beam_size"], lower_bound=1)
     flags.DEFINE_float(f"{prefix}alpha", defaults.alpha, _DECODING_HELP["alpha"], lower_bound=0.0)
     flags.DEFINE_integer(f"{prefix}max_extra_length", defaults.max_extra_length, _DECODING_HELP["max_extra_length"],
-                         lower_bound=0)
+                         lower_bound=0, upper_bound=MAX_EXTRA_LENGTH)
     flags.DEFINE_bool(f"{prefix}tree_constraint", defaults.tree_constraint, _DECODING_HELP["tree_constraint"])
 
 

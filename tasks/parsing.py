@@ -232,7 +232,7 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
         raise ValueError(f"baseline must be one of {', '.join(BASELINES)}, got {baseline!r}")
     if (input_path is None) == (treebank_split is None):
         raise ValueError("give exactly one of an input file and a treebank split")
-    cli.check_output_path(output_path)
+    cli.check_output_path(output_path, inputs={"input": input_path, "reference": reference})
     gold = None
     if treebank_split is not None:
         gold = Gold.from_treebank(*treebank_split)

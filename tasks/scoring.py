@@ -64,7 +64,8 @@ TOKENIZE_CHUNK = 8192  # lines tokenized at once (bounds the tokenizer's interme
 def check_inputs(source_path: str, target_path: str, output_path: str = "-") -> int:
     """The common line count of two parallel text files; a one-line `DataError` / `ValueError`
     for a missing or empty file, a folder, gzip-compressed or non-UTF-8 text (with its line),
-    different line counts, or an `output_path` that is one of the inputs. No TensorFlow."""
+    different line counts, or an `output_path` that cannot be written or is one of the inputs
+    (`cli.check_output_path`). No TensorFlow."""
     counts = []
     for path in (source_path, target_path):  # one file each: a name is never read as a glob pattern
         if os.path.isfile(path) and text_files.is_gzip(path):
@@ -74,10 +75,7 @@ def check_inputs(source_path: str, target_path: str, output_path: str = "-") -> 
     if target_count != count:
         raise DataError(f"{target_path}: has {target_count} lines but {source_path} has {count}; each source line "
                         "needs its target on the same line")
-    if output_path != "-" and os.path.exists(output_path):
-        for path in (source_path, target_path):
-            if os.path.samefile(output_path, path):
-                raise ValueError(f"--output={output_path}: is the input {path}; write the scores elsewhere")
+    cli.check_output_path(output_path, inputs={"source": source_path, "target": target_path})
     return count
 
 
@@ -179,8 +177,7 @@ def score_files(model_dir: str, source_path: str, target_path: str, output_path:
     (`cli.check_output_path`, `check_inputs`, `load_run`), a pair too long for learned positions
     before any pair is scored; the output file is replaced atomically at the end.
     """
-    cli.check_output_path(output_path)
-    count = check_inputs(source_path, target_path, output_path)
+    count = check_inputs(source_path, target_path, output_path)  # the output too (`cli.check_output_path`)
     start = time.perf_counter()
     model, checkpoint, source_tokenizer, target_tokenizer = load_run(model_dir, checkpoint)
     print(f"scoring {count} pairs with {checkpoint}", file=sys.stderr)

@@ -62,10 +62,11 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
     gets a one-line error) and first removes what a killed run left half-written. A run that
     has checkpoints must still have its tokenizer and config (`check_run_files`); the
     tokenizer's fingerprint is recorded in model_config.json and checked on every resume.
-    SIGINT or SIGTERM end the loop after the current update with a checkpoint
-    (`state.stop_reason == "interrupted"`, `state.signal`); then nothing is averaged. The end
-    of a run (the final evaluation, the average) happens once: started again after its last
-    update, a run only does what a kill left undone.
+    SIGINT or SIGTERM end the loop after the current update with a checkpoint, and stop the
+    dev evaluation (the final one too) and the average at once (`state.stop_reason ==
+    "interrupted"`, `state.signal`); then nothing is averaged. The end of a run (the final
+    evaluation, the average) happens once: started again after its last update, a run only
+    does what a kill left undone.
 
     Raises:
         ValueError, FileNotFoundError: bad input, before any work is written (a mismatched
@@ -95,6 +96,7 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         if init is not None and chief:
             init.copy_tokenizer(model_dir)
         source_tok, target_tok = load_tokenizers(model_dir, data, save=chief, log=log)
+        check_can_batch(data, source_tok, target_tok)  # before the config: else no step finds a batch
         model = sized_model(model, source_tok, target_tok)
         fingerprint = tokenizers.fingerprint(source_tok, target_tok)
         check_resume(model_dir, model, fingerprint, init)
@@ -131,9 +133,40 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         if mixture and state.stop_reason == "interrupted":  # else the last evaluation logged them
             log(f"sampled pairs: {mixture.counter.summary()}")
         if training.average_last and chief and state.stop_reason != "interrupted":
-            average_once(model_dir, training.average_last, state.step, best=bool(training.keep_best_checkpoints),
-                         log=log)
+            _average_unless_interrupted(state, model_dir, training, log)
     return state
+
+
+def _average_unless_interrupted(state, model_dir: str, training, log: Callable[[str], None]) -> None:
+    """`average_once` at the end of a run; SIGINT or SIGTERM meanwhile stops it at once (the
+    previous average, if any, stays what translation and export use) and marks `state`
+    interrupted: the same command started again averages (`average_once`)."""
+    from keras_transformer.training import interrupts  # pylint: disable=g-import-not-at-top
+
+    with interrupts.StopSignals() as signals:
+        try:
+            with signals.at_once():
+                average_once(model_dir, training.average_last, state.step, best=bool(training.keep_best_checkpoints),
+                             log=log)
+        except interrupts.Interrupted as stop:
+            state.stop_reason, state.signal = "interrupted", stop.signum
+            log(f"{interrupts.name(stop.signum)} while averaging the checkpoints of step {state.step}: stopped; "
+                "run the same command to finish the average")
+
+
+def check_can_batch(data: DataConfig, source_tokenizer, target_tokenizer) -> None:
+    """A one-line `DataError` unless each training corpus and the dev split hold a pair of at most
+    `data.max_length` tokens a side (`pipelines.batching.check_can_batch`): else training finds
+    no batch at its first step, or the dev evaluation none at the first evaluation. The command
+    checks the text files first, by words (`DataConfig.check_can_batch`), before anything is written."""
+    from pipelines import batching  # pylint: disable=g-import-not-at-top
+
+    mixture = data.training_mixture()
+    for name, load in zip(mixture.names, mixture.loaders):
+        batching.check_can_batch(load(), source_tokenizer, data.max_length, target_tokenizer,
+                                 f"training corpus {name}")
+    batching.check_can_batch(data.load_pairs(data.dev_split), source_tokenizer, data.max_length, target_tokenizer,
+                             f"the {data.dev_split} split")
 
 
 def _logging_shares(evaluator, mixture, log: Callable[[str], None]):

@@ -32,12 +32,12 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     SavedModel (a version folder, or a base folder whose highest version is used), whose
     decoding settings were fixed at export time.
 
-    Bad input is found before the model loads: an `output_path` that is a folder or cannot be
-    written (`cli.check_output_path`), a missing input or reference, a reference whose line count
-    is not the input's. The output file is replaced at the end, atomically: a failure leaves
-    an existing file as it was. `progress`: the progress bar on stderr (default: when stderr
-    is a terminal, see `export.client.translate_lines`); the first and last lines on stderr (sentences and
-    model, time and speed) are always written.
+    Bad input is found before the model loads (`check_files`): an `output_path` that is a folder,
+    cannot be written or is the input or the reference (`cli.check_output_path`), a missing input
+    or reference, a reference whose line count is not the input's. The output file is replaced
+    at the end, atomically: a failure leaves an existing file as it was. `progress`: the progress
+    bar on stderr (default: when stderr is a terminal, see `export.client.translate_lines`); the
+    first and last lines on stderr (sentences and model, time and speed) are always written.
 
     With `n_best` > 1 (at most the beam size) each sentence gets up to `n_best` lines, best
     first, in the Moses n-best format Marian and fairseq also write, `i ||| translation ||| score`
@@ -53,13 +53,9 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
 
     if (model_dir is None) == (export_dir is None):
         raise ValueError("give exactly one of model_dir and export_dir")
-    cli.check_output_path(output_path)
+    cli.check_output_path(output_path, inputs={"input": input_path, "reference": reference})
     lines = cli.read_lines(input_path)
-    references = None
-    if reference:
-        references = [line.decode("utf-8", errors="replace") for line in cli.read_lines(reference)]
-        if len(references) != len(lines):
-            raise ValueError(f"{reference} has {len(references)} lines but the input ({input_path}) has {len(lines)}")
+    references = read_references(reference, len(lines), input_path)
     start = time.perf_counter()
     translate_fn, source = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint, n_best=n_best)
     print(f"translating {len(lines)} sentences with {source}", file=sys.stderr)
@@ -76,6 +72,26 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     if references is None:
         return None
     return str(metrics.corpus_scores(translations, references, moses_lang=moses_bleu_lang))
+
+
+def check_files(input_path: str, output_path: str = "-", reference: Optional[str] = None) -> None:
+    """What `translate_file` checks first, for a command to call before TensorFlow starts: the
+    output can be written and is neither input (`cli.check_output_path`), and a reference has the
+    input's line count (when the input is a file: stdin is read once, by `translate_file`)."""
+    cli.check_output_path(output_path, inputs={"input": input_path, "reference": reference})
+    if reference and input_path != "-":
+        read_references(reference, len(cli.read_lines(input_path)), input_path)
+
+
+def read_references(reference: Optional[str], count: int, input_path: str) -> Optional[list[str]]:
+    """The lines of `reference` (None without one); a one-line `ValueError` unless there are
+    `count`, the input's."""
+    if not reference:
+        return None
+    references = [line.decode("utf-8", errors="replace") for line in cli.read_lines(reference)]
+    if len(references) != count:
+        raise ValueError(f"{reference} has {len(references)} lines but the input ({input_path}) has {count}")
+    return references
 
 
 def n_best_lines(translations: list[list[str]], scores: list[list[float]]) -> str:

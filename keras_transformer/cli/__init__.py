@@ -1,9 +1,11 @@
 """What every command-line entry point shares, one module a concern:
 
   startup    quiet TensorFlow start-up (`start_tensorflow`, `silence_native_stderr`).
-  files      a command's files, checked before any work; the lines of a file or stdin.
+  files      a command's files, checked before any work (an output never one of the inputs);
+             the lines of a file or stdin.
   progress   the progress bar on stderr.
-  errors     one `error:` line and exit 2 for bad input (`run`, `fail`, `USER_ERRORS`).
+  errors     one `error:` line and exit 2 for bad input and for a file system's refusal (a full
+             disk, a read-only file system, ...: `os_error_message`) (`run`, `fail`, `USER_ERRORS`).
 
 Entry points import the package and call `cli.run(main)`, `cli.start_tensorflow()`, ...:
 the names below are those modules'. The flags the commands share are defined in
@@ -11,7 +13,8 @@ the names below are those modules'. The flags the commands share are defined in
 """
 
 from keras_transformer.cli.errors import USER_ERRORS, fail, run
-from keras_transformer.cli.files import check_input_file, check_output_path, check_writable_folder, read_lines
+from keras_transformer.cli.files import (check_input_file, check_output_path, check_writable_folder, read_lines,
+                                         same_file)
 from keras_transformer.cli.progress import stderr_progress
 from keras_transformer.cli.startup import silence_native_stderr, start_tensorflow
 
@@ -23,6 +26,7 @@ __all__ = [
     "fail",
     "read_lines",
     "run",
+    "same_file",
     "silence_native_stderr",
     "start_tensorflow",
     "stderr_progress",

@@ -6,15 +6,22 @@
         cli.run(main)
 
 Bad input (an unknown flag, a `ValueError` or `FileNotFoundError` raised for a user's
-mistake) ends with `error: <one line>` on stderr and exit code 2; Ctrl-C outside the
-training loop (which saves first, see `keras_transformer.training.interrupts`) ends with
-`error: interrupted` and exit code 130. Set KT_DEBUG=1 to see the traceback.
+mistake) ends with `error: <one line>` on stderr and exit code 2. So does a file system that
+refuses a write or a read (`os_error_message`: a full disk or quota, a read-only file system,
+a permission, a folder where a file belongs or the reverse), raised by Python or by
+TensorFlow's own file code: one line naming the path, whichever command and step hit it.
+Ctrl-C outside the training loop (which saves first, see `keras_transformer.training.interrupts`)
+ends with `error: interrupted` and exit code 130; an interruption that carries an `exit_code`
+(a second SIGTERM: 143) exits with it. Set KT_DEBUG=1 to see the traceback.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import sys
+from typing import Optional
 
 from absl import app, flags
 
@@ -22,6 +29,38 @@ from keras_transformer.cli.startup import NativeStderrSilencer
 
 
 USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, flags.Error, app.UsageError)
+# What a file system says when it refuses (not a bug of ours): full, read-only, not permitted,
+# a folder where a file belongs or the reverse, a name too long, a missing file.
+FILE_SYSTEM_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM,
+                      errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG, errno.ENOENT)
+_STRERRORS = tuple(os.strerror(number) for number in FILE_SYSTEM_ERRNOS)
+
+
+def os_error_message(error: BaseException) -> Optional[str]:
+    """"PATH: No space left on device" for a file system's refusal, else None.
+
+    Python's `OSError` with one of `FILE_SYSTEM_ERRNOS` (its path, and the rename target if
+    any), or a TensorFlow `OpError` whose message ends in one of their texts (TensorFlow's file
+    code reports "{{function_node ...}} PATH; No space left on device [Op:SaveV2]").
+    """
+    if isinstance(error, OSError):
+        if error.errno not in FILE_SYSTEM_ERRNOS:
+            return None
+        paths = [str(p) for p in (error.filename, error.filename2) if p is not None]
+        where = f"{paths[0]}{f' -> {paths[1]}' if len(paths) > 1 else ''}: " if paths else ""
+        return f"{where}{error.strerror or os.strerror(error.errno)}"
+    tf = sys.modules.get("tensorflow")
+    if tf is None or not isinstance(error, tf.errors.OpError):
+        return None
+    text = re.sub(r"\{\{[^}]*\}\}|\[Op:[^\]]*\]", "", str(error.message)).strip()
+    text = " ".join(text.splitlines()[0].split()) if text else ""
+    for strerror in _STRERRORS:
+        where, separator, _ = text.partition(f"; {strerror}")
+        if separator:
+            return f"{where.strip()}: {strerror}"
+        if text.endswith(strerror):
+            return text
+    return None
 
 
 def fail(message: str, code: int = 2):
@@ -56,7 +95,12 @@ def run(main):
         except KeyboardInterrupt as error:  # Ctrl-C where no handler of its own saves work
             if os.environ.get("KT_DEBUG"):
                 raise
-            fail(f"interrupted{f' ({error})' if str(error) else ''}", code=130)
+            fail(f"interrupted{f' ({error})' if str(error) else ''}", code=getattr(error, "exit_code", 130))
+        except Exception as error:  # pylint: disable=broad-except  (re-raised unless the file system refused)
+            message = os_error_message(error)
+            if message is None or os.environ.get("KT_DEBUG"):
+                raise
+            fail(message)
 
     silencer.start()
     try:

@@ -4,14 +4,19 @@ and the lines of an input file or of stdin ("-")."""
 from __future__ import annotations
 
 import os
+import secrets
 import sys
-from typing import Optional
+from typing import Mapping, Optional
 
 
 def check_writable_folder(path: str, flag: str) -> None:
     """Raises a one-line `ValueError` unless `path` is a folder this process can write in, or can
-    be created as one (its nearest existing ancestor is a writable folder). No side effects: an
-    entry point calls it before any work, so that a bad path never costs a training or a translation.
+    be created as one (its nearest existing ancestor is a writable folder). An entry point calls
+    it before any work, so that a bad path never costs a training or a translation.
+
+    Besides the permissions, it writes one byte to a hidden file in that folder and removes it
+    (the only trace: the folder's modification time): a full disk, an exhausted quota or a
+    read-only file system seen past the permissions (as root) is found here, not after the work.
     """
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"--{flag}={path}: is a file, not a folder")
@@ -22,6 +27,19 @@ def check_writable_folder(path: str, flag: str) -> None:
         raise ValueError(f"--{flag}={path}: {ancestor} is a file, not a folder")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise ValueError(f"--{flag}={path}: {ancestor} is not writable")
+    probe = os.path.join(ancestor, f".tmp-write-probe-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        with open(probe, "xb") as file:
+            file.write(b"\n")
+            file.flush()
+            os.fsync(file.fileno())
+    except OSError as error:
+        raise ValueError(f"--{flag}={path}: {ancestor} cannot be written: {error.strerror or error}") from None
+    finally:
+        try:
+            os.remove(probe)
+        except OSError:
+            pass
 
 
 def read_lines(path: str) -> list[bytes]:
@@ -52,12 +70,29 @@ def check_input_file(path: Optional[str], flag: str) -> None:
         raise FileNotFoundError(f"--{flag}={path}: no such file")
 
 
-def check_output_path(path: str) -> None:
+def same_file(path: str, other: Optional[str]) -> bool:
+    """True if `path` and `other` are one existing file: the same name, a symbolic or a hard link
+    (`os.path.samefile`); None and "-" (stdin, stdout) are never a file."""
+    if path in (None, "-") or other in (None, "-"):
+        return False
+    try:
+        return os.path.samefile(path, other)
+    except OSError:  # one of them does not exist (or cannot be looked at): not the same file
+        return False
+
+
+def check_output_path(path: str, inputs: Mapping[str, Optional[str]] = None) -> None:
     """Raises a one-line `ValueError` unless a command's output can be written to `path` ("-"
-    is stdout): it is not a folder, and its folder is writable or can be created
-    (`check_writable_folder`). Writes nothing."""
+    is stdout): it is not a folder, not one of the command's `inputs` (`{flag: path}`, e.g.
+    `{"input": ..., "reference": ...}`; the same file by name or link, `same_file`: the output
+    would replace what is being read), and its folder is writable or can be created
+    (`check_writable_folder`)."""
     if path == "-":
         return
     if os.path.isdir(path):
         raise ValueError(f"--output={path}: is a folder, not a file")
+    for flag, input_path in (inputs or {}).items():
+        if same_file(path, input_path):
+            raise ValueError(f"--output={path}: is the input --{flag}={input_path}; write the output elsewhere "
+                             "(it would replace what is read)")
     check_writable_folder(os.path.dirname(os.path.abspath(path)), "output")

@@ -23,7 +23,9 @@ The model, optimizer and checkpoints are built outside the loop and handed to th
 `Trainer.train` is a list of named parts, each in its own module and tested alone: the
 update (`train_step`, here), the report (`reporting.Reporter`), the checkpoint
 (`checkpoints.CheckpointTimer`, `checkpoints.Checkpoints`), the evaluation and its record
-(`reporting.EvalHistory`) and the stop (`early_stopping.EarlyStopping`, the time budget).
+(`reporting.EvalHistory`) and the stop (`early_stopping.EarlyStopping`, the time budget, and
+SIGINT/SIGTERM after an update or during an evaluation, the final one included:
+`interrupts.StopSignals`).
 
 Nothing here reads command-line flags; `keras_transformer.train` turns them into
 `TransformerConfig` and `TrainingConfig`.
@@ -31,6 +33,7 @@ Nothing here reads command-line flags; `keras_transformer.train` turns them into
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -45,7 +48,7 @@ from keras_transformer.training.checkpoints import CheckpointTimer, Checkpoints
 from keras_transformer.config import PRECISIONS, TrainingConfig, TransformerConfig
 from keras_transformer.training.distribution import agree, is_chief
 from keras_transformer.training.early_stopping import EarlyStopping
-from keras_transformer.training.interrupts import StopSignals, name as signal_name
+from keras_transformer.training.interrupts import Interrupted, StopSignals, name as signal_name
 from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy
 from keras_transformer.model import Transformer
 from keras_transformer.training.reporting import EvalHistory, Reporter, read_eval_history
@@ -294,7 +297,8 @@ class Trainer:
         stopper = EarlyStopping(c.early_stopping_patience, history.records, c.best_checkpoint_metric)
         started = time.time()
         if step >= c.train_steps or stopper.should_stop:  # the run had ended: finish what is missing
-            self._finish(state, evaluator, history, stopper)
+            with StopSignals() as signals:
+                self._finish(state, evaluator, history, stopper, signals)
             return self._final(state, stopper, started)
         iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
         reporter = Reporter(c, self.model_dir, start_step, started, self.learning_rate, self.log, self.chief)
@@ -335,7 +339,22 @@ class Trainer:
                     timer.saved(time.time())
                     saved = True
                 if evaluating:
-                    state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper)  # evaluate
+                    try:
+                        state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper,  # evaluate
+                                                          signals)
+                        dropped = ""
+                    except Interrupted:  # a signal during the evaluation (the final one too): not recorded
+                        dropped = ", during the dev evaluation (not recorded; redone on resume)"
+                    (interrupted,) = agree(self.strategy, (signals.received is not None,))
+                    if interrupted:  # signals are honoured after an evaluation as after an update
+                        reporter.close(step)
+                        if not saved:
+                            self.save()
+                        state.stop_reason, state.signal = "interrupted", signals.received
+                        self.log(f"{signal_name(signals.received) if signals.received else 'a signal'} at step "
+                                 f"{step}{dropped}: saved {self.checkpoints.latest_name()}; run the same command "
+                                 "to resume")
+                        break
                     if stopper.should_stop:  # stop
                         self.log(stopper.message(step))
                         if not saved:
@@ -357,9 +376,11 @@ class Trainer:
         state.evaluations_since_best = stopper.evaluations_since_best
         return state
 
-    def _finish(self, state: LoopState, evaluator, history: EvalHistory, stopper: EarlyStopping) -> None:
+    def _finish(self, state: LoopState, evaluator, history: EvalHistory, stopper: EarlyStopping,
+                signals: StopSignals) -> None:
         """A run restarted after its last update: the final evaluation, if a kill prevented it
-        (it happens exactly once per run, in history.json), and the state of the finished run."""
+        (it happens exactly once per run, in history.json), and the state of the finished run.
+        A signal during that evaluation drops it (`state.stop_reason` "interrupted")."""
         step = state.step
         if stopper.should_stop:
             state.stop_reason = "early stopping"
@@ -370,16 +391,32 @@ class Trainer:
         if evaluator is not None and not evaluated:
             reporter = Reporter(self.config, self.model_dir, step, time.time(), self.learning_rate, self.log,
                                 self.chief, interactive=False)
-            state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper)
+            try:
+                state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper, signals)
+            except Interrupted:
+                pass
+            (interrupted,) = agree(self.strategy, (signals.received is not None,))
+            if interrupted:
+                state.stop_reason, state.signal = "interrupted", signals.received
+                done = "recorded" if any(record.get("step") == step for record in history.records) else "not recorded"
+                self.log(f"{signal_name(signals.received) if signals.received else 'a signal'} during the final "
+                         f"evaluation of step {step} ({done}); run the same command to finish")
         elif evaluated:
             state.evaluation = {k: v for k, v in evaluated[-1].items() if k != "step"}
 
     def _evaluate(self, evaluator, step: int, reporter: Reporter, history: EvalHistory,
-                  stopper: EarlyStopping) -> dict:
+                  stopper: EarlyStopping, signals: Optional[StopSignals] = None) -> dict:
         """Runs `evaluator` on the model, reports and records the results, feeds the stopper and
-        offers the step's checkpoint to the best ones."""
+        offers the step's checkpoint to the best ones.
+
+        With `signals`, a signal during `evaluator` raises `interrupts.Interrupted` at once
+        (nothing is recorded) when this process trains alone; on a cluster, where every worker
+        must reach the next collective, the evaluation ends first.
+        """
         started = time.time()
-        results = evaluator(self.model)
+        alone = not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy)
+        with signals.at_once() if signals is not None and alone else contextlib.nullcontext():
+            results = evaluator(self.model)
         reporter.evaluation(step, results, time.time() - started)
         history.append(step, results)
         stopper.observe_results(results, step)

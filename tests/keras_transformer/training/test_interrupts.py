@@ -24,3 +24,18 @@ def test_exit_codes_are_those_a_shell_shows():
     assert interrupts.exit_code(signal.SIGINT) == 130
     assert interrupts.exit_code(signal.SIGTERM) == 143
     assert interrupts.name(signal.SIGTERM) == "SIGTERM"
+
+
+def test_inside_at_once_the_first_signal_stops_the_work_and_a_second_carries_its_exit_code():
+    with interrupts.StopSignals() as signals:
+        with pytest.raises(interrupts.Interrupted) as stopped:
+            with signals.at_once():
+                os.kill(os.getpid(), signal.SIGTERM)
+        assert (stopped.value.signum, stopped.value.exit_code) == (signal.SIGTERM, 143)
+        assert signals.received == signal.SIGTERM
+        with pytest.raises(interrupts.Interrupted):  # received before: raised on entry, the work never starts
+            with signals.at_once():
+                pytest.fail("entered after a signal")
+        with pytest.raises(interrupts.SignalStop, match="SIGTERM again") as again:
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert again.value.exit_code == 143 and not isinstance(again.value, interrupts.Interrupted)

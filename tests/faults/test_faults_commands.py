@@ -1,0 +1,361 @@
+"""The guarantees every command shares (issue 33, rows 3-6, 8 and 10), through the real commands.
+
+One test a row: an --output that is an input is refused (3); two exports at once publish two
+versions (4); data that cannot make a batch is refused before anything is written (5); bad flag
+values end as one `error:` line before TensorFlow starts (6); SIGTERM during the final
+evaluation stops the run, which the same command then finishes (8); a full or read-only file
+system is one `error:` line naming the path, and what was written stays (10).
+
+"Before TensorFlow starts" is checked, not timed: those commands run with a `tensorflow` package
+first on their path whose import fails, so a command that got as far as importing TensorFlow
+shows that failure instead of the expected line. One tiny training run (configs/tiny.flags) is
+shared by the module; the signal test trains one of its own.
+"""
+
+import errno
+import glob
+import json
+import os
+import pathlib
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.helpers.commands import assert_one_error_line, run_command
+from tests.helpers.paths import REPO
+from tests.helpers.train_runs import TINY, train_args
+
+SLOW = 900  # seconds a command that trains, evaluates or exports may take on a busy machine
+FINISHED = ("--train_steps=12", "--checkpoint_every_steps=6", "--eval_every_steps=0", "--eval_max_sentences=8",
+            "--average_checkpoints=2", "--keep_checkpoints=2")
+
+
+def snapshot(directory) -> dict:
+    """{relative path: bytes, or None for a folder} below `directory` (or of the file itself)."""
+    root = pathlib.Path(directory)
+    if root.is_file():
+        return {".": root.read_bytes()}
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else None for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished tiny run (checkpoints at steps 6 and 12, evaluated and averaged), its flag file
+    and a folder of small inputs."""
+    base = tmp_path_factory.mktemp("commands")
+    flagfile = base / "tiny.flags"
+    flagfile.write_text(TINY)
+    result = run_command(*train_args(base / "run", *FINISHED, flagfile=flagfile), timeout=SLOW)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (base / "source.txt").write_text("A dog runs .\nThe cat sleeps .\n", encoding="utf-8")
+    (base / "reference.txt").write_text("Ein Hund rennt .\nDie Katze schläft .\n", encoding="utf-8")
+    return base
+
+
+@pytest.fixture(scope="module")
+def no_tensorflow(tmp_path_factory):
+    """An environment for `run_command` whose `import tensorflow` fails loudly."""
+    folder = tmp_path_factory.mktemp("no_tensorflow")
+    (folder / "tensorflow").mkdir()
+    (folder / "tensorflow" / "__init__.py").write_text('raise ImportError("TensorFlow was imported")\n')
+    return {"PYTHONPATH": f"{folder}{os.pathsep}{REPO}"}
+
+
+# Row 3: an --output that is an input ------------------------------------------------------------
+
+
+def test_row3_translate_output_that_is_the_input_or_the_reference_is_refused(finished, no_tensorflow, tmp_path):
+    source, reference = finished / "source.txt", finished / "reference.txt"
+    (tmp_path / "link.txt").symlink_to(source)
+    os.link(reference, tmp_path / "hard.txt")
+    before = {path: path.read_bytes() for path in (source, reference)}
+    for output, flag in ((source, "input"), (reference, "reference"), (tmp_path / "link.txt", "input"),
+                         (tmp_path / "hard.txt", "reference")):
+        result = run_command("-m", "keras_transformer.translate", f"--model_dir={finished / 'run'}",
+                             f"--input={source}", f"--reference={reference}", f"--output={output}", env=no_tensorflow)
+        assert_one_error_line(result, f"--output={output}: is the input --{flag}=")
+    parse = run_command("-m", "keras_transformer.parse", "--baseline=right_branching", f"--input={source}",
+                        f"--output={tmp_path / 'link.txt'}", env=no_tensorflow)
+    assert_one_error_line(parse, f"--output={tmp_path / 'link.txt'}: is the input --input={source}")
+    assert {path: path.read_bytes() for path in before} == before and (tmp_path / "link.txt").is_symlink()
+
+
+# Row 4: two exports at once into one --export_dir -----------------------------------------------
+
+
+def test_row4_two_exports_at_once_publish_two_complete_versions(finished, tmp_path):
+    serving = tmp_path / "serving"
+    command = [sys.executable, "-m", "export", f"--model_dir={finished / 'run'}", f"--export_dir={serving}"]
+    environment = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    processes = [subprocess.Popen(command, cwd=REPO, env=environment, text=True, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE) for _ in range(2)]
+    outputs = [process.communicate(timeout=SLOW) for process in processes]
+    for process, (out, err) in zip(processes, outputs):
+        assert process.returncode == 0 and "Traceback" not in err, err[-2000:]
+    assert sorted(os.listdir(serving)) == ["1", "2"]  # no temporary folder left
+    for version in ("1", "2"):
+        assert (serving / version / "saved_model.pb").is_file()
+        settings = json.loads((serving / version / "assets.extra" / "export.json").read_text())
+        assert settings["checkpoint"].endswith("averaged/ckpt-12")
+    printed = sorted(line.split(" to ")[1] for out, _ in outputs for line in out.splitlines()
+                     if line.startswith("exported "))
+    assert [p.split()[0] for p in printed] == [str(serving / "1"), str(serving / "2")]
+
+
+# Row 5: data that cannot make a batch -------------------------------------------------------------
+
+
+def write_files(folder: pathlib.Path, splits: dict) -> None:
+    """{split: (source lines, target lines)} as folder/<split>.en and folder/<split>.de."""
+    for split, (source, target) in splits.items():
+        (folder / f"{split}.en").write_text("".join(line + "\n" for line in source), encoding="utf-8")
+        (folder / f"{split}.de").write_text("".join(line + "\n" for line in target), encoding="utf-8")
+
+
+def test_row5_files_without_a_pair_that_fits_max_length_are_refused_before_anything_is_written(finished, tmp_path):
+    flagfile = finished / "tiny.flags"  # --max_length=32
+    short = ([f"a dog number {i} runs ." for i in range(40)], [f"ein hund nummer {i} rennt ." for i in range(40)])
+    long = ([" ".join(["word"] * 40)] * 20, [" ".join(["wort"] * 40)] * 20)  # 41 tokens at least, a side
+    files = ("--dataset=files", f"--data_dir={tmp_path}", "--source_file={split}.en", "--target_file={split}.de",
+             "--train_steps=2", "--eval_every_steps=0", "--eval_max_sentences=2")
+    for long_split in ("train", "validation"):
+        write_files(tmp_path, {"train": short, "validation": short, "test": short, long_split: long})
+        result = run_command(*train_args(tmp_path / "run", *files, flagfile=flagfile), timeout=SLOW)
+        assert_one_error_line(result, f"{tmp_path / (long_split + '.en')}", "every pair has more than 31 words",
+                              "max_length=32")
+        assert not (tmp_path / "run").exists()  # found before anything was written
+    # Few words, many tokens: found once the tokenizer exists, before the config or a step.
+    rng = random.Random(0)  # words of random letters: each many subwords
+    scrambled = [" ".join("".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(12)) for _ in range(12))
+                 for _ in range(60)]
+    write_files(tmp_path, {"train": (scrambled, scrambled), "validation": short, "test": short})
+    result = run_command(*train_args(tmp_path / "run", *files, flagfile=flagfile), timeout=SLOW)
+    assert_one_error_line(result, "training corpus files: every pair has more than max_length=32 tokens")
+    assert not (tmp_path / "run" / "model_config.json").exists()
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+# Row 6: flags checked before TensorFlow starts -----------------------------------------------------
+
+
+def fake_export(folder: pathlib.Path, beam_size: int) -> pathlib.Path:
+    """A version folder with the export.json of an export with beam `beam_size` (no real model:
+    the command must refuse before it loads one)."""
+    version = folder / "1"
+    (version / "assets.extra").mkdir(parents=True)
+    (version / "saved_model.pb").write_bytes(b"not loaded")
+    decoding = {"beam_size": beam_size, "alpha": 0.6, "max_extra_length": 50, "n_best": 1, "tree_constraint": False}
+    settings = {"decoding": decoding, "signatures": ["serving_default", "translate_n_best"]}
+    (version / "assets.extra" / "export.json").write_text(json.dumps(settings))
+    return folder
+
+
+@pytest.mark.parametrize("flag, fragment", [
+    ("--learning_rate_scale=nan", "learning_rate_scale must be a finite number, got nan"),
+    ("--learning_rate_scale=inf", "learning_rate_scale must be a finite number, got inf"),
+    ("--clip_norm=nan", "clip_norm must be a finite number"),
+    ("--max_train_minutes=nan", "max_train_minutes must be a finite number"),
+    ("--checkpoint_every_minutes=inf", "checkpoint_every_minutes must be a finite number"),
+    ("--dropout_rate=nan", "dropout_rate must be a finite number"),
+    ("--eval_alpha=inf", "alpha must be a finite number"),
+    ("--seed=-1", "seed must be an integer in [0, 2**32), got -1"),
+    ("--dev_split=bogus", "dev_split 'bogus': dataset embedded has the splits train, validation, test"),
+    ("--eval_max_extra_length=1000000000", "eval_max_extra_length"),
+    ("--train_files=,", "--train_files=,: names no corpus"),
+    ("--cpu_replicas=-1", "cpu_replicas"),
+])
+def test_row6_bad_training_flags_are_one_error_line_before_tensorflow(finished, no_tensorflow, tmp_path, flag,
+                                                                      fragment):
+    result = run_command(*train_args(tmp_path / "run", flag, flagfile=finished / "tiny.flags"), env=no_tensorflow)
+    assert_one_error_line(result, fragment)
+    assert not (tmp_path / "run").exists()
+
+
+def test_row6_bad_serving_flags_are_one_error_line_before_tensorflow(finished, no_tensorflow, tmp_path):
+    run, source = finished / "run", finished / "source.txt"
+    before = snapshot(run)
+    export = run_command("-m", "export", f"--model_dir={run}", f"--export_dir={run}/", env=no_tensorflow)
+    assert_one_error_line(export, f"--export_dir={run}/: is the training directory --model_dir={run}")
+    exported = fake_export(tmp_path / "serving", beam_size=2)
+    n_best = run_command("-m", "keras_transformer.translate", f"--export_dir={exported}", f"--input={source}",
+                         "--n_best=3", env=no_tensorflow)
+    assert_one_error_line(n_best, "--n_best=3 must be between 1 and the export's beam_size (2)")
+    (tmp_path / "three.txt").write_text("a\nb\nc\n", encoding="utf-8")
+    reference = run_command("-m", "keras_transformer.translate", f"--model_dir={run}", f"--input={source}",
+                            f"--reference={tmp_path / 'three.txt'}", f"--output={tmp_path / 'hyp.txt'}",
+                            env=no_tensorflow)
+    assert_one_error_line(reference, "three.txt has 3 lines but the input")
+    missing = run_command(*train_args(tmp_path / "no_run", "--evaluate_only", flagfile=finished / "tiny.flags"),
+                          env=no_tensorflow)
+    assert_one_error_line(missing, "no such training directory to evaluate")
+    assert snapshot(run) == before and not (tmp_path / "hyp.txt").exists() and not (tmp_path / "no_run").exists()
+
+
+# Row 8: signals during the final evaluation and the average -----------------------------------------
+
+
+def start(model_dir, flagfile, until: str):
+    """The training command on `model_dir`, once it has printed a line that starts with `until`."""
+    process = subprocess.Popen([sys.executable, *train_args(model_dir, *FINISHED, "--log_every_steps=1",
+                                                            flagfile=flagfile)],
+                               cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"})
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith(until):
+            return process, lines
+    process.wait()
+    pytest.fail(f"the run ended before {until!r}:\n{''.join(lines)}\n{process.stderr.read()[-2000:]}")
+
+
+def history_steps(model_dir) -> list[int]:
+    path = model_dir / "eval" / "history.json"
+    return [record["step"] for record in json.loads(path.read_text())["evaluations"]] if path.exists() else []
+
+
+def test_row8_sigterm_after_the_last_update_stops_the_final_evaluation_and_the_run_finishes_later(finished,
+                                                                                                   tmp_path):
+    flagfile, model_dir = finished / "tiny.flags", tmp_path / "run"
+    process, lines = start(model_dir, flagfile, "step 12/12")
+    time.sleep(0.5)  # past the check after the update: the save of step 12 or the final evaluation runs
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=SLOW)
+    out = "".join(lines) + out
+    assert process.returncode == 143, err[-2000:]
+    assert "Traceback" not in err and "done:" not in out and "interrupted: " in out
+    assert "SIGTERM at step 12, during the dev evaluation (not recorded; redone on resume): saved ckpt-12" in out
+    assert history_steps(model_dir) == [] and not (model_dir / "averaged").exists()
+    checkpoints = snapshot(model_dir / "checkpoints")
+
+    # Started again it goes straight to the final evaluation: two SIGTERMs there stop it, no traceback
+    # (143; or, were the second one later than the first one's handling, the default end by SIGTERM).
+    process, lines = start(model_dir, flagfile, "the run reached --train_steps=12 before")
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=SLOW)
+    out = "".join(lines) + out
+    assert process.returncode in (143, -signal.SIGTERM), err[-2000:]
+    assert "Traceback" not in err and "done:" not in out
+    assert "SIGTERM during the final evaluation of step 12 (not recorded)" in out or "SIGTERM again" in err, out
+    assert snapshot(model_dir / "checkpoints") == checkpoints
+    assert history_steps(model_dir) == [] and not (model_dir / "averaged").exists()
+
+    # Once more without a signal: the evaluation and the average, once.
+    result = run_command(*train_args(model_dir, *FINISHED, flagfile=flagfile), timeout=SLOW)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.count("eval step 12:") == 1 and "done: " in result.stdout
+    assert history_steps(model_dir) == [12] and (model_dir / "averaged" / "ckpt-12.index").is_file()
+
+
+# Row 10: a full disk, a read-only file system --------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs (skipped where this process may not mount one), unmounted afterwards."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    try:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+                                 capture_output=True, timeout=30, check=False)
+    except OSError as error:
+        pytest.skip(f"cannot mount a tmpfs here: {error}")
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30, check=False)
+
+
+def fill(folder: pathlib.Path, leave: int, name: str = "filler") -> None:
+    """Fills the file system of `folder` up to about `leave` free bytes."""
+    stats = os.statvfs(folder)
+    try:
+        with open(folder / name, "wb") as file:
+            file.write(b"\0" * max(stats.f_bavail * stats.f_frsize - leave, 0))
+    except OSError as error:  # full already
+        assert error.errno == errno.ENOSPC, error
+
+
+def remove_temporaries(folder: pathlib.Path) -> None:
+    """What a save cut short by the full disk left (the next run removes it too): its room back."""
+    for path in glob.glob(str(folder / "**" / "*_temp"), recursive=True):
+        shutil.rmtree(path)
+
+
+def test_row10_a_full_or_read_only_disk_is_one_error_line_naming_the_path(finished, small_disk, tmp_path):
+    run = small_disk / "run"
+    shutil.copytree(finished / "run", run)
+    shutil.rmtree(run / "averaged")
+    fill(small_disk, leave=200 << 10)  # room for a lock, a config, a line; not for a checkpoint
+    before = snapshot(run)
+    flagfile = finished / "tiny.flags"
+
+    resumed = run_command(*train_args(run, *FINISHED, "--train_steps=18", flagfile=flagfile), timeout=SLOW)
+    assert_one_error_line(resumed, str(run / "checkpoints"), "No space left on device")  # the save of step 18
+    remove_temporaries(run)
+    averaged = run_command("-m", "keras_transformer.average_checkpoints", f"--model_dir={run}", "--num_checkpoints=2",
+                           timeout=SLOW)
+    assert_one_error_line(averaged, str(run / "averaged"), "No space left on device")
+    remove_temporaries(run)
+    exported = run_command("-m", "export", f"--model_dir={run}", f"--export_dir={small_disk / 'serving'}",
+                           timeout=SLOW)
+    assert_one_error_line(exported, str(small_disk / "serving"), "No space left on device")
+    assert os.listdir(small_disk / "serving") == []  # no half-written version, no temporary folder
+    after = snapshot(run)
+    kept = [name for name in before if name.startswith(("checkpoints/", "tokenizer/"))]
+    assert kept and all(after[name] == before[name] for name in kept)
+
+    fill(small_disk, leave=0, name="filler-2")  # now full: found before any work
+    translated = run_command("-m", "keras_transformer.translate", f"--model_dir={run}",
+                             f"--input={finished / 'source.txt'}", f"--output={small_disk / 'hyp.txt'}")
+    assert_one_error_line(translated, f"--output={small_disk}: {small_disk} cannot be written: No space left")
+
+    for name in ("filler", "filler-2"):
+        os.remove(small_disk / name)
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True, timeout=30)
+    read_only = run_command("-m", "keras_transformer.translate", f"--model_dir={run}",
+                            f"--input={finished / 'source.txt'}", f"--output={small_disk / 'hyp.txt'}")
+    assert_one_error_line(read_only, f"--output={small_disk}: {small_disk} is not writable")
+    evaluated = run_command(*train_args(run, "--evaluate_only", flagfile=flagfile))
+    assert_one_error_line(evaluated, f"--model_dir={run}: {run} is not writable")
+    assert not (small_disk / "hyp.txt").exists()
+
+
+MAPPED = """
+import errno, os, sys
+from keras_transformer import cli
+case = sys.argv[1]
+
+def main(argv):
+    if case == "tensorflow":
+        tf = cli.start_tensorflow()
+        raise tf.errors.ResourceExhaustedError(None, None, "{{function_node __wrapped__SaveV2}} "
+                                               "/data/run/ckpt-9_temp/part-0; No space left on device [Op:SaveV2]")
+    number = getattr(errno, case)
+    raise OSError(number, os.strerror(number), "/data/run/.lock")
+
+cli.run(main)
+"""
+
+
+@pytest.mark.parametrize("case, fragment", [
+    ("ENOSPC", "/data/run/.lock: No space left on device"),
+    ("EROFS", "/data/run/.lock: Read-only file system"),
+    ("EACCES", "/data/run/.lock: Permission denied"),
+    ("EISDIR", "/data/run/.lock: Is a directory"),
+    ("tensorflow", "/data/run/ckpt-9_temp/part-0: No space left on device"),
+])
+def test_row10_every_command_turns_a_file_systems_refusal_into_one_error_line(case, fragment):
+    """Where no file system can be mounted: the one place every command's errors go through."""
+    result = run_command("-c", MAPPED, case)
+    assert_one_error_line(result, fragment)
