@@ -26,7 +26,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 import sys
 import time
 
@@ -62,11 +61,11 @@ def _decodings(values: list[str]) -> list[tuple[int, float]]:
 
 
 def _run_facts(model_dir: str, train_log: str | None) -> dict:
-    from keras_transformer.run_dir import readable_checkpoints  # pylint: disable=g-import-not-at-top
+    from keras_transformer.run_dir import averaging, layout, readable_checkpoints  # pylint: disable=g-import-not-at-top
 
     facts = {}
-    prefixes = readable_checkpoints.indexed_checkpoints(os.path.join(model_dir, "checkpoints"))
-    facts["updates"] = int(re.search(r"ckpt-(\d+)$", prefixes[-1]).group(1)) if prefixes else None
+    prefixes = readable_checkpoints.indexed_checkpoints(os.path.join(model_dir, layout.CHECKPOINT_DIR))
+    facts["updates"] = averaging.checkpoint_step(prefixes[-1]) if prefixes else None
     history_path = os.path.join(model_dir, "eval", "history.json")
     if os.path.exists(history_path):
         with open(history_path, encoding="utf-8") as f:
@@ -100,9 +99,8 @@ def main(argv):
     from keras_transformer.config import DecodingConfig  # pylint: disable=g-import-not-at-top
 
     src, tgt = FLAGS.source_lang, FLAGS.target_lang
-    splits = {"val": "validation"}
     print(json.dumps(_run_facts(FLAGS.model_dir, FLAGS.train_log)))
-    rows = []
+    rows, signatures = [], set()
     for index, (beam, alpha) in enumerate(settings):
         translate_fn, source = client.load_translate_fn(
             FLAGS.model_dir, decoding=DecodingConfig(beam_size=beam, alpha=alpha), checkpoint=FLAGS.checkpoint)
@@ -114,7 +112,8 @@ def main(argv):
             seconds = time.perf_counter() - start
             cased = metrics.corpus_bleu(hypotheses, references)
             moses = metrics.moses_bleu(hypotheses, references, tgt)
-            row = dict(split=splits.get(prefix, prefix), beam=beam, alpha=alpha, bleu=round(cased.score, 2),
+            signatures.update((cased.signature, moses.signature))
+            row = dict(split="validation" if prefix == "val" else prefix, beam=beam, alpha=alpha, bleu=round(cased.score, 2),
                        bleu_lc_moses=round(moses.score, 2), seconds=round(seconds, 1), model=source)
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -122,7 +121,8 @@ def main(argv):
     print("|---|---|---|---|---|")
     for row in rows:
         print(f"| {row['split']} | {row['beam']} | {row['alpha']} | {row['bleu']:.2f} | {row['bleu_lc_moses']:.2f} |")
-    print(f"signature: {metrics.corpus_bleu(['a'], ['a']).signature}", file=sys.stderr)
+    for signature in sorted(signatures):
+        print(f"signature: {signature}", file=sys.stderr)
 
 
 if __name__ == "__main__":

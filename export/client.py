@@ -97,7 +97,7 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
         if serving_module.N_BEST_SIGNATURE not in settings.get("signatures", []):
             raise ValueError(f"{source} has no {serving_module.N_BEST_SIGNATURE} signature (an older export): "
                              "export the model again for --n_best")
-        exported = check_export_n_best(export_dir, n_best)
+        exported = _exported_decoding(settings, n_best)
     with cli.silence_native_stderr():  # the tokenizer resource's "normalizer.cc" INFO lines
         loaded = tf.saved_model.load(source)
     if n_best == 1:
@@ -123,7 +123,12 @@ def check_export_n_best(export_dir: str, n_best: int) -> DecodingConfig:
     calls it before TensorFlow starts."""
     from export import versions  # pylint: disable=g-import-not-at-top
 
-    exported = DecodingConfig(**versions.read_settings(versions.saved_model_path(export_dir))["decoding"])
+    return _exported_decoding(versions.read_settings(versions.saved_model_path(export_dir)), n_best)
+
+
+def _exported_decoding(settings: dict, n_best: int) -> DecodingConfig:
+    """The `DecodingConfig` of an export's export.json `settings`, checked to keep `n_best`."""
+    exported = DecodingConfig(**settings["decoding"])
     check_n_best(n_best, exported.beam_size, "the export's beam_size")
     return exported
 
