@@ -6,6 +6,8 @@
   serving_module  the `tf.Module` (`Translator`: tokenizer + beam search in the graph), its
                   signatures, and the atomic writer of a version folder.
   versions        TF Serving's layout: version folders, the next one, the SavedModel to load.
+  opened_run      a training directory opened for reading (every command that reads a run):
+                  its config, its tokenizer checked against the run's fingerprint, its model.
   client          what runs an export: a `serving_default` from a training directory or a
                   SavedModel (`load_translate_fn`), lines through it in sorted batches.
   warmup          TF Serving's warm-up file (PredictionLog records of sample requests),

@@ -4,8 +4,10 @@
 
 writes MODEL_DIR/averaged/ckpt-<last step> (see `keras_transformer.run_dir.averaging`), which
 translation and export then prefer over the latest checkpoint. Bad input (too few
-checkpoints, a damaged one among them) prints one line `error: ...` and exits with status 2,
-writing nothing.
+checkpoints, a damaged one among them, a run that `export.opened_run.open_run` refuses: a
+damaged model_config.json, a tokenizer that is not the run's) prints one line `error: ...` and
+exits with status 2, writing nothing. On a run being trained, a checkpoint that its rotation
+removes meanwhile makes it list the last ones again.
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ def main(argv):
         raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such folder")
     cli.start_tensorflow()
     logging.set_verbosity(logging.WARNING)  # TF's per-save "Sharding callback" INFO lines
+    from export import opened_run  # pylint: disable=g-import-not-at-top
     from keras_transformer.run_dir import averaging  # pylint: disable=g-import-not-at-top
 
-    paths = averaging.recent_checkpoints(FLAGS.model_dir, FLAGS.num_checkpoints)
-    path = averaging.average_last(FLAGS.model_dir, FLAGS.num_checkpoints)
+    opened_run.open_run(FLAGS.model_dir, need_tokenizer=False)  # a damaged run, a tokenizer not the run's: refused
+    path, paths = averaging.average_recent(FLAGS.model_dir, FLAGS.num_checkpoints)
     print(f"averaged {', '.join(os.path.basename(p) for p in paths)} -> {path}")
 
 

@@ -15,6 +15,8 @@ loads that tokenizer (or trains and saves one there if the folder holds none). B
 line `error: ...` on stderr and exits with status 2.
 """
 
+import os
+
 from absl import app
 from absl import flags
 from absl import logging
@@ -36,6 +38,8 @@ def main(argv):
     command = argv[1]
     if command == "train_tokenizer" and not FLAGS.tokenizer_dir:
         raise ValueError("train_tokenizer needs --tokenizer_dir (where to save it)")
+    if FLAGS.tokenizer_dir and (command == "train_tokenizer" or not os.path.isdir(FLAGS.tokenizer_dir)):
+        cli.check_writable_folder(FLAGS.tokenizer_dir, "tokenizer_dir")  # a file there: one line, before TF
     data = task_flags.data_config()
     data.check_inputs("train")
     if command == "stats" and FLAGS.split != "train":

@@ -58,15 +58,13 @@ def evaluate(model_dir: str, data: DataConfig, decoding: DecodingConfig, bleu_se
         {"loss", "nll", "perplexity", "tokens"} and, with BLEU, {"bleu", "signature", "chrf", "chrf++"}
         and the chrF signatures.
     """
-    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+    from export import opened_run  # pylint: disable=g-import-not-at-top
 
-    if not os.path.isfile(os.path.join(model_dir, layout.CONFIG_FILE)):
+    if os.path.isdir(model_dir) and not os.path.isfile(os.path.join(model_dir, layout.CONFIG_FILE)):
         raise FileNotFoundError(f"{model_dir}: no {layout.CONFIG_FILE}; train first")
-    tokenizer_dir = os.path.join(model_dir, layout.TOKENIZER_DIR)
-    if not tokenizers.is_saved(tokenizer_dir):
-        raise FileNotFoundError(f"{tokenizer_dir}: no saved tokenizer; the run cannot be evaluated")
-    source_tok, target_tok = tokenizers.load_pair(tokenizer_dir)
-    model, checkpoint = layout.restore_model(model_dir)
+    run = opened_run.open_run(model_dir)  # the layout (eval/ a folder), config, tokenizer and its fingerprint
+    source_tok, target_tok = run.source_tokenizer, run.target_tokenizer
+    model, checkpoint = run.restore()
     evaluator = build_evaluator(data, decoding, model.config, source_tok, target_tok,
                                 bleu_sentences)
     started = time.time()

@@ -9,9 +9,9 @@ import glob
 import hashlib
 import json
 import os
-from typing import Callable
+from typing import Callable, Optional
 
-from keras_transformer.run_dir import layout
+from keras_transformer.run_dir import layout, readable_checkpoints
 from pipelines.data_config import DataConfig
 
 _print = functools.partial(print, flush=True)
@@ -19,12 +19,16 @@ _print = functools.partial(print, flush=True)
 
 def prepare_disk_cache(model_dir: str, data: DataConfig, fingerprint: str, log: Callable[[str], None] = _print,
                        clean: bool = True) -> str:
-    """The file prefix of the training data's `tf.data` disk cache, MODEL_DIR/cache/train-<key>.
+    """The file prefix of the training data's `tf.data` disk cache, MODEL_DIR/cache/train-<key>
+    (spelled for TensorFlow, `readable_checkpoints.tf_path`).
 
     The key hashes what the cached ids depend on (the tokenizer, the corpora with their files'
     sizes and times, `max_length`), so changed data never reads a stale cache; caches of other
     keys are removed (the caller holds the run lock), and so are the lock and temporary files
-    a killed run left (tf.data refuses to write a cache while its lockfile exists).
+    a killed run left (tf.data refuses to write a cache while its lockfile exists). A cache of
+    this key that is damaged (`cache_problem`: truncated by a full disk or a bad copy, which
+    tf.data would find only mid-epoch, on every resume) is removed with a line saying so, and
+    written again during the first epoch.
     """
     from pipelines import text_files  # pylint: disable=g-import-not-at-top
 
@@ -51,4 +55,32 @@ def prepare_disk_cache(model_dir: str, data: DataConfig, fingerprint: str, log: 
     if stale:
         log(f"removed {len(stale)} stale or half-written cache file(s) from {folder}")
     os.makedirs(folder, exist_ok=True)
-    return prefix
+    problem = cache_problem(prefix) if clean and os.path.exists(prefix + ".index") else None
+    if problem:
+        for path in glob.glob(glob.escape(prefix) + ".*"):
+            os.remove(path)
+        log(f"removed the damaged disk cache {prefix} ({problem}); it is written again this epoch")
+    return readable_checkpoints.tf_path(prefix)  # tf.data tests for the cache's files by pattern
+
+
+def cache_problem(prefix: str) -> Optional[str]:
+    """None if the `tf.data` file cache `prefix` (a tensor bundle like a checkpoint) opens and its
+    last element reads back, else why not. The elements are written in order, so a truncated
+    data file loses the last one first; reading one element keeps the check cheap at any size."""
+    try:
+        reader = readable_checkpoints.load_reader(prefix)
+        keys = [key for key in reader.get_variable_to_shape_map() if _element_index(key) is not None]
+        if keys:
+            last = max(_element_index(key) for key in keys)
+            for key in keys:
+                if _element_index(key) == last:
+                    reader.get_tensor(key)
+    except readable_checkpoints.READ_ERRORS as error:
+        return " ".join(str(error).strip().splitlines()[0].split()) if str(error).strip() else type(error).__name__
+    return None
+
+
+def _element_index(key: str) -> Optional[int]:
+    """The element number of a tf.data cache key ("  12062_1": element 12062, component 1)."""
+    number, _, component = key.strip().partition("_")
+    return int(number) if number.isdigit() and component.isdigit() else None

@@ -11,7 +11,7 @@ from keras_transformer import cli
 from keras_transformer.config import TransformerConfig
 from keras_transformer.run_dir import layout
 from pipelines.data_config import DataConfig
-from tasks.vocabulary import sized_model
+from tasks.vocabulary import check_tokenizer_flags, sized_model
 
 
 
@@ -63,13 +63,16 @@ class InitSource:
 
     def check(self, model_dir: str, model: TransformerConfig, data: DataConfig) -> None:
         """A one-line `ValueError` unless this run's flags ask for the architecture and vocabulary
-        of the model it starts from. Reads only; writes nothing in either directory."""
+        (every tokenizer flag, `vocabulary.check_tokenizer_flags`) of the model it starts from,
+        whose run must be whole (`export.opened_run.open_run`: its tokenizer the one it recorded).
+        Reads only; writes nothing in either directory."""
+        from export import opened_run  # pylint: disable=g-import-not-at-top
         from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
-        tokenizer_dir = os.path.join(self.run_dir, layout.TOKENIZER_DIR)
-        if not tokenizers.is_saved(tokenizer_dir):
-            raise FileNotFoundError(f"--init_from: {tokenizer_dir} is incomplete")
-        source, target = tokenizers.load_pair(tokenizer_dir)
+        run = opened_run.open_run(self.run_dir)
+        source, target = run.source_tokenizer, run.target_tokenizer
+        check_tokenizer_flags(self.run_dir, data, f"the run of --init_from={self.run_dir}",
+                              advice=", or start from another run")
         settings = source.settings()
         wanted = {"type": data.tokenizer, "lowercase": data.lowercase, "shared": data.shared_vocab}
         have = {"type": settings["type"], "lowercase": settings["lowercase"], "shared": source is target}
@@ -80,7 +83,7 @@ class InitSource:
         if tokenizers.is_saved(ours) and tokenizers.fingerprint(*tokenizers.load_pair(ours)) != \
                 tokenizers.fingerprint(source, target):
             raise ValueError(f"{ours} is not the tokenizer of --init_from={self.run_dir}; use another --model_dir")
-        there = layout.read_config(self.run_dir).to_dict()
+        there = run.config.to_dict()
         ours_model = sized_model(model, source, target).to_dict()
         skip = set(TRAINING_ONLY_FIELDS) | ({"max_length"} if there["positional_encoding"] == "sinusoidal" else set())
         diff = [f"{k}={there[k]!r} (there) vs {ours_model[k]!r} (flags)" for k in sorted(there)
@@ -100,9 +103,9 @@ class InitSource:
 
     def load_weights(self, model) -> None:
         """Reads the model's weights (not the optimizer's state, not the step) from the checkpoint."""
-        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+        from keras_transformer.run_dir import readable_checkpoints  # pylint: disable=g-import-not-at-top
 
-        tf.train.Checkpoint(model=model).read(self.checkpoint).expect_partial().assert_existing_objects_matched()
+        readable_checkpoints.read_model(model, self.checkpoint, f"--init_from={self.run_dir}")
 
 
 def recorded_init(model_dir: str) -> Optional[InitSource]:

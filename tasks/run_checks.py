@@ -1,8 +1,11 @@
 """What a training directory must hold before a command resumes or reads it.
 
 A run with checkpoints keeps its tokenizer (its embedding rows index those subwords) and its
-model_config.json; the command's model and tokenizer must be the saved ones. Each check is a
-one-line `ValueError` raised before any work is written.
+model_config.json; the command's model and tokenizer must be the saved ones, and its tokenizer
+flags those the run was trained with (`vocabulary.check_tokenizer_flags`: a saved tokenizer is reused, so
+another --vocab_size would be silently ignored and recorded as if used). Each check is a
+one-line `ValueError` raised before any work is written. Commands that only read a run open it
+with `export.opened_run`.
 """
 
 from __future__ import annotations
@@ -10,8 +13,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Optional
 
+from export import opened_run
 from keras_transformer.config import TransformerConfig
 from keras_transformer.run_dir import layout, readable_checkpoints
+from pipelines.data_config import DataConfig
+from tasks.vocabulary import check_tokenizer_flags
 
 if TYPE_CHECKING:
     from tasks.fine_tuning import InitSource
@@ -50,21 +56,20 @@ def check_run_files(model_dir: str) -> bool:
 
 
 def check_resume(model_dir: str, config: TransformerConfig, tokenizer_fingerprint: Optional[str] = None,
-                 init: Optional["InitSource"] = None) -> None:
-    """The command's model (and tokenizer) must be the saved one: a mismatch is a one-line `ValueError`.
-    A run started from another model (`init`) and not yet saved may change its training settings."""
+                 init: Optional["InitSource"] = None, data: Optional[DataConfig] = None) -> None:
+    """The command's model (and tokenizer, and with `data` its tokenizer flags) must be the saved
+    one: a mismatch is a one-line `ValueError`. A run started from another model (`init`) and not
+    yet saved may change its training settings (`InitSource.check` compares it with that model)."""
     if not os.path.isfile(os.path.join(model_dir, layout.CONFIG_FILE)):
         return
-    settings = layout.read_settings(model_dir)
+    saved = layout.read_config(model_dir).to_dict()
     if init is not None:
         return
-    saved = TransformerConfig.from_dict(settings["model"]).to_dict()
+    if data is not None:
+        check_tokenizer_flags(model_dir, data, model_dir)
     wanted = config.to_dict()
     diff = [f"{k}={saved[k]!r} (saved) vs {wanted[k]!r} (flags)" for k in sorted(saved) if saved[k] != wanted.get(k)]
     if diff:
         raise ValueError(f"{model_dir} holds a different model: {'; '.join(diff)}; use another --model_dir")
-    recorded = settings.get("tokenizer", {}).get("sha256")
-    if tokenizer_fingerprint and recorded and recorded != tokenizer_fingerprint:
-        raise ValueError(f"{os.path.join(model_dir, layout.TOKENIZER_DIR)}: not the tokenizer the run was "
-                         f"trained with (sha256 {tokenizer_fingerprint[:12]}, recorded {recorded[:12]}); restore "
-                         "the original folder, or use another --model_dir")
+    if tokenizer_fingerprint:
+        opened_run.check_fingerprint(model_dir, tokenizer_fingerprint)

@@ -1,5 +1,6 @@
 """A run's vocabulary: its tokenizers, loaded from MODEL_DIR/tokenizer or trained and saved there
-(section 5.1), and the model sized to them (section 3.4)."""
+(section 5.1), the model sized to them (section 3.4), and the tokenizer flags a run that reuses
+them must repeat (`check_tokenizer_flags`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from keras_transformer.run_dir import layout
 from pipelines.data_config import DataConfig
 
 _print = functools.partial(print, flush=True)
+
+# The data flags a tokenizer is trained with (`DataConfig.tokenizer_config`): a run's saved
+# tokenizer is reused, so these cannot change on a resume or a run started from it.
+TOKENIZER_FLAGS = ("tokenizer", "vocab_size", "shared_vocab", "lowercase", "split_by_script")
 
 
 def load_tokenizers(model_dir: str, data: DataConfig, save: bool = True, log: Callable[[str], None] = _print):
@@ -37,3 +42,20 @@ def sized_model(model: TransformerConfig, source_tokenizer, target_tokenizer) ->
     shared = model.share_embeddings
     return dataclasses.replace(model, vocab_size=source_tokenizer.vocab_size,
                                target_vocab_size=None if shared else target_tokenizer.vocab_size)
+
+
+def check_tokenizer_flags(run_dir: str, data: DataConfig, run: str, advice: str = "") -> None:
+    """A one-line `ValueError` naming the first of `TOKENIZER_FLAGS` whose value in `data` differs
+    from the one the run in `run_dir` was trained with (its model_config.json "data" section; a
+    run that recorded none passes), and that run's value. `run` names the run in the message."""
+    recorded = layout.read_settings(run_dir).get("data", {})
+    wanted = dataclasses.asdict(data)
+    for name in TOKENIZER_FLAGS:
+        if name in recorded and recorded[name] != wanted[name]:
+            raise ValueError(f"--{name}={_flag_value(wanted[name])}: {run} was trained with "
+                             f"--{name}={_flag_value(recorded[name])}, and its tokenizer is reused: give "
+                             f"--{name}={_flag_value(recorded[name])}{advice or ', or use another --model_dir'}")
+
+
+def _flag_value(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -10,8 +10,9 @@ reads MODEL_DIR/checkpoints (the most recent K of `tf.train.CheckpointManager`'s
 averages every model variable and writes a model-only checkpoint that
 `keras_transformer.run_dir.layout.restore_model` (translation, export) prefers over the latest
 training checkpoint. Optimizer slots are not averaged. A damaged checkpoint among the K
-stops the averaging with a one-line ValueError before anything is written. The command line
-is `python -m keras_transformer.average_checkpoints`; training calls `average_last` at its end.
+stops the averaging with a one-line ValueError before anything is written; one that a training
+run's rotation removes meanwhile makes `average_last` list the last K again. The command line
+is `python -m keras_transformer.average_checkpoints`; training calls `average_checkpoints` at its end.
 """
 
 from __future__ import annotations
@@ -46,12 +47,13 @@ def recent_checkpoints(model_dir: str, count: int) -> list[str]:
     return paths[-count:]
 
 
-def average_into(model, paths: list[str]) -> None:
+def average_into(model, paths: list[str], source: str = "the model") -> None:
     """Sets every float variable of `model` (built) to its mean over the checkpoints `paths`;
-    the others (e.g. dropout seed states) keep the last checkpoint's value."""
+    the others (e.g. dropout seed states) keep the last checkpoint's value. `source` names what
+    the model was built from, for the error of a checkpoint that does not fit it."""
     sums = None
     for path in paths:
-        tf.train.Checkpoint(model=model).read(path).expect_partial().assert_existing_objects_matched()
+        readable_checkpoints.read_model(model, path, source)
         values = [v.numpy().astype(np.float64) for v in model.variables]
         sums = values if sums is None else [s + v for s, v in zip(sums, values)]
     for variable, total in zip(model.variables, sums):
@@ -65,7 +67,22 @@ def average_last(model_dir: str, count: int) -> str:
     Raises:
         ValueError: one of them is damaged (nothing is written; a previous average stays).
     """
-    return average_checkpoints(model_dir, recent_checkpoints(model_dir, count))
+    return average_recent(model_dir, count)[0]
+
+
+def average_recent(model_dir: str, count: int) -> tuple[str, list[str]]:
+    """`average_last`, returning `(the new prefix, the checkpoints averaged)`. When a training
+    run's rotation removes one of them before it is read, the last `count` are listed again
+    (`layout.READ_ATTEMPTS` times in all)."""
+    attempt = 1
+    while True:
+        paths = recent_checkpoints(model_dir, count)
+        try:
+            return average_checkpoints(model_dir, paths), paths
+        except readable_checkpoints.CheckpointRemoved:
+            if attempt == layout.READ_ATTEMPTS:
+                raise
+        attempt += 1
 
 
 def average_checkpoints(model_dir: str, paths: list[str], step: Optional[int] = None) -> str:
@@ -78,11 +95,15 @@ def average_checkpoints(model_dir: str, paths: list[str], step: Optional[int] = 
     if not paths:
         raise ValueError(f"{model_dir}: no checkpoints to average")
     for path in paths:
+        if not os.path.isfile(path + ".index"):  # listed a moment ago
+            raise readable_checkpoints.CheckpointRemoved(f"checkpoint {path} was removed before it was read "
+                                                         "(a training run rotating its checkpoints?)")
         readable_checkpoints.check_readable(path)
     model = Transformer(layout.read_config(model_dir))
     model.build()
-    average_into(model, paths)
+    average_into(model, paths, os.path.join(model_dir, layout.CONFIG_FILE))
     step = tf.Variable(checkpoint_step(paths[-1]) if step is None else step, dtype=tf.int64)
+    directory = os.path.join(model_dir, layout.AVERAGED_DIR)
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step),
-                                         os.path.join(model_dir, layout.AVERAGED_DIR), max_to_keep=1)
-    return manager.save(checkpoint_number=int(step.numpy()))
+                                         readable_checkpoints.tf_path(directory), max_to_keep=1)
+    return os.path.join(directory, os.path.basename(manager.save(checkpoint_number=int(step.numpy()))))

@@ -18,7 +18,11 @@
 A checkpoint holds `model` (the Transformer's variables) and, for training,
 `optimizer` and `step`; `restore_model` reads only the model part, so
 translation and export work from either kind. A damaged checkpoint (see
-`keras_transformer.run_dir.readable_checkpoints`) is skipped with a warning for the one before it.
+`keras_transformer.run_dir.readable_checkpoints`) is skipped with a warning for the one before it;
+one that a training run's rotation removed while it was being read is chosen again
+(`restore_model`). A damaged directory (model_config.json that is not a run's settings, a file
+where a folder belongs: `check_layout`) is a one-line ValueError naming the path. Reading a
+run's tokenizer as well (its fingerprint checked) is `export.opened_run`'s.
 """
 
 from __future__ import annotations
@@ -26,8 +30,6 @@ from __future__ import annotations
 import json
 import os
 from typing import Any, Callable, Optional
-
-import tensorflow as tf
 
 from keras_transformer.run_dir import atomic_files, best_checkpoints, readable_checkpoints
 from keras_transformer.config import TransformerConfig
@@ -43,6 +45,13 @@ EVAL_DIR = "eval"
 HISTORY_FILE = "history.json"  # in EVAL_DIR
 WORKERS_DIR = "workers"
 CACHE_DIR = "cache"
+LOCK_FILE = ".lock"  # keras_transformer.training.run_lock
+FOLDERS = (TOKENIZER_DIR, CHECKPOINT_DIR, AVERAGED_DIR, BEST_DIR, TRAIN_DIR, EVAL_DIR, WORKERS_DIR, CACHE_DIR)
+FILES = (CONFIG_FILE, LOCK_FILE)
+# The sections of model_config.json besides "model": each, when there, a JSON object.
+SECTIONS = ("tokenizer", "training", "data", "decoding", "init_from")
+# Rotation can remove the checkpoint chosen before it is read: choose again this many times.
+READ_ATTEMPTS = 3
 
 
 def write_json_atomically(path: str, values: dict[str, Any]) -> None:
@@ -58,21 +67,60 @@ def write_config(model_dir: str, config: TransformerConfig, **extra: Any) -> str
     return path
 
 
+def check_layout(model_dir: str) -> None:
+    """A one-line ValueError naming the path if `model_dir` is not a folder, or holds a file
+    where the layout has a folder (checkpoints/, eval/, ...) or a folder where it has a file
+    (model_config.json, .lock). Reads nothing but the names; a missing entry passes."""
+    if os.path.exists(model_dir) and not os.path.isdir(model_dir):
+        raise ValueError(f"{model_dir}: is a file, not a training directory")
+    for names, is_kind, kind in ((FOLDERS, os.path.isdir, "a folder"), (FILES, os.path.isfile, "a file")):
+        for name in names:
+            path = os.path.join(model_dir, name)
+            if os.path.lexists(path) and not is_kind(path):
+                raise ValueError(f"{path}: is not {kind}, but a training directory keeps its {name} there: "
+                                 "move it away")
+
+
 def read_settings(model_dir: str) -> dict[str, Any]:
-    """The whole model_config.json of a model directory."""
+    """The whole model_config.json of a model directory: a JSON object whose "model" section
+    (and each of `SECTIONS` there) is an object; else a one-line ValueError naming the file."""
     path = os.path.join(model_dir, CONFIG_FILE)
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a folder, not the run's settings file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: not found; is {model_dir!r} a training directory?")
     with open(path, encoding="utf-8") as file:
         try:
-            return json.load(file)
-        except json.JSONDecodeError as error:
+            settings = json.load(file)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise ValueError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(settings, dict) or not isinstance(settings.get("model"), dict):
+        found = type(settings).__name__ if not isinstance(settings, dict) else "no \"model\" object"
+        raise ValueError(f"{path}: not a run's settings (a JSON object with a \"model\" object; found {found}): "
+                         "restore it from a backup, or use another --model_dir")
+    for name in SECTIONS:
+        if name in settings and not isinstance(settings[name], dict):
+            raise ValueError(f"{path}: its \"{name}\" section is not a JSON object: restore the file from a backup")
+    return settings
 
 
 def read_config(model_dir: str) -> TransformerConfig:
-    """The TransformerConfig saved in a model directory."""
-    return TransformerConfig.from_dict(read_settings(model_dir)["model"])
+    """The TransformerConfig saved in a model directory; an unknown or invalid field is a
+    one-line ValueError naming the file."""
+    settings = read_settings(model_dir)
+    try:
+        return TransformerConfig.from_dict(settings["model"])
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{os.path.join(model_dir, CONFIG_FILE)}: {error}") from None
+
+
+def recorded_fingerprint(model_dir: str) -> Optional[str]:
+    """The tokenizer fingerprint (`pipelines.tokenizers.fingerprint`) the run recorded in its
+    model_config.json, None if it recorded none."""
+    value = read_settings(model_dir).get("tokenizer", {}).get("sha256")
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{os.path.join(model_dir, CONFIG_FILE)}: its tokenizer.sha256 is not a string")
+    return value
 
 
 def latest_checkpoint(model_dir: str, prefer_averaged: bool = True,
@@ -111,14 +159,17 @@ def restore_model(model_dir: str, checkpoint: Optional[str] = None,
     Args:
         model_dir: a training directory.
         checkpoint: a checkpoint prefix; default `latest_checkpoint(model_dir)`, which skips
-            damaged checkpoints with a warning (`warn`).
+            damaged checkpoints with a warning (`warn`). A default checkpoint that a training
+            run's rotation removes before it is read is chosen again (`READ_ATTEMPTS` times).
 
     Returns:
         `(model, checkpoint_path)`.
 
     Raises:
-        FileNotFoundError: no checkpoint, or no checkpoint `checkpoint`.
-        ValueError: `checkpoint` is damaged, or every checkpoint of the directory is.
+        FileNotFoundError: no checkpoint, or no checkpoint `checkpoint`, or (`CheckpointRemoved`)
+            it was removed while read.
+        ValueError: `checkpoint` is damaged, or every checkpoint of the directory is, or the
+            checkpoint does not fit model_config.json (told before anything is restored).
     """
     config = read_config(model_dir)
     if checkpoint:
@@ -126,11 +177,22 @@ def restore_model(model_dir: str, checkpoint: Optional[str] = None,
             raise FileNotFoundError(f"{checkpoint}: no such checkpoint ({os.path.basename(checkpoint)}.index not "
                                     "found; expected a prefix such as MODEL_DIR/checkpoints/ckpt-1000)")
         readable_checkpoints.check_readable(checkpoint)
-    else:
-        checkpoint = latest_checkpoint(model_dir, warn=warn)
-    if not checkpoint:
-        raise FileNotFoundError(f"{model_dir}: no checkpoint in {CHECKPOINT_DIR}/, {BEST_DIR}/ or {AVERAGED_DIR}/")
     model = Transformer(config)
     model.build()
-    tf.train.Checkpoint(model=model).read(checkpoint).expect_partial().assert_existing_objects_matched()
-    return model, checkpoint
+    source = os.path.join(model_dir, CONFIG_FILE)
+    attempt = 1
+    while True:
+        chosen = checkpoint or latest_checkpoint(model_dir, warn=warn)
+        if not chosen:
+            raise FileNotFoundError(f"{model_dir}: no checkpoint in {CHECKPOINT_DIR}/, {BEST_DIR}/ or {AVERAGED_DIR}/")
+        try:
+            readable_checkpoints.read_model(model, chosen, source)
+            return model, chosen
+        except readable_checkpoints.CheckpointRemoved as error:
+            if checkpoint:
+                raise
+            if attempt == READ_ATTEMPTS:
+                raise readable_checkpoints.CheckpointRemoved(
+                    f"{error}; the newest checkpoint was removed before it was read {READ_ATTEMPTS} times: "
+                    "try again, or give --checkpoint") from None
+        attempt += 1

@@ -12,11 +12,23 @@ here first, so that they fall back to an earlier checkpoint or stop with one lin
 
 "Readable" means that the index opens and every tensor it lists reads back with its checksum:
 the check reads the whole checkpoint once (the restore that follows finds it in the page cache).
+
+TensorFlow matches a checkpoint prefix as a glob pattern where it tests for files (its reader,
+`tf.train.latest_checkpoint`, `CheckpointManager`'s rotation): in MODEL_DIR `runs/g[1]` it would
+find no checkpoint, read the files of a sibling `runs/g1`, or delete them. Every prefix handed
+to TensorFlow goes through `tf_path`, which spells it without glob characters:
+
+    reader = load_reader(prefix)           # tf.train.load_checkpoint, never globbed
+    read_model(model, prefix)              # the model's weights; a model that does not fit the
+                                           # checkpoint is one ValueError, a checkpoint removed
+                                           # meanwhile `CheckpointRemoved`, no TensorFlow warnings
+
 Nothing here writes, moves or deletes a file.
 """
 
 from __future__ import annotations
 
+import collections
 import glob
 import os
 import re
@@ -24,10 +36,59 @@ import sys
 from typing import Callable, Optional, Sequence
 
 import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 # What reading a damaged checkpoint raises: OpError (bad or missing index, missing data
 # file, checksum mismatch), IndexError (truncated data file), ValueError and OSError.
 READ_ERRORS = (tf.errors.OpError, IndexError, ValueError, OSError)
+# What TensorFlow's file matching (`GetMatchingPaths`) reads as a pattern.
+TF_GLOB_CHARACTERS = frozenset("*?[]\\")
+_PROC_FD = "/proc/self/fd"
+_open_folders: dict[str, int] = {}  # folder -> an open descriptor of it, for `tf_path`
+
+
+class CheckpointRemoved(FileNotFoundError):
+    """A checkpoint's files went away between choosing it and reading it (a training run's
+    rotation deletes its oldest checkpoints): the caller may choose again."""
+
+
+def tf_path(path: str) -> str:
+    """`path` spelled without TensorFlow's glob characters, for TensorFlow's file functions.
+
+    Unchanged when it has none. Else the deepest existing folder of `path` (itself, if a folder)
+    is opened once (the descriptor is kept for the process) and the path is given as
+    /proc/self/fd/<fd>/<the rest>: the same file, whatever the folder's name. Where that cannot
+    be done (no /proc; glob characters in a part not yet created), a one-line ValueError.
+    """
+    if not TF_GLOB_CHARACTERS & set(path):
+        return path
+    folder, rest = os.path.abspath(path), []
+    while not os.path.isdir(folder) and folder != os.path.dirname(folder):
+        folder, name = os.path.split(folder)
+        rest.insert(0, name)
+    if TF_GLOB_CHARACTERS & set("".join(rest)) or not os.path.isdir(_PROC_FD):
+        raise ValueError(f"{path}: TensorFlow reads the characters {''.join(sorted(TF_GLOB_CHARACTERS))} "
+                         "in a checkpoint's path as a pattern; rename the folder")
+    fd = _open_folders.get(folder)
+    if fd is None or not _same_folder(fd, folder):
+        if fd is not None:
+            os.close(fd)
+        fd = _open_folders[folder] = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    return os.path.join(_PROC_FD, str(fd), *rest)
+
+
+def _same_folder(fd: int, folder: str) -> bool:
+    """Whether the open descriptor `fd` is still the folder `folder` (not a removed one)."""
+    try:
+        here, there = os.fstat(fd), os.stat(folder)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def load_reader(prefix: str):
+    """`tf.train.load_checkpoint(prefix)`, the prefix never read as a pattern (`tf_path`)."""
+    return tf.train.load_checkpoint(tf_path(prefix))
 
 
 def warn_on_stderr(line: str) -> None:
@@ -92,7 +153,7 @@ def checkpoint_problem(prefix: str) -> Optional[str]:
     if not os.path.isfile(prefix + ".index"):
         return f"{name}.index: not found"
     try:
-        reader = tf.train.load_checkpoint(prefix)
+        reader = load_reader(prefix)
     except READ_ERRORS as error:
         return _describe(prefix, error, f"{name}.index")
     shards = data_files(prefix)
@@ -102,6 +163,69 @@ def checkpoint_problem(prefix: str) -> Optional[str]:
     except READ_ERRORS as error:
         return _describe(prefix, error, os.path.basename(shards[0]) if len(shards) == 1 else f"{name}.data-*")
     return None
+
+
+def model_mismatch(model, reader) -> Optional[str]:
+    """None if every variable of `model` has its value, of the same shape, under the key `model`
+    of the checkpoint `reader` holds (a `load_reader`), else one phrase naming the first that
+    does not: "decoder_layer_0/feed_forward/inner_dense/_kernel is (32, 64) in the checkpoint,
+    (32, 128) in the model". Walks the checkpoint's object graph beside the model's, as a
+    restore would, so that a model that does not fit is told before anything is restored (a
+    failed restore leaves TensorFlow printing a warning per unrestored value at exit)."""
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    shapes = reader.get_variable_to_shape_map()
+    roots = {child.local_name: child.node_id for child in graph.nodes[0].children}
+    if "model" not in roots:
+        return "it holds no model"
+    pending, seen = collections.deque([("", model, roots["model"])]), set()
+    while pending:
+        path, trackable, node_id = pending.popleft()
+        if node_id in seen:
+            continue
+        seen.add(node_id)
+        node = graph.nodes[node_id]
+        for attribute in node.attributes:
+            if attribute.name == "VARIABLE_VALUE" and hasattr(trackable, "shape"):
+                saved, wanted = tuple(shapes.get(attribute.checkpoint_key, ())), tuple(trackable.shape)
+                if saved != wanted:
+                    return f"{path} is {saved} in the checkpoint, {wanted} in the model"
+        children = tf.train.TrackableView(trackable).children(trackable)
+        saved_names = {child.local_name for child in node.children}
+        for name, child in children.items():
+            if name not in saved_names and (getattr(child, "variables", None) or hasattr(child, "shape")):
+                return f"{'/'.join(filter(None, (path, name)))} is in the model, not in the checkpoint"
+        for child in node.children:
+            name = "/".join(filter(None, (path, child.local_name)))
+            if child.local_name in children:
+                pending.append((name, children[child.local_name], child.node_id))
+            elif any(a.name == "VARIABLE_VALUE" for a in graph.nodes[child.node_id].attributes) or \
+                    graph.nodes[child.node_id].children:
+                return f"{name} is in the checkpoint, not in the model"
+    return None
+
+
+def read_model(model, prefix: str, source: str = "the model") -> None:
+    """Reads the weights of `model` (built) from the checkpoint `prefix` (its `model` part; a
+    training checkpoint's optimizer and step are left), the prefix never read as a pattern.
+
+    Raises:
+        ValueError: the checkpoint does not fit `model` (`model_mismatch`; `source` names what
+            the model was built from, e.g. MODEL_DIR/model_config.json); nothing is restored.
+        CheckpointRemoved: its files are gone (rotated away since it was chosen).
+    """
+    try:
+        problem = model_mismatch(model, load_reader(prefix))
+        if problem is None:
+            tf.train.Checkpoint(model=model).read(tf_path(prefix)).expect_partial().assert_existing_objects_matched()
+    except (*READ_ERRORS, AssertionError) as error:
+        if not (os.path.isfile(prefix + ".index") and data_files(prefix)):
+            raise CheckpointRemoved(f"checkpoint {prefix} was removed while it was read (a training run "
+                                    "rotating its checkpoints?)") from None
+        raise ValueError(f"checkpoint {prefix} cannot be read into {source}: "
+                         f"{_describe(prefix, error, os.path.basename(prefix) + '.index')}") from None
+    if problem is not None:
+        raise ValueError(f"checkpoint {prefix} does not fit {source}: {problem}")
 
 
 def check_readable(prefix: str) -> None:

@@ -52,20 +52,23 @@ class Checkpoints:
                  strategy: Optional[tf.distribute.Strategy] = None,
                  log: Optional[Callable[[str], None]] = None):
         self.model_dir = model_dir
+        self.model = model
         self.step = step
         self.log = log or readable_checkpoints.warn_on_stderr
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
         self.directory = os.path.join(model_dir, layout.CHECKPOINT_DIR)
-        save_directory = self.directory
+        self.save_directory = self.directory
         if strategy is not None and not is_chief(strategy):
-            save_directory = os.path.join(model_dir, layout.WORKERS_DIR, f"worker-{task_id(strategy)}")
+            self.save_directory = os.path.join(model_dir, layout.WORKERS_DIR, f"worker-{task_id(strategy)}")
+        # The manager's rotation deletes by pattern: it gets the folder spelled without glob characters.
+        manager_directory = readable_checkpoints.tf_path(self.save_directory)
         try:
-            self.manager = tf.train.CheckpointManager(self.checkpoint, save_directory, max_to_keep=keep)
+            self.manager = tf.train.CheckpointManager(self.checkpoint, manager_directory, max_to_keep=keep)
         except readable_checkpoints.READ_ERRORS as error:  # a damaged `checkpoint` state file
-            state = os.path.join(save_directory, "checkpoint")
+            state = os.path.join(self.save_directory, "checkpoint")
             os.replace(state, state + ".damaged")
             self.log(f"warning: {state} is unreadable ({type(error).__name__}); kept as checkpoint.damaged")
-            self.manager = tf.train.CheckpointManager(self.checkpoint, save_directory, max_to_keep=keep)
+            self.manager = tf.train.CheckpointManager(self.checkpoint, manager_directory, max_to_keep=keep)
         self.damaged: list[str] = []  # skipped by `restore`; moved aside by the next `save`
 
     def restore(self) -> int:
@@ -75,12 +78,17 @@ class Checkpoints:
         with one warning line (`log`) and left as it is until the next `save` moves it aside.
 
         Raises:
-            ValueError: checkpoints exist but none of them is readable.
+            ValueError: checkpoints exist but none of them is readable, or the newest readable
+                one does not fit the model (`readable_checkpoints.model_mismatch`; nothing restored).
         """
         listed = readable_checkpoints.listed_checkpoints(self.directory, self.log)
         readable, self.damaged = readable_checkpoints.newest_readable(listed, self.log)
         if readable:
-            self.checkpoint.restore(readable).assert_existing_objects_matched()
+            problem = readable_checkpoints.model_mismatch(self.model, readable_checkpoints.load_reader(readable))
+            if problem:
+                raise ValueError(f"checkpoint {readable} does not fit "
+                                 f"{os.path.join(self.model_dir, layout.CONFIG_FILE)}: {problem}")
+            self.checkpoint.restore(readable_checkpoints.tf_path(readable)).assert_existing_objects_matched()
         elif listed:
             raise ValueError(f"{self.directory}: none of its {len(listed)} checkpoint(s) is readable (see the "
                              "warnings above); restore one, or train in another --model_dir")
@@ -95,11 +103,12 @@ class Checkpoints:
         to `ckpt-<step>.damaged.*` (a save at the same step, or the `keep` rotation, would
         otherwise delete them): kept for inspection, out of the run's way.
         """
-        if self.manager.directory == self.directory:  # the chief's own checkpoints
+        if self.save_directory == self.directory:  # the chief's own checkpoints
             for prefix in self.damaged:
                 self._move_aside(prefix)
         self.damaged = []
-        return self.manager.save(checkpoint_number=int(self.step.numpy()))
+        saved = self.manager.save(checkpoint_number=int(self.step.numpy()))
+        return os.path.join(self.save_directory, os.path.basename(saved))
 
     def _move_aside(self, prefix: str) -> None:
         """Renames the files of the damaged checkpoint `prefix` to a free `prefix.damaged[-n]`."""
@@ -126,7 +135,7 @@ class Checkpoints:
 
     def latest_name(self) -> str:
         """The latest checkpoint's name (e.g. "ckpt-2000"), or a phrase saying there is none."""
-        latest = tf.train.latest_checkpoint(self.directory)
+        latest = tf.train.latest_checkpoint(readable_checkpoints.tf_path(self.directory))
         return os.path.basename(latest) if latest else "none (no checkpoint was saved)"
 
 

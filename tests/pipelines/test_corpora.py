@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from pipelines import batching, corpora, text_files
 from pipelines import tokenizers as tok_lib
@@ -186,11 +187,15 @@ def test_disk_cache_of_other_data_and_a_killed_writers_lockfile_are_removed(tmp_
     folder = os.path.dirname(prefix)
     keep = [prefix + ".index", prefix + ".data-00000-of-00001"]
     stale = [prefix + "_0.lockfile", prefix + "_0.data-00000-of-00001.tempstate123", folder + "/train-0123-web.index"]
-    for path in keep + stale:
+    list(tf.data.Dataset.range(50).cache(prefix))  # a whole cache of this key
+    for path in stale:
         open(path, "w").close()
     lines = []
     assert disk_cache.prepare_disk_cache(str(tmp_path / "run"), data, "f" * 64, log=lines.append) == prefix
     assert sorted(os.listdir(folder)) == sorted(os.path.basename(p) for p in keep)
     assert lines == [f"removed 3 stale or half-written cache file(s) from {folder}"]
+    os.truncate(keep[1], os.path.getsize(keep[1]) // 2)  # a cache a full disk cut short: tf.data fails mid-epoch
+    assert disk_cache.prepare_disk_cache(str(tmp_path / "run"), data, "f" * 64, log=lines.append) == prefix
+    assert os.listdir(folder) == [] and lines[-1].startswith(f"removed the damaged disk cache {prefix} (")
     write_lines(tmp_path / "data" / "web.en", ["changed"] * 10)  # other data: another key
     assert disk_cache.prepare_disk_cache(str(tmp_path / "run"), data, "f" * 64, log=lines.append) != prefix
