@@ -71,11 +71,10 @@ from typing import Callable, Optional
 import numpy as np
 import tensorflow as tf
 
-from export import ops, versions, warmup
+from export import opened_run, ops, versions, warmup
 from keras_transformer.decoding import beam_search, search, sequence_scores
 from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.config import DecodingConfig
-from keras_transformer.run_dir import layout
 from keras_transformer.model import Transformer
 from keras_transformer.special_ids import EOS_ID
 from pipelines import linearized_trees
@@ -303,15 +302,10 @@ def from_model_dir(
     """The `Translator` of a training directory: its model (averaged or latest checkpoint, or
     `checkpoint`) in `precision` ("float32" or "bfloat16", `decoding.precision.decoding_model`)
     and its tokenizer(s). Returns `(translator, checkpoint_path)`."""
-    if not os.path.isdir(model_dir):
-        raise FileNotFoundError(f"{model_dir}: no such training directory")
-    tokenizer_dir = os.path.join(model_dir, layout.TOKENIZER_DIR)
-    if not os.path.isdir(tokenizer_dir):
-        raise FileNotFoundError(f"{tokenizer_dir}: not found; the training directory has no tokenizer")
-    model, checkpoint = layout.restore_model(model_dir, checkpoint)
+    run = opened_run.open_run(model_dir)  # the tokenizer checked against the run's fingerprint
+    model, checkpoint = run.restore(checkpoint)
     model = precision_lib.decoding_model(model, precision)
-    source_tokenizer, target_tokenizer = tokenizers_lib.load_pair(tokenizer_dir)
-    return Translator(model, source_tokenizer, target_tokenizer, decoding_config), checkpoint
+    return Translator(model, run.source_tokenizer, run.target_tokenizer, decoding_config), checkpoint
 
 
 # Writing the TF Serving layout --------------------------------------------------

@@ -150,22 +150,13 @@ def load_run(model_dir: str, checkpoint: Optional[str] = None):
     """The model (`keras_transformer.run_dir.layout.restore_model`) and tokenizers of a training directory:
     `(model, checkpoint_path, source_tokenizer, target_tokenizer)`. A missing directory,
     config, tokenizer or checkpoint, or a tokenizer that is not the one the run recorded, is a
-    one-line error; the directory, config and tokenizer are checked before the model loads."""
-    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
-    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
-    from tasks.run_checks import check_resume  # pylint: disable=g-import-not-at-top
+    one-line error; the directory, config and tokenizer are checked before the model loads
+    (`export.opened_run.open_run`)."""
+    from export import opened_run  # pylint: disable=g-import-not-at-top
 
-    if not os.path.isdir(model_dir):
-        raise FileNotFoundError(f"{model_dir}: no such training directory")
-    layout.read_config(model_dir)  # a missing or broken model_config.json, before anything loads
-    tokenizer_dir = os.path.join(model_dir, layout.TOKENIZER_DIR)
-    if not tokenizers.is_saved(tokenizer_dir):
-        raise FileNotFoundError(f"{tokenizer_dir}: no saved tokenizer; the run's pairs cannot be scored")
-    with cli.silence_native_stderr():
-        source_tokenizer, target_tokenizer = tokenizers.load_pair(tokenizer_dir)
-    model, checkpoint = layout.restore_model(model_dir, checkpoint)
-    check_resume(model_dir, model.config, tokenizers.fingerprint(source_tokenizer, target_tokenizer))
-    return model, checkpoint, source_tokenizer, target_tokenizer
+    run = opened_run.open_run(model_dir)
+    model, checkpoint = run.restore(checkpoint)
+    return model, checkpoint, run.source_tokenizer, run.target_tokenizer
 
 
 def score_files(model_dir: str, source_path: str, target_path: str, output_path: str = "-", *,

@@ -83,6 +83,7 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
     training = dataclasses.replace(
         training, precision=distribution.resolve_precision(training.precision, use_gpus=num_gpus != 0))
     check_batch_tokens(data.batch_tokens, data.max_length, replicas, training.accumulation_steps)
+    layout.check_layout(model_dir)  # no file where a folder belongs (checkpoints/, eval/, .lock, ...)
     init = None
     if not has_checkpoints(model_dir):
         init = InitSource.resolve(init_from, model_dir) if init_from else recorded_init(model_dir)
@@ -99,7 +100,7 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         check_can_batch(data, source_tok, target_tok)  # before the config: else no step finds a batch
         model = sized_model(model, source_tok, target_tok)
         fingerprint = tokenizers.fingerprint(source_tok, target_tok)
-        check_resume(model_dir, model, fingerprint, init)
+        check_resume(model_dir, model, fingerprint, init, data)
         if chief:
             layout.write_config(model_dir, model, training=training.to_dict(), data=dataclasses.asdict(data),
                                        decoding=decoding.to_dict(), tokenizer={"sha256": fingerprint},
@@ -191,7 +192,7 @@ def average_once(model_dir: str, count: int, step: int, best: bool = False,
     from keras_transformer.run_dir import readable_checkpoints  # pylint: disable=g-import-not-at-top
 
     which = "best" if best else "last"
-    done = tf.train.latest_checkpoint(os.path.join(model_dir, layout.AVERAGED_DIR))
+    done = tf.train.latest_checkpoint(readable_checkpoints.tf_path(os.path.join(model_dir, layout.AVERAGED_DIR)))
     if done and averaging.checkpoint_step(done) == step:
         log(f"the {which} {count} checkpoints were averaged before: {done}")
         return
