@@ -33,7 +33,8 @@ function) and `Ctranslate2Translator` tokenizes with the export's tensorflow-tex
 Protocol: one request a line on stdin, one JSON reply a line on the worker's stdout (a copy of
 file descriptor 1 made at start; fd 1 then points at stderr, so a library's print cannot break
 a reply). The first reply, sent once the engine is loaded, describes the process: pid, load
-seconds, whether TensorFlow is imported and its thread counts, CTranslate2's compute type.
+seconds, whether TensorFlow is imported and its thread counts, CTranslate2's compute type or the
+SavedModel's precision.
 Requests:
 
     warm_up      translate the first batch; reply {}.
@@ -70,7 +71,7 @@ class Engine:
         run: batch number -> per sentence of that batch (output, score) as the engine returns
             them (timed).
         as_json: such a list -> [output, score] pairs JSON can carry (not timed).
-        compute_type: CTranslate2's compute type (None for the SavedModel).
+        compute_type: CTranslate2's compute type, or the SavedModel's precision (its export.json).
         count_calls: for the export path, the translate_batch calls of one pass.
     """
 
@@ -116,9 +117,10 @@ def _ctranslate2_translator(spec: dict[str, Any]):
 
 
 def saved_model_engine(spec: dict[str, Any]) -> Engine:
-    """A SavedModel's `serving_default` (the batches' tensors are made before timing)."""
+    """A SavedModel's `serving_default` (the batches' tensors are made before timing), float32 or
+    bfloat16 as exported."""
     tf = start_tensorflow(spec["threads"])
-    from export import client, serving_module  # pylint: disable=g-import-not-at-top
+    from export import client, serving_module, versions  # pylint: disable=g-import-not-at-top
     from keras_transformer import cli  # pylint: disable=g-import-not-at-top
 
     with cli.silence_native_stderr():
@@ -129,7 +131,8 @@ def saved_model_engine(spec: dict[str, Any]) -> Engine:
         outputs = serving_default(**{serving_module.SIGNATURE_INPUT: inputs[k]})
         return list(zip(outputs["translations"].numpy().tolist(), outputs["scores"].numpy().tolist()))
 
-    return Engine(run, lambda pairs: [[text.decode("utf-8"), score] for text, score in pairs])
+    precision = versions.read_settings(versions.saved_model_path(spec["path"])).get("precision", "float32")
+    return Engine(run, lambda pairs: [[text.decode("utf-8"), score] for text, score in pairs], precision)
 
 
 class CountingTranslator:

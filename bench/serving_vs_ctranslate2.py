@@ -1,4 +1,4 @@
-"""The SavedModel's `serving_default` against CTranslate2 (float32, int8), each engine in its own process.
+"""The SavedModel's `serving_default` (float32, bfloat16) against CTranslate2 (float32, int8), each engine in its own process.
 
     .venv/bin/python bench/serving_vs_ctranslate2.py --model_dir=runs/multi30k_en_de \\
         --input=../shared/data/multi30k/test_2016_flickr.en.gz \\
@@ -14,7 +14,11 @@ and translation use (averaged/, else the newest readable one; or --checkpoint) o
 * two CTranslate2 models of the restored model (`ctranslate2_model.convert`): float32 weights,
   run with compute_type float32, and int8 weights, run with compute_type int8;
 * two SavedModels (`serving_module.export_saved_model`): one with the beam search of
-  --beam_size, --alpha and --max_extra_length, one greedy (beam 1).
+  --beam_size, --alpha and --max_extra_length, one greedy (beam 1);
+* with --bfloat16 (the default), a third: the beam-search SavedModel of the same weights
+  rounded once to bfloat16 (`decoding.precision.decoding_model`, what `python -m export
+  --precision=bfloat16` writes). It runs on any CPU, natively where the CPU multiplies in
+  bfloat16 (AVX512_BF16, AMX), slower than float32 elsewhere; --nobfloat16 leaves it out.
 
 It tokenizes the first --sentences lines of --input (plain or gzipped UTF-8, read by
 `pipelines.text_files.read_lines`) into source pieces once, with the export's tokenizer
@@ -44,10 +48,10 @@ and no engine in the process that starts them.
    searches collect finished hypotheses by different rules (`ctranslate2_model.translation_options`);
    where they differ, the scores (both the project's log P(Y) / lp(|Y|) of their own output) say
    which search found the better one.
-2. Speed, with beam search, of seven engines, seven worker processes:
-   * SavedModel: its `serving_default` (tokenization, search and detokenization in the graph),
-     loaded with `tf.saved_model.load` and called through that signature
-     (`export.client.load_translate_fn`): strings in, strings out;
+2. Speed, with beam search, of eight engines (seven with --nobfloat16), one worker process each:
+   * SavedModel, float32 and bfloat16: its `serving_default` (tokenization, search and
+     detokenization in the graph), loaded with `tf.saved_model.load` and called through that
+     signature (`export.client.load_translate_fn`): strings in, strings out;
    * CTranslate2 float32 and int8, export path: `ctranslate2_model.translate_pieces` on the
      source pieces; outputs stay pieces. It makes one `translate_batch` call per batch with the
      batch's largest output limit, and one more per source length for the sources whose output
@@ -67,14 +71,18 @@ and no engine in the process that starts them.
    length penalty, `Ctranslate2Translator` tokenizes with tensorflow-text); the SavedModel one
    TensorFlow. The JSON line records each worker's pid and whether it imported TensorFlow.
    Each engine translates one batch to warm up; then in each of --repeats rounds every engine
-   translates all batches, the engines' order rotated each round, so that a change of the
-   machine's load touches all of them alike. Each engine's best round gives its sentences/s,
-   target tokens/s, its wall time and its speed over the SavedModel's, and beside it the median
-   over the rounds of the SavedModel's time over the engine's in the same round (robust to a
-   host whose speed drifts during a run); with --reference, also sacreBLEU BLEU
-   (`keras_transformer.metrics`). Target tokens are counted the same way for every engine: each
-   translation tokenized again by the target tokenizer, plus one EOS per non-empty source. Beam
-   search's fidelity is that of the first round's outputs.
+   translates all batches, one engine at a time (the others wait on their pipe, so no two engines
+   share the CPU while one is timed; a pause of SETTLE_SECONDS before each turn lets the last
+   engine's spinning threads fall asleep), the engines' order rotated each round, so that a change
+   of the machine's load touches all of them alike. Each engine's best round gives its sentences/s,
+   target tokens/s, its wall time and its speed over the SavedModel's, its median round its median
+   sentences/s, and beside them the median over the rounds of the SavedModel's time over the
+   engine's in the same round (robust to a host whose speed drifts during a run); with --reference,
+   also sacreBLEU BLEU (`keras_transformer.metrics`). Then each SavedModel (float32, bfloat16) over
+   each CTranslate2 engine: the ratio of their sentences/s in their best rounds, in their median
+   rounds, and the median of the rounds' paired ratios. Target tokens are counted the same way for
+   every engine: each translation tokenized again by the target tokenizer, plus one EOS per
+   non-empty source. Beam search's fidelity is that of the first round's outputs.
 
 Threads: --threads (default: the host's physical cores) for TensorFlow's intra-op and inter-op
 pools in every worker that starts TensorFlow (`cli.start_tensorflow`, which sets
@@ -86,7 +94,9 @@ submitted at once): `intra_threads` = --threads, `inter_threads=1`, as here, lik
 SavedModel, one batch is submitted at a time. On a 2-core CPU: inter_threads=1, intra_threads=2.
 
 Prints the steps as they run, then a Markdown table with its notes for docs/BENCHMARKS.md (CPU
-figures: the host's CPU model, cores and load) and, last, one JSON line with every number.
+figures: the host's CPU model, cores, instruction sets that decide which precision pays
+(AVX2, AVX-512, AVX512_VNNI, AVX512_BF16, AMX), CTranslate2's compute types on it, and the
+load) and, last, one JSON line with every number.
 Needs ctranslate2 4.x (`pip install -e .[bench]`). Bad input (a missing or unreadable file,
 references that do not match the input line for line, a training directory without a checkpoint
 or tokenizer, a model CTranslate2 cannot express, no ctranslate2) ends with one `error:` line and
@@ -127,12 +137,15 @@ flags.DEFINE_integer("threads", 0, "TensorFlow intra- and inter-op threads and C
                      "every engine's process (0: the host's physical cores).", lower_bound=0)
 flags.DEFINE_integer("repeats", 3, "Timed rounds, the engines taking turns; each engine's best round is reported.",
                      lower_bound=1)
+flags.DEFINE_bool("bfloat16", True, "Also time a bfloat16 SavedModel of the same weights (`python -m export "
+                  "--precision=bfloat16`); it runs on any CPU, natively with AVX512_BF16 or AMX.")
 flags.DEFINE_string("work_dir", None, "Where the exports go, in a new folder that is kept when the run ends "
                     "(default: a temporary folder, removed at the end).")
 flags.mark_flags_as_required(["model_dir", "input"])
 
 LABELS = {  # engine -> its row in the table, in the order the engines take turns
     "saved_model": "SavedModel, `serving_default`",
+    "saved_model_bf16": "SavedModel bfloat16 (`export --precision=bfloat16`), `serving_default`",
     "ct2_float32": "CTranslate2 float32, export path (`translate_pieces`)",
     "ct2_int8": "CTranslate2 int8, export path (`translate_pieces`)",
     "ct2_float32_plain": "CTranslate2 float32, plain `translate_batch`",
@@ -142,6 +155,7 @@ LABELS = {  # engine -> its row in the table, in the order the engines take turn
 }
 ENGINES = {  # engine -> (what its worker runs, `engine_process.ENGINES`; the export it loads)
     "saved_model": ("saved_model", "saved_model"),
+    "saved_model_bf16": ("saved_model", "saved_model_bf16"),
     "ct2_float32": ("export_path", "ct2_float32"),
     "ct2_int8": ("export_path", "ct2_int8"),
     "ct2_float32_plain": ("plain", "ct2_float32"),
@@ -152,8 +166,17 @@ ENGINES = {  # engine -> (what its worker runs, `engine_process.ENGINES`; the ex
 PIECES_OUT = ("export_path", "plain")  # workers whose outputs are pieces, detokenized here
 BASELINE = "saved_model"  # speeds are also given over this engine's
 FIDELITY = "ct2_float32"  # the engine whose outputs and scores are compared with the SavedModel's
+BFLOAT16 = "saved_model_bf16"  # the engine --nobfloat16 leaves out
+SHORT_LABELS = {BASELINE: "SavedModel float32", BFLOAT16: "SavedModel bfloat16"}
+SAVED_MODELS = (BASELINE, BFLOAT16)  # each one's speed is also given over every CTranslate2 engine's
+CPU_FLAGS = {  # /proc/cpuinfo flag -> its name in the output: what decides which precision pays
+    "avx2": "AVX2", "avx512f": "AVX-512", "avx512_vnni": "AVX512_VNNI", "avx512_bf16": "AVX512_BF16",
+    "amx_bf16": "AMX-BF16", "amx_int8": "AMX-INT8"}
 COMPUTE_TYPES = {"ct2_float32": (None, "float32"), "ct2_int8": ("int8", "int8")}  # quantization, compute_type
 CT2_INTER_THREADS = 1  # one batch at a time, as the SavedModel is called (CTranslate2's docs/parallel.md)
+# A pause before each engine's turn: the previous engine's idle threads (OpenMP's and TensorFlow's
+# pools spin a while before they sleep) are asleep before the next engine's clock starts.
+SETTLE_SECONDS = 1.0
 EXPORT_OVERHEAD_TARGET = 1.05  # the issue: the export path within 5% of CTranslate2 itself (wall time)
 SCORE_TOLERANCE = 1e-4  # scores closer than this count as equal (float32 sums in two programs)
 SHOWN_DIFFERENCES = 3
@@ -162,9 +185,9 @@ SHOWN_DIFFERENCES = 3
 # Host, input ------------------------------------------------------------------------------------
 
 def host() -> dict[str, Any]:
-    """The CPU model and physical cores (/proc/cpuinfo), the logical cores and the load average:
-    what the figures depend on."""
-    cpu, cores = platform.processor() or platform.machine(), set()
+    """The CPU model, physical cores and instruction sets of `CPU_FLAGS` it has (/proc/cpuinfo),
+    the logical cores and the load average: what the figures depend on."""
+    cpu, cores, cpu_flags = platform.processor() or platform.machine(), set(), set()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as file:
             blocks = file.read().split("\n\n")  # one block per logical CPU
@@ -174,10 +197,17 @@ def host() -> dict[str, Any]:
         fields = dict((key.strip(), value.strip()) for key, _, value in
                       (line.partition(":") for line in block.splitlines()))
         cpu = fields.get("model name", cpu)
+        cpu_flags.update(fields.get("flags", "").split())
         if "core id" in fields:
             cores.add((fields.get("physical id"), fields["core id"]))
     return {"cpu": cpu, "cores": os.cpu_count(), "physical_cores": len(cores) or os.cpu_count(),
+            "cpu_flags": {name: flag in cpu_flags for flag, name in CPU_FLAGS.items()},
             "load_average": [round(load, 2) for load in os.getloadavg()]}
+
+
+def flags_text(machine: dict[str, Any]) -> str:
+    """"AVX2 yes, AVX-512 yes, ..." of `host()`'s CPU flags."""
+    return ", ".join(f"{name} {'yes' if present else 'no'}" for name, present in machine["cpu_flags"].items())
 
 
 def read_corpus() -> tuple[list[str], Optional[list[str]]]:
@@ -201,10 +231,12 @@ def read_corpus() -> tuple[list[str], Optional[list[str]]]:
 
 # Exports, engines, their processes --------------------------------------------------------------
 
-def write_exports(translator, greedy_decoding, checkpoint: str, work: str) -> dict[str, str]:
-    """The CTranslate2 models (float32, int8) and the SavedModels (beam search, greedy) of the
-    model of `translator` (the `serving_module.Translator` with the beam search), in `work`."""
+def write_exports(translator, greedy_decoding, checkpoint: str, work: str, bfloat16: bool) -> dict[str, str]:
+    """The CTranslate2 models (float32, int8) and the SavedModels (beam search, greedy, and with
+    `bfloat16` beam search in bfloat16) of the model of `translator` (the float32
+    `serving_module.Translator` with the beam search), in `work`."""
     from export import ctranslate2_model, serving_module  # pylint: disable=g-import-not-at-top
+    from keras_transformer.decoding import precision  # pylint: disable=g-import-not-at-top
 
     paths = {}
     # The model object rather than the directory: the same weights as the SavedModels for sure,
@@ -215,7 +247,12 @@ def write_exports(translator, greedy_decoding, checkpoint: str, work: str) -> di
                                                    tokenizers=tokenizers, decoding_config=translator.decoding_config)
     greedy = serving_module.Translator(translator.model, translator.source_tokenizer, translator.target_tokenizer,
                                        greedy_decoding)
-    for name, module in (("saved_model", translator), ("saved_model_greedy", greedy)):
+    modules = {"saved_model": translator, "saved_model_greedy": greedy}
+    if bfloat16:  # the float32 weights rounded once, as `python -m export --precision=bfloat16` does
+        modules[BFLOAT16] = serving_module.Translator(
+            precision.decoding_model(translator.model, "bfloat16"), translator.source_tokenizer,
+            translator.target_tokenizer, translator.decoding_config)
+    for name, module in modules.items():
         paths[name] = serving_module.export_saved_model(module, os.path.join(work, name), version=1,
                                                         extra={"checkpoint": checkpoint})
     return paths
@@ -244,9 +281,11 @@ def engine_spec(engine: str, path: str, decoding, threads: int, batches: list, c
 
 def timed_specs(paths: dict[str, str], decoding, threads: int, text_batches: list, piece_batches: list
                 ) -> dict[str, dict[str, Any]]:
-    """The spec of each timed engine (`ENGINES`), in the order they take turns."""
+    """The spec of each timed engine (`ENGINES` whose export is in `paths`), in the order they take turns."""
     specs = {}
     for name, (engine, export) in ENGINES.items():
+        if export not in paths:
+            continue
         batches = piece_batches if engine in PIECES_OUT else text_batches
         compute_type = COMPUTE_TYPES[export][1] if export in COMPUTE_TYPES else None
         specs[name] = engine_spec(engine, paths[export], decoding, threads, batches, compute_type)
@@ -293,7 +332,7 @@ def time_engines(processes: dict[str, engine_process.EngineProcess], batches: li
                  ) -> tuple[dict[str, list[float]], dict[str, list], dict[str, int]]:
     """Warms each engine up on the first batch, then times `repeats` rounds of all batches per
     engine, the engines' order rotated each round; each worker times its own calls while the
-    others wait for their turn.
+    others wait for their turn, each turn after a pause of SETTLE_SECONDS.
 
     Returns per engine: the seconds of every round, the first round's [output, score] pairs in
     input order, and the most outputs a later round changed (0 for a deterministic engine).
@@ -307,6 +346,7 @@ def time_engines(processes: dict[str, engine_process.EngineProcess], batches: li
     for round_index in range(repeats):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
+            time.sleep(SETTLE_SECONDS)
             reply = processes[name].request("translate")
             seconds[name].append(reply["seconds"])
             result = in_input_order(batches, reply["outputs"])
@@ -365,10 +405,26 @@ def target_tokens(tokenizer, translations: list[str], nonempty: list[bool]) -> i
     return int(lengths.sum()) + sum(nonempty)
 
 
+def saved_model_ratios(seconds: dict[str, list[float]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Each SavedModel's (`SAVED_MODELS` that were timed) speed over each CTranslate2 engine's,
+    from the seconds of their rounds (the same sentences in every round, so a speed ratio is the
+    inverse ratio of times): of their best rounds, of their median rounds, and the median over the
+    rounds of the ratio within a round (the engines take turns in each)."""
+    ratios: dict[str, dict[str, dict[str, float]]] = {}
+    for saved_model in (name for name in SAVED_MODELS if name in seconds):
+        ratios[saved_model] = {
+            peer: {"best": min(seconds[peer]) / min(seconds[saved_model]),
+                   "median": statistics.median(seconds[peer]) / statistics.median(seconds[saved_model]),
+                   "paired_median": statistics.median(
+                       peer_seconds / own for peer_seconds, own in zip(seconds[peer], seconds[saved_model]))}
+            for peer in seconds if peer.startswith("ct2_")}
+    return ratios
+
+
 # The measurement --------------------------------------------------------------------------------
 
 def measure(translator, checkpoint: str, work: str, lines: list[str], references: Optional[list[str]],
-            threads: int) -> dict[str, Any]:
+            threads: int, bfloat16: bool) -> dict[str, Any]:
     """Exports, checks fidelity, times the engines (each in its own worker); returns every
     number (the JSON record)."""
     import ctranslate2  # pylint: disable=g-import-not-at-top
@@ -381,11 +437,12 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
     config = translator.model.config
     started = time.perf_counter()
     with cli.silence_native_stderr():  # sentencepiece's INFO lines as the tokenizers load
-        paths = write_exports(translator, greedy, checkpoint, work)
+        paths = write_exports(translator, greedy, checkpoint, work, bfloat16)
     tokenizers = export_tokenizers(paths[FIDELITY])
     pieces = tokenizers.tokenize(lines)  # the export's tokenizer (the same in both models)
     print(f"exported {checkpoint} to {work} in {time.perf_counter() - started:.0f} s: CTranslate2 float32 and "
-          f"int8, SavedModels (beam {decoding.beam_size}, greedy)", flush=True)
+          f"int8, SavedModels (beam {decoding.beam_size}" + (", the same in bfloat16" if bfloat16 else "")
+          + ", greedy)", flush=True)
 
     encoded = [line.encode("utf-8") for line in lines]
     lengths = [(len(line.split()), len(line)) for line in encoded]  # export.client.translate_lines' key
@@ -422,14 +479,16 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
 
     nonempty = [bool(p) for p in pieces]
     rows, bleu_signature = {}, None
-    for name in ENGINES:
-        best = min(seconds[name])
+    for name in seconds:  # the timed engines, in the order they took turns
+        best, median = min(seconds[name]), statistics.median(seconds[name])
         translations = [text for text, _ in texts[name]]
         tokens = target_tokens(translator.target_tokenizer, translations, nonempty)
         rows[name] = {
             "wall_seconds": best,
             "seconds_per_round": seconds[name],
             "sentences_per_second": len(lines) / best,
+            "median_wall_seconds": median,
+            "median_sentences_per_second": len(lines) / median,
             "target_tokens": tokens,
             "target_tokens_per_second": tokens / best,
             "speed_over_saved_model": min(seconds[BASELINE]) / best,
@@ -441,7 +500,7 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
             "identical_to_ct2_float32": identical(texts[FIDELITY], texts[name]),
             "outputs_changed_in_later_rounds": changed[name],
             "process": {"pid": infos[name]["pid"], "tensorflow_imported": infos[name]["tensorflow"],
-                        "load_seconds": infos[name]["load_seconds"]},
+                        "load_seconds": infos[name]["load_seconds"], "computes_in": infos[name]["compute_type"]},
         }
         if references is not None:
             bleu = metrics.corpus_bleu(translations, references)
@@ -474,6 +533,8 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
         "engines": rows,
         "plain_ct2": plain,
         "int8_speed_over_float32": int8_speed,
+        "saved_model_over_ct2": saved_model_ratios(seconds),
+        "ct2_cpu_compute_types": sorted(ctranslate2.get_supported_compute_types("cpu")),
         "export_overhead_target": EXPORT_OVERHEAD_TARGET,
         "bleu_signature": bleu_signature,
         "load_average_after": load_after,
@@ -487,18 +548,28 @@ def print_markdown(record: dict[str, Any]) -> None:
     with_bleu = record["bleu_signature"] is not None
     search = f"beam {decoding['beam_size']}, alpha {decoding['alpha']:g}"
     print(f"\n--- for docs/BENCHMARKS.md ---\n\nCPU figures: {machine['cpu']}, {machine['cores']} cores "
-          f"({machine['physical_cores']} physical), load average "
+          f"({machine['physical_cores']} physical; {flags_text(machine)}), load average "
           f"{machine['load_average'][0]:g} at the start and {record['load_average_after'][0]:g} at the end; "
-          f"TensorFlow {record['tensorflow']}, CTranslate2 {record['ctranslate2']}.\n\n    {record['command']}\n")
-    print("| engine | sentences/s | target tokens/s | wall (s) | speed over the SavedModel's | median of the "
-          "rounds' ratios | identical to SavedModel |" + (" BLEU |" if with_bleu else ""))
-    print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_bleu else ""))
+          f"TensorFlow {record['tensorflow']}, CTranslate2 {record['ctranslate2']} (CPU compute types here: "
+          f"{', '.join(record['ct2_cpu_compute_types'])}).\n\n    {record['command']}\n")
+    print("| engine (one process each) | sentences/s, best round | median round | target tokens/s | wall (s) | "
+          "speed over the SavedModel's | median of the rounds' ratios | identical to SavedModel |"
+          + (" BLEU |" if with_bleu else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_bleu else ""))
     for name, row in rows.items():
-        print(f"| {LABELS[name]} | {row['sentences_per_second']:,.1f} | {row['target_tokens_per_second']:,.0f} | "
-              f"{row['wall_seconds']:,.2f} | {row['speed_over_saved_model']:.2f}x | "
-              f"{row['paired_speed_over_saved_model']:.2f}x | "
+        print(f"| {LABELS[name]} | {row['sentences_per_second']:,.1f} | {row['median_sentences_per_second']:,.1f} | "
+              f"{row['target_tokens_per_second']:,.0f} | {row['wall_seconds']:,.2f} | "
+              f"{row['speed_over_saved_model']:.2f}x | {row['paired_speed_over_saved_model']:.2f}x | "
               f"{row['identical_to_saved_model']:,}/{record['sentences']:,} |"
               + (f" {row['bleu']:.2f} |" if with_bleu else ""))
+    ratios = record["saved_model_over_ct2"]
+    print("\n| SavedModel over (best rounds / median rounds / median of paired rounds) | "
+          + " | ".join(SHORT_LABELS[name] for name in ratios) + " |")
+    print("|---|" + "---:|" * len(ratios))
+    for peer in next(iter(ratios.values())):
+        print(f"| {LABELS[peer]} | " + " | ".join(
+            "{best:.2f}x / {median:.2f}x / {paired_median:.2f}x".format(**by_peer[peer]) for by_peer in ratios.values())
+              + " |")
     megabytes = {name: size / 2**20 for name, size in record["ct2_model_bytes"].items()}
     threads, calls = record["threads"], record["translate_batch_calls"]
     vocabulary = f"vocabulary {model['vocab_size']:,}" + (
@@ -509,19 +580,25 @@ def print_markdown(record: dict[str, Any]) -> None:
           f"{record['checkpoint']}.")
     print(f"- {record['sentences']:,} sentences of {os.path.basename(record['input'])} in {record['batches']:,} "
           f"length-sorted batches of up to {record['batch_size']}, the same for every engine; {search}, outputs "
-          f"up to source length + {decoding['max_extra_length']}; the best of {record['repeats']} "
+          f"up to source length + {decoding['max_extra_length']}; the best and the median of {record['repeats']} "
           f"round{'s' if record['repeats'] > 1 else ''}, the engines taking turns (the median of the rounds' "
           f"ratios: of each round's SavedModel time over the engine's in the same round).")
     with_tf = [name for name, row in rows.items() if row["process"]["tensorflow_imported"]]
     print(f"- Processes: each engine in a fresh worker process of its own (`bench/engine_process.py`: one "
           f"SavedModel or one `ctranslate2.Translator` per process), kept alive across the rounds and timing its "
-          f"own calls; the parent translates nothing meanwhile. TensorFlow imported in {', '.join(with_tf)}, "
+          f"own calls, one engine at a time (the others wait on their pipe); the parent translates nothing "
+          f"meanwhile. TensorFlow imported in {', '.join(with_tf)}, "
           f"not in {', '.join(name for name in rows if name not in with_tf) or 'none'}.")
     print(f"- Threads, per process: TensorFlow intra-op {threads['tensorflow_intra_op']}, inter-op "
           f"{threads['tensorflow_inter_op']} (`tf.config.threading`); CTranslate2 intra_threads "
           f"{threads['ct2_intra_threads']}, inter_threads {threads['ct2_inter_threads']} (its documentation's "
           f"advice for {machine['physical_cores']} physical cores), compute types "
           f"{record['compute_types']['ct2_float32']} and {record['compute_types']['ct2_int8']}.")
+    if BFLOAT16 in rows:
+        native = machine["cpu_flags"]["AVX512_BF16"] or machine["cpu_flags"]["AMX-BF16"]
+        print(f"- The bfloat16 SavedModel (export.json: {rows[BFLOAT16]['process']['computes_in']}): the float32 "
+              f"weights rounded once; this CPU multiplies in bfloat16 "
+              + ("natively (AVX512_BF16 or AMX)." if native else "only by emulation (no AVX512_BF16, no AMX)."))
     print("- \"export path\" and \"plain\": sources tokenized before timing, outputs left as pieces; \"text\" and "
           "the SavedModel: strings to strings, tokenization included. Target tokens: the translations tokenized "
           "again, plus EOS.")
@@ -567,8 +644,9 @@ def main(argv):
     command = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable), *sys.argv])
     machine = host()
     threads = FLAGS.threads or machine["physical_cores"]
-    print(f"CPU: {machine['cpu']}, {machine['cores']} cores ({machine['physical_cores']} physical), load average "
-          f"{machine['load_average']}; {threads} threads per engine; command: {command}", flush=True)
+    print(f"CPU: {machine['cpu']}, {machine['cores']} cores ({machine['physical_cores']} physical; "
+          f"{flags_text(machine)}), load average {machine['load_average']}; {threads} threads per engine; "
+          f"command: {command}", flush=True)
 
     tf = engine_process.start_tensorflow(threads)
     from export import serving_module  # pylint: disable=g-import-not-at-top
@@ -585,7 +663,7 @@ def main(argv):
     work = tempfile.mkdtemp(prefix="serving_vs_ctranslate2-", dir=FLAGS.work_dir)  # a new folder each run
     completed = False
     try:
-        measured = measure(translator, checkpoint, work, lines, references, threads)
+        measured = measure(translator, checkpoint, work, lines, references, threads, FLAGS.bfloat16)
         completed = True
     finally:
         if not (FLAGS.work_dir and completed):
