@@ -60,6 +60,9 @@ flags.DEFINE_string("init_from", None, "Start a new run from another run's model
 # Model (section 3, Table 3) --------------------------------------------------------------------
 flags.DEFINE_string("preset", "base", "Model preset: tiny, base, big or a Table 3 row such as 'C/N=4'.")
 task_flags.define_model_size_flags()
+flags.DEFINE_integer("d_k", None, "d_k, each head's query and key width (unset: the preset's, d_model / h; "
+                     "Table 3 row B).", lower_bound=1)
+flags.DEFINE_integer("d_v", None, "d_v, each head's value width (unset: the preset's, d_model / h).", lower_bound=1)
 flags.DEFINE_float("dropout_rate", None, "Override P_drop (section 5.4; base 0.1, big 0.3).")
 flags.DEFINE_float("attention_dropout_rate", None, "Override the dropout on attention weights (paper: 0).")
 flags.DEFINE_float("relu_dropout_rate", None, "Override the dropout after the feed-forward ReLU (paper: 0).")
@@ -106,8 +109,9 @@ flags.DEFINE_integer("log_every_steps", 100, "Console lines and TensorBoard scal
 
 flags.mark_flag_as_required("model_dir")
 
-MODEL_OVERRIDES = ("num_layers", "d_model", "d_ff", "num_heads", "dropout_rate", "attention_dropout_rate",
-                   "relu_dropout_rate", "label_smoothing", "positional_encoding", "layer_norm")
+MODEL_OVERRIDES = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "dropout_rate",
+                   "attention_dropout_rate", "relu_dropout_rate", "label_smoothing", "positional_encoding",
+                   "layer_norm")
 
 
 def model_config():

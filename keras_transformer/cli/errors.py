@@ -69,17 +69,19 @@ def fail(message: str, code: int = 2):
     sys.exit(code)
 
 
-def run(main):
+def run(main, known_only: bool = False):
     """`absl.app.run(main)` with one-line errors and exit code 2 for bad input.
 
     Native stderr stays silenced until `main` starts: absl's start-up flushes
-    TensorFlow's buffered C++ log lines.
+    TensorFlow's buffered C++ log lines. With `known_only`, flags this command does not define
+    (a --flagfile's included) are not an error: `main` gets them in its argv, in order, to hand
+    to another command (`keras_transformer.variations` passes a recipe to the training command).
     """
     silencer = NativeStderrSilencer()
 
     def parse_flags(argv):
         try:
-            return flags.FLAGS(argv)
+            return flags.FLAGS(argv, known_only=known_only)
         except flags.Error as error:
             silencer.stop()
             fail(f"{error}. Pass --helpfull to see every flag.")

@@ -1,0 +1,68 @@
+"""Table 3 of the paper by one command: the model variations of section 6.2, trained and scored
+side by side at a recipe's size.
+
+    python -m keras_transformer.variations --flagfile=configs/multi30k_en_de.flags \\
+        --data_dir=../shared/data/multi30k --rows=A,B,C,D,E,big --out=runs/table3
+
+Trains the recipe's model (row "base") and each row's variant of it (`--rows`: groups A-E and
+big, or single rows such as C/N=4), scaled to the recipe's size the way the paper's row changes
+the paper's base (the rule: `tasks/model_variations.py`), one training directory per row under
+--out, all on the recipe's data, tokenizer (trained once, by the base row), seed and updates.
+Then writes OUT/table.md, OUT/table.csv and OUT/table.png (`tasks/variations_table.py`):
+parameters, updates, minutes, dev perplexity and BLEU (beam 4, alpha 0.6, on the model
+`--evaluate_only` scores), the BLEU change from the base beside the paper's.
+
+The recipe's flags, and any other flag not defined here (e.g. --train_steps=2000 to give every
+row a smaller budget), are the training command's: each row runs `python -m
+keras_transformer.train` with them, then the row's changes. Each row prints "row i of n" with
+the table's ETA from the rows done. Running the same command again resumes: finished rows are
+kept, an unfinished row's run resumes. Bad input (an unknown row, an --out that cannot be
+written, a recipe that does not exist) is one `error:` line and exit 2 before any training;
+a row's run stopped by SIGINT/SIGTERM stops the table with 130/143.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from absl import app, flags
+
+from keras_transformer import cli
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("rows", "A,B,C,D,E", "Table 3's rows to train besides the base: groups A, B, C, D, E, big "
+                    "and rows such as C/N=4, comma-separated.")
+flags.DEFINE_string("out", None, "The table's folder: a training directory per row, rows/ (each finished row's "
+                    "record), table.md, table.csv, table.png.")
+flags.DEFINE_integer("bleu_sentences", 0, "Dev sentences each row translates for BLEU (0: all).", lower_bound=0)
+flags.mark_flag_as_required("out")
+
+
+def main(argv):
+    from tasks import model_variations  # pylint: disable=g-import-not-at-top
+
+    recipes = [arg.split("=", 1)[1] for arg in sys.argv[1:] if arg.startswith(("--flagfile=", "-flagfile="))]
+    if not recipes:
+        raise app.UsageError("--flagfile=RECIPE is required: the training recipe whose model is the base row "
+                             "(e.g. configs/multi30k_en_de.flags)")
+    rows = model_variations.select_rows(FLAGS.rows)
+    cli.check_writable_folder(FLAGS.out, "out")
+    recipe_args = [arg for arg in argv[1:] if arg != "--"]
+    cli.start_tensorflow()
+    from tasks import variations_table  # pylint: disable=g-import-not-at-top
+
+    try:
+        records = model_variations.run_table(FLAGS.out, rows, recipe_args,
+                                             bleu_sentences=FLAGS.bleu_sentences or None)
+    except model_variations.TableStopped as error:
+        if error.exit_code == 2:  # the training command printed its one error line
+            sys.exit(2)
+        cli.fail(error, code=error.exit_code)
+    for path in variations_table.write_table(FLAGS.out, records, recipe=" ".join(recipes)):
+        print(f"wrote {os.path.abspath(path)}", flush=True)
+
+
+if __name__ == "__main__":
+    cli.run(main, known_only=True)
