@@ -24,8 +24,10 @@ the paper's row changes the paper's base*:
   positions, big sets P_drop=0.3, whatever the recipe's.
 
 All rows share the recipe's data, tokenizer (trained once, by the base row, and copied into every
-other row's directory before it starts), seed and update budget (--train_steps: the paper trains
-big 3x longer; here every row makes the same number of updates). A row whose scaled model is
+other row's directory before it starts), seed and update budget: the updates the base row made (the
+recipe's --train_steps, or fewer where its --max_train_minutes or early stopping ended it first) are
+every other row's --train_steps, with no time limit and no early stopping (the paper trains every
+row 100k updates, big 300k; here big makes the same updates as the others). A row whose scaled model is
 the model of a row before it (a tiny recipe's h=2 gives A/h=1 and A/h=4 the same single head; a
 recipe without dropout is its own D/P_drop=0.0) is not trained again: it is listed with that
 row's run and scores, and says so.
@@ -186,7 +188,7 @@ def run_table(out: str, rows: Sequence[str], recipe_args: Sequence[str], bleu_se
         out: the table's folder.
         rows: the rows, "base" first.
         recipe_args: the training command's flags of the recipe (and any given after it): each
-            row's run gets them, then its own changes and --model_dir.
+            row's run gets them, then the base row's budget, its own changes and --model_dir.
         bleu_sentences: dev sentences translated for BLEU (None: all).
         log: where progress lines go (a row's run prints to this process' stdout).
 
@@ -220,7 +222,9 @@ def run_table(out: str, rows: Sequence[str], recipe_args: Sequence[str], bleu_se
             record = {**same, "row": row, "changes": change, "same_as": same["same_as"] or same["row"]}
             log(f"{row}: the same model as {record['same_as']} at this size; not trained again")
         else:
-            record = _train_and_score(out, row, variant, base, recipe_args, bleu_sentences, record, log)
+            budget = [] if row == "base" else [f"--train_steps={records[0]['updates']}", "--max_train_minutes=0",
+                                               "--early_stopping_patience=0"]  # the base row's updates
+            record = _train_and_score(out, row, variant, base, [*recipe_args, *budget], bleu_sentences, record, log)
             record["changes"] = change
         record["wall_minutes"] = 0.0 if same else before + (time.time() - started) / 60
         record["finished"] = True

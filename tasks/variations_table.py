@@ -122,6 +122,8 @@ def _write_plot(path: str, rows: Sequence[dict]) -> Optional[str]:
         axes.scatter([p for p, _, _ in points], [v for _, v, _ in points], s=18)
         for params, value, name in points:
             axes.annotate(name, (params, value), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        if points and max(p for p, _, _ in points) > 3 * min(p for p, _, _ in points):
+            axes.set_xscale("log")  # rows C and big span 10x and more
         axes.set_xlabel("parameters")
         axes.set_ylabel(label)
         axes.grid(alpha=0.3)
