@@ -36,9 +36,9 @@ line each), never those of a running export or of another host.
 
 Bad input prints `error: <one line>` and exits with status 2, and writes nothing: a bad
 flag, an --export_dir that is a file, lies below a file, is the --model_dir or cannot be
-written, an existing --version (these before TensorFlow starts), a missing or incomplete
-training directory or a --checkpoint prefix without its .index file (these before the model
-is built). A file system that refuses a write later (a full disk) is one such line too.
+written, an existing --version, a --checkpoint prefix without its .index file (these before
+TensorFlow starts), a missing or incomplete training directory (before the model is
+built). A file system that refuses a write later (a full disk) is one such line too.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from tasks import flags as task_flags
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory (model_config.json, tokenizer/, checkpoints/).")
 flags.DEFINE_string("export_dir", None, "TF Serving model base path; the export goes to EXPORT_DIR/<version>/.")
-flags.DEFINE_string("checkpoint", None, "Checkpoint prefix to export (default: averaged/, else the latest).")
+task_flags.define_checkpoint_flag("Checkpoint prefix to export (default: averaged/, else the latest).")
 task_flags.define_decoding_flags()
 flags.DEFINE_integer("version", None, "Version folder number (default: next integer in --export_dir).", lower_bound=0)
 flags.DEFINE_boolean("check_ops", True, "Refuse to publish an export with ops stock TF Serving lacks.")

@@ -40,7 +40,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory of a parsing model (checkpoint + tokenizer).")
 flags.DEFINE_string("export_dir", None, "SavedModel of a parsing model: a version folder or its base folder.")
 flags.DEFINE_enum("baseline", None, ["right_branching"], "Parse with a baseline instead of a model.")
-flags.DEFINE_string("checkpoint", None, "With --model_dir: this checkpoint prefix instead of averaged/latest.")
+task_flags.define_checkpoint_flag("With --model_dir: this checkpoint prefix instead of averaged/latest.")
 flags.DEFINE_string("input", None, "Tokenized sentences, one per line; '-' for stdin.")
 flags.DEFINE_enum("treebank_split", None, ["train", "validation", "test"], "Instead of --input: parse this split "
                   "of the treebank under --data_dir and score it against its gold trees.")

@@ -33,6 +33,7 @@ import os
 from absl import flags
 
 from keras_transformer import cli
+from tasks import flags as task_flags
 from tasks import scoring
 
 FLAGS = flags.FLAGS
@@ -40,7 +41,7 @@ flags.DEFINE_string("model_dir", None, "Training directory to score with (checkp
 flags.DEFINE_string("source", None, "Source sentences, one per line (UTF-8 text).")
 flags.DEFINE_string("target", None, "Target sentences, one per line, aligned with --source.")
 flags.DEFINE_string("output", "-", "Where to write the scores, one line per pair; '-' for stdout.")
-flags.DEFINE_string("checkpoint", None, "This checkpoint prefix instead of the averaged/latest one.")
+task_flags.define_checkpoint_flag("This checkpoint prefix instead of the averaged/latest one.")
 flags.DEFINE_integer("batch_tokens", 4096, "Most tokens (padding included) on each side of a batch; a longer "
                      "pair is a batch of its own.", lower_bound=1)
 flags.mark_flags_as_required(["model_dir", "source", "target"])

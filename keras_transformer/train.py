@@ -35,7 +35,7 @@ and exit code 1. Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves a
 says so and exits with 130 or 143; the same command then resumes there. During a dev
 evaluation (the final one too) or the final average, the signal stops that work at once, with
 the same codes. One trainer at a time holds MODEL_DIR (a second one gets `error: ... is in use
-by pid N on HOST`).
+by pid N on HOST`, before TensorFlow starts).
 """
 
 from __future__ import annotations
@@ -159,6 +159,10 @@ def main(argv):
         data.check_inputs(data.dev_split)
     else:
         cli.check_writable_folder(FLAGS.model_dir, "model_dir")
+        if not os.environ.get("TF_CONFIG"):  # several machines: only the chief locks (known once TF runs)
+            from keras_transformer.training import run_lock  # pylint: disable=g-import-not-at-top  (no TF)
+
+            run_lock.check_free(FLAGS.model_dir)  # a second trainer refused at once, not after a model is built
         for split in dict.fromkeys(("train", data.dev_split)):
             data.check_inputs(split)
             data.check_can_batch(split)  # files whose every pair is longer than --max_length

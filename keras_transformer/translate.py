@@ -27,8 +27,9 @@ else to stderr). Bad input prints `error: <one line>`, exits with status 2 and w
 it is found before any sentence is translated: decoding flags with --export_dir, a missing
 --input or --reference, an --output that is a folder, is the --input or --reference file (by
 name or link), or whose folder is a file or cannot be written, a --reference whose line count
-differs from the input's, an --n_best above the export's beam (these before TensorFlow
-starts), a missing training directory, checkpoint or export (these before the model loads).
+differs from the input's, an --n_best above the export's beam, a --checkpoint that names no
+checkpoint (these before TensorFlow starts), a missing training directory or export (these
+before the model loads).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from tasks import flags as task_flags
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory to translate with (checkpoint + tokenizer).")
 flags.DEFINE_string("export_dir", None, "SavedModel from `python -m export`: a version folder or its base folder.")
-flags.DEFINE_string("checkpoint", None, "With --model_dir: this checkpoint prefix instead of averaged/latest.")
+task_flags.define_checkpoint_flag("With --model_dir: this checkpoint prefix instead of averaged/latest.")
 flags.DEFINE_string("input", "-", "Source sentences, one per line; '-' for stdin.")
 flags.DEFINE_string("output", "-", "Where to write translations, one per line; '-' for stdout.")
 flags.DEFINE_string("reference", None, "Reference translations, one per line: print BLEU, chrF, chrF++.")

@@ -38,6 +38,7 @@ import hashlib
 import io
 import json
 import os
+import re
 from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
 
 import sentencepiece as spm
@@ -297,7 +298,13 @@ def _train_sentencepiece(sentences: Iterable[str], model_type: str, vocab_size: 
                 input_sentence_size=config.input_sentence_size, shuffle_input_sentence=True,
                 num_threads=config.num_threads, minloglevel=2, **extra)
     except RuntimeError as e:
-        raise ValueError(f"sentencepiece training failed: {str(e).splitlines()[0]}") from None
+        reason = str(e).splitlines()[0]
+        # Its advice names sentencepiece's own flags (--character_coverage), which no command has.
+        needed = re.search(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)", reason)
+        if needed:
+            raise ValueError(f"vocab_size={needed[1]} is too small for this training text: its characters and the "
+                             f"special ids need {needed[2]} ids; raise --vocab_size") from None
+        raise ValueError(f"sentencepiece training failed: {reason}") from None
     return model.getvalue()
 
 
@@ -430,8 +437,18 @@ def load(directory: str) -> Tokenizer:
     if not os.path.isfile(config_path):
         raise DataError(f"{config_path}: no such file (not a saved tokenizer folder)")
     with open(config_path, encoding="utf-8") as f:
-        settings = json.load(f)
+        try:
+            settings = json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise DataError(f"{config_path}: not valid JSON ({error})") from None
+    fields = {"model_file": str, "type": str, "lowercase": bool}
+    wrong = [name for name, kind in fields.items()
+             if not isinstance(settings, dict) or not isinstance(settings.get(name), kind)]
+    if wrong:
+        raise DataError(f"{config_path}: not a tokenizer's settings (missing or invalid: {', '.join(wrong)})")
     path = os.path.join(directory, settings["model_file"])
+    if not os.path.isfile(path):
+        raise DataError(f"{path}: no such file (the model file {config_path} names)")
     with open(path, "rb") as f:
         data = f.read()
     if settings["type"] == "wordpiece":

@@ -67,6 +67,22 @@ def check_model_dir_only(why: str) -> None:
         raise ValueError(f"{', '.join(given)}: only with --model_dir ({why})")
 
 
+def define_checkpoint_flag(help_text: str) -> None:
+    """--checkpoint, a checkpoint prefix (e.g. MODEL_DIR/checkpoints/ckpt-1000) to read instead of the
+    run's default one: one that names no checkpoint is refused as the flags are parsed, before
+    TensorFlow starts (`keras_transformer.cli.files.checkpoint_prefix_problem`)."""
+    from keras_transformer import cli  # pylint: disable=g-import-not-at-top
+
+    def check(prefix):
+        problem = prefix is not None and cli.files.checkpoint_prefix_problem(prefix)
+        if problem:
+            raise flags.ValidationError(problem)  # absl: "flag --checkpoint=PREFIX: <problem>"
+        return True
+
+    flags.DEFINE_string("checkpoint", None, help_text)
+    flags.register_validator("checkpoint", check)
+
+
 def define_model_size_flags(num_layers=None, d_model=None, d_ff=None, num_heads=None) -> None:
     """--num_layers --d_model --d_ff --num_heads (section 3, Table 3). Training leaves the defaults
     None (the preset's values); the benchmarks give a model size of their own."""

@@ -1,7 +1,8 @@
 """What every command-line entry point shares, one module a concern:
 
   startup    quiet TensorFlow start-up (`start_tensorflow`, `silence_native_stderr`).
-  files      a command's files, checked before any work (an output never one of the inputs);
+  files      a command's files, checked before any work (an output never one of the inputs, a
+             --checkpoint that names one);
              the lines of a file or stdin.
   progress   the progress bar on stderr.
   errors     one `error:` line and exit 2 for bad input and for a file system's refusal (a full
@@ -13,13 +14,14 @@ the names below are those modules'. The flags the commands share are defined in
 """
 
 from keras_transformer.cli.errors import USER_ERRORS, fail, run
-from keras_transformer.cli.files import (check_input_file, check_output_path, check_writable_folder, read_lines,
-                                         same_file)
+from keras_transformer.cli.files import (check_checkpoint_prefix, check_input_file, check_output_path,
+                                         check_writable_folder, read_lines, same_file)
 from keras_transformer.cli.progress import stderr_progress
 from keras_transformer.cli.startup import silence_native_stderr, start_tensorflow
 
 __all__ = [
     "USER_ERRORS",
+    "check_checkpoint_prefix",
     "check_input_file",
     "check_output_path",
     "check_writable_folder",

@@ -1,5 +1,5 @@
-"""A command's files, checked before any work: inputs that exist, outputs that can be written,
-and the lines of an input file or of stdin ("-")."""
+"""A command's files, checked before any work: inputs that exist (a checkpoint prefix too), outputs
+that can be written, and the lines of an input file or of stdin ("-")."""
 
 from __future__ import annotations
 
@@ -68,6 +68,25 @@ def check_input_file(path: Optional[str], flag: str) -> None:
         raise ValueError(f"--{flag}={path}: is a folder, not a file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"--{flag}={path}: no such file")
+
+
+def checkpoint_prefix_problem(prefix: str) -> Optional[str]:
+    """None if `prefix` names a checkpoint (its PREFIX.index is a file), else why not, in words.
+    Only the name is looked at, no TensorFlow: a command refuses a mistyped --checkpoint before
+    TensorFlow starts (whether its files read completely is
+    `keras_transformer.run_dir.readable_checkpoints`')."""
+    if os.path.isfile(prefix + ".index"):
+        return None
+    return (f"no such checkpoint ({os.path.basename(prefix)}.index not found; expected a prefix such as "
+            "MODEL_DIR/checkpoints/ckpt-1000)")
+
+
+def check_checkpoint_prefix(prefix: str) -> None:
+    """Raises a one-line `FileNotFoundError` "PREFIX: no such checkpoint ..." unless `prefix` names
+    a checkpoint (`checkpoint_prefix_problem`)."""
+    problem = checkpoint_prefix_problem(prefix)
+    if problem:
+        raise FileNotFoundError(f"{prefix}: {problem}")
 
 
 def same_file(path: str, other: Optional[str]) -> bool:

@@ -31,6 +31,7 @@ import json
 import os
 from typing import Any, Callable, Optional
 
+from keras_transformer.cli import files
 from keras_transformer.run_dir import atomic_files, best_checkpoints, readable_checkpoints
 from keras_transformer.config import TransformerConfig
 from keras_transformer.model import Transformer
@@ -173,9 +174,7 @@ def restore_model(model_dir: str, checkpoint: Optional[str] = None,
     """
     config = read_config(model_dir)
     if checkpoint:
-        if not os.path.isfile(checkpoint + ".index"):
-            raise FileNotFoundError(f"{checkpoint}: no such checkpoint ({os.path.basename(checkpoint)}.index not "
-                                    "found; expected a prefix such as MODEL_DIR/checkpoints/ckpt-1000)")
+        files.check_checkpoint_prefix(checkpoint)
         readable_checkpoints.check_readable(checkpoint)
     model = Transformer(config)
     model.build()

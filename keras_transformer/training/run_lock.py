@@ -5,6 +5,7 @@ history. `RunLock` takes an exclusive `fcntl.flock` on MODEL_DIR/.lock (the kern
 it when the holder dies, however it dies, so a lock is never stale) and writes the holder's
 pid, host and start time into the file for the message a second trainer gets:
 
+    check_free(model_dir)             # before TensorFlow starts: the same ValueError, nothing taken
     with RunLock(model_dir):          # ValueError: "... is in use by pid 4242 on host-a ..."
         ...                           # train
 
@@ -38,6 +39,30 @@ def holder(model_dir: str) -> str:
         return ""
 
 
+def _in_use(model_dir: str) -> ValueError:
+    who = holder(model_dir) or "another process"
+    return ValueError(f"{model_dir} is in use by {who} (another training process); wait for it to end, stop "
+                      "it, or use another --model_dir")
+
+
+def check_free(model_dir: str) -> None:
+    """The `RunLock` refusal (a one-line ValueError naming the holder) if a live process holds
+    MODEL_DIR/.lock now; else nothing, and nothing created or written. The training command asks
+    before TensorFlow starts, so a second trainer is refused at once, not after a model is built;
+    the lock itself is taken later (`RunLock.acquire`), which still refuses a trainer that started
+    meanwhile."""
+    try:
+        fd = os.open(os.path.join(model_dir, LOCK_FILE), os.O_RDONLY)
+    except OSError:  # no lock file (a new run), or one that cannot be opened: `acquire` says so
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise _in_use(model_dir) from None
+    finally:
+        os.close(fd)  # releases the lock if this took it
+
+
 class RunLock:
     """An exclusive lock on a training directory (created if missing), held until `release`.
 
@@ -57,9 +82,7 @@ class RunLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            who = holder(self.model_dir) or "another process"
-            raise ValueError(f"{self.model_dir} is in use by {who} (another training process); wait for it "
-                             "to end, stop it, or use another --model_dir") from None
+            raise _in_use(self.model_dir) from None
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode(), 0)

@@ -359,3 +359,71 @@ def test_row10_every_command_turns_a_file_systems_refusal_into_one_error_line(ca
     """Where no file system can be mounted: the one place every command's errors go through."""
     result = run_command("-c", MAPPED, case)
     assert_one_error_line(result, fragment)
+
+
+# Rough edges: refusals that came only after TensorFlow started ---------------------------------------
+
+
+@pytest.mark.parametrize("command", [
+    ("-m", "export", "--model_dir={run}", "--export_dir={out}/serving"),
+    ("-m", "keras_transformer.translate", "--model_dir={run}", "--input={out}/source.txt", "--output={out}/hyp.txt"),
+    ("-m", "keras_transformer.parse", "--model_dir={run}", "--input={out}/source.txt", "--output={out}/hyp.txt"),
+    ("-m", "keras_transformer.score", "--model_dir={run}", "--source={out}/source.txt", "--target={out}/source.txt",
+     "--output={out}/hyp.txt"),
+])
+def test_a_checkpoint_that_does_not_exist_is_one_error_line_before_tensorflow(no_tensorflow, tmp_path, command):
+    """`--checkpoint` (tasks.flags.define_checkpoint_flag) is checked as the flags are parsed."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "ckpt-2.index").write_bytes(b"")
+    (tmp_path / "source.txt").write_text("A dog runs .\n", encoding="utf-8")
+    before = snapshot(tmp_path)
+    argv = [part.format(run=run, out=tmp_path) for part in command]
+    for prefix in (run / "checkpoints" / "ckpt-999", run / "checkpoints"):
+        result = run_command(*argv, f"--checkpoint={prefix}", env=no_tensorflow)
+        assert_one_error_line(result, f"--checkpoint={prefix}: no such checkpoint ({prefix.name}.index not found")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_second_trainer_is_refused_before_tensorflow(no_tensorflow, tmp_path):
+    """The training command asks `run_lock.check_free` before TensorFlow starts; the holder's
+    lock and the directory stay as they were."""
+    from keras_transformer.training import run_lock
+
+    flagfile, run = tmp_path / "tiny.flags", tmp_path / "run"
+    flagfile.write_text(TINY)
+    with run_lock.RunLock(str(run)):
+        holder = (run / ".lock").read_text()
+        result = run_command(*train_args(run, "--train_steps=2", flagfile=flagfile), env=no_tensorflow)
+        assert_one_error_line(result, f"{run} is in use by pid {os.getpid()} on ", "another training process")
+        assert (run / ".lock").read_text() == holder and os.listdir(run) == [".lock"]
+    free = run_command(*train_args(run, "--train_steps=2", flagfile=flagfile), env=no_tensorflow)
+    assert "TensorFlow was imported" in free.stderr  # once released, no refusal: on to TensorFlow
+
+
+def test_a_vocabulary_too_small_for_the_characters_names_our_flag_not_sentencepieces():
+    """sentencepiece's advice ("decrease character_coverage with --character_coverage option")
+    named a flag no command has."""
+    from pipelines import grammar_corpus, tokenizers
+
+    sentences = [s for pair in grammar_corpus.generate_pairs(50, seed=1) for s in pair]
+    with pytest.raises(ValueError) as error:
+        tokenizers.train(sentences, tokenizers.TokenizerConfig(vocab_size=12, seed=1))
+    assert "vocab_size=12 is too small for this training text" in str(error.value)
+    assert "raise --vocab_size" in str(error.value) and "character_coverage" not in str(error.value)
+
+
+@pytest.mark.parametrize("settings, fragment", [
+    ("{", "tokenizer.json: not valid JSON"),
+    ("{}", "tokenizer.json: not a tokenizer's settings (missing or invalid: model_file, type, lowercase)"),
+    ('{"model_file": "gone.model", "type": "bpe", "lowercase": false}', "gone.model: no such file"),
+])
+def test_a_damaged_tokenizer_json_is_an_error_naming_the_file(tmp_path, settings, fragment):
+    """Was a KeyError / JSONDecodeError that named no file (every reader of a run loads it here)."""
+    from pipelines import tokenizers
+    from pipelines.errors import DataError
+
+    (tmp_path / "tokenizer.json").write_text(settings, encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        tokenizers.load(str(tmp_path))
+    assert fragment in str(error.value) and str(tmp_path) in str(error.value)

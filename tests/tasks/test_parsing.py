@@ -234,6 +234,7 @@ def test_bad_flags_are_one_error_line_and_write_nothing(tmp_path):
     (tmp_path / "folder").mkdir()
     source = tmp_path / "sentences.txt"
     source.write_text("The dog barks .\n", encoding="utf-8")
+    (tmp_path / "ckpt-1.index").write_bytes(b"")  # a --checkpoint that names no checkpoint is refused first
     baseline, given = "--baseline=right_branching", f"--input={source}"
     cases = {  # name: (flags, a fragment of the error)
         "no_parser": ((given,), "give exactly one of --model_dir, --export_dir and --baseline"),
@@ -254,7 +255,9 @@ def test_bad_flags_are_one_error_line_and_write_nothing(tmp_path):
         "unknown_split": ((baseline, "--treebank_split=dev", f"--data_dir={data_dir}"),
                           "value should be one of <train|validation|test>"),
         "beam_size": ((baseline, given, "--beam_size=4"), "--beam_size: only with --model_dir"),
-        "checkpoint": ((baseline, given, "--checkpoint=ckpt-1"), "--checkpoint: only with --model_dir"),
+        "checkpoint": ((baseline, given, f"--checkpoint={tmp_path / 'ckpt-1'}"), "--checkpoint: only with --model_dir"),
+        "no_checkpoint": ((f"--model_dir={tmp_path}", given, f"--checkpoint={tmp_path / 'ckpt-2'}"),
+                          f"--checkpoint={tmp_path / 'ckpt-2'}: no such checkpoint"),
         "missing_input": ((baseline, f"--input={tmp_path / 'missing.txt'}"),
                           f"--input={tmp_path / 'missing.txt'}: no such file"),
         "missing_reference": ((baseline, given, f"--reference={tmp_path / 'missing.trees'}"),
