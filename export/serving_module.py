@@ -76,8 +76,9 @@ from keras_transformer.decoding import beam_search, search, sequence_scores
 from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.config import DecodingConfig
 from keras_transformer.model import Transformer
+from keras_transformer.run_dir import layout
 from keras_transformer.special_ids import EOS_ID
-from pipelines import linearized_trees
+from pipelines import linearized_trees, sources
 from pipelines import tokenizers as tokenizers_lib
 
 SIGNATURE_INPUT = "sentences"
@@ -406,7 +407,9 @@ def export_model_dir(
     """
     versions.check_export_dir(export_dir, version)
     translator, checkpoint = from_model_dir(model_dir, decoding_config, checkpoint, precision)
-    path = export_saved_model(translator, export_dir, version, extra={"checkpoint": checkpoint},
+    dataset = layout.read_settings(model_dir).get("data", {}).get("dataset", "")
+    extra = {"checkpoint": checkpoint, "task": sources.task_of(dataset)}  # parse refuses a translation export
+    path = export_saved_model(translator, export_dir, version, extra=extra,
                               check=check_servable if check_ops else None, log=log)
     return path, checkpoint, translator
 

@@ -22,7 +22,9 @@ sentences) or `--treebank_split` (a split of the treebank under --data_dir, whos
 then the input), EVALB's labelled bracketing F1 with COLLINS.prm (all sentences and those of at
 most 40 words), the unlabelled F1 and the repair share are printed (to stdout when --output is
 a file, else to stderr). Bad input prints `error: <one line>`, exits with status 2 and writes
-nothing; paths and gold trees are checked before the model loads.
+nothing; paths and gold trees are checked before the model loads, and an --export_dir whose
+export.json says it holds a translation model (not one trained on a treebank) before TensorFlow
+starts.
 """
 
 from __future__ import annotations
@@ -78,6 +80,13 @@ def _check_flags() -> None:
     for flag in ("model_dir", "export_dir"):
         if FLAGS[flag].value is not None and not os.path.isdir(FLAGS[flag].value):
             raise FileNotFoundError(f"--{flag}={FLAGS[flag].value}: no such folder")
+    if FLAGS.export_dir:
+        from export import versions  # pylint: disable=g-import-not-at-top  (no TensorFlow)
+
+        task = versions.read_settings(versions.saved_model_path(FLAGS.export_dir)).get("task", "parsing")
+        if task != "parsing":  # recorded by export since issue 33; an older export passes
+            raise ValueError(f"--export_dir={FLAGS.export_dir}: an export of a {task} model; parsing needs a model "
+                             "trained on a treebank (--dataset=ptb)")
 
 
 def main(argv):

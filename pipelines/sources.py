@@ -71,6 +71,12 @@ DATASETS = {
 }
 
 
+def task_of(dataset: str) -> str:
+    """The task of a run trained on `dataset` (the name its model_config.json records):
+    "parsing" for a treebank, else "translation" (also for a name no longer registered)."""
+    return DATASETS[dataset].task if dataset in DATASETS else "translation"
+
+
 def spec(dataset: str) -> DataSpec:
     """The `DataSpec` registered under `dataset`; `DataError` if there is none."""
     if dataset not in DATASETS:

@@ -53,8 +53,7 @@ def run_decoding(model_dir: str) -> DecodingConfig:
     from pipelines import sources  # pylint: disable=g-import-not-at-top
 
     dataset = layout.read_settings(model_dir).get("data", {}).get("dataset", "")
-    parsing = dataset in sources.DATASETS and sources.spec(dataset).task == "parsing"
-    return PARSING_DECODING if parsing else DecodingConfig()
+    return PARSING_DECODING if sources.task_of(dataset) == "parsing" else DecodingConfig()
 
 
 def right_branching(words: Sequence[str]):

@@ -315,7 +315,9 @@ def test_cli_auto_precision_follows_the_cpu_flag(model_dir, tmp_path):
                          "--precision=auto", "--beam_size=2", "--max_extra_length=4", "--nocheck_ops")
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"to {out / '1'} (float32, auto)" in result.stdout
-    assert versions.read_settings(str(out / "1"))["precision"] == "float32"
+    settings = versions.read_settings(str(out / "1"))
+    assert settings["precision"] == "float32"
+    assert settings["task"] == "translation"  # recorded for parse, which refuses a translation export
 
 
 def test_bfloat16_export_translates_mostly_as_the_float32_export(exports, model_dir):

@@ -427,3 +427,23 @@ def test_a_damaged_tokenizer_json_is_an_error_naming_the_file(tmp_path, settings
     with pytest.raises(DataError) as error:
         tokenizers.load(str(tmp_path))
     assert fragment in str(error.value) and str(tmp_path) in str(error.value)
+
+
+def test_parse_refuses_the_export_of_a_translation_model_before_tensorflow(no_tensorflow, tmp_path):
+    """export.json records the run's task; an export made before it did (no "task") is taken."""
+    exported = fake_export(tmp_path / "serving", beam_size=4)
+    settings_file = exported / "1" / "assets.extra" / "export.json"
+    settings = json.loads(settings_file.read_text())
+    settings_file.write_text(json.dumps({**settings, "task": "translation"}))
+    (tmp_path / "sentences.txt").write_text("The dog barks .\n", encoding="utf-8")
+    result = run_command("-m", "keras_transformer.parse", f"--export_dir={exported}",
+                         f"--input={tmp_path / 'sentences.txt'}", f"--output={tmp_path / 'trees.txt'}",
+                         env=no_tensorflow)
+    assert_one_error_line(result, f"--export_dir={exported}: an export of a translation model",
+                          "trained on a treebank")
+    assert not (tmp_path / "trees.txt").exists()
+    settings_file.write_text(json.dumps({**settings, "task": "parsing"}))
+    parsing = run_command("-m", "keras_transformer.parse", f"--export_dir={exported}",
+                          f"--input={tmp_path / 'sentences.txt'}", f"--output={tmp_path / 'trees.txt'}",
+                          env=no_tensorflow)
+    assert "TensorFlow was imported" in parsing.stderr  # a parsing export goes on to TensorFlow
