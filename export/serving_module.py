@@ -23,8 +23,8 @@ Signatures (`sentences`, `sources`, `targets`: tf.string `[N]`, raw UTF-8 senten
 * `score` (`sources`, `targets`) -> `log_probs` float32 `[N]`, log P(target | source) with
   teacher forcing (`keras_transformer.decoding.sequence_scores`, no length penalty), and `tokens` int32 `[N]`,
   the target tokens scored (EOS included), so -log_probs / tokens is the pair's cross-entropy
-  per token. Both sides are tokenized and truncated as translation inputs are (an empty target
-  scores EOS alone); a pair with an empty or whitespace-only source scores 0.0 with 0 tokens.
+  per token. Both sides are tokenized and truncated as translation inputs are, and an empty or
+  whitespace-only side is EOS alone, as in the `score` command: every pair gets a finite score.
   Sources and targets of different lengths are an InvalidArgument error.
 * `translate_with_attention` -> the same plus, for visualisation, `source_tokens` tf.string
   `[N, S]`, `target_tokens` tf.string `[N, T]` (one subword per cell, "</s>" for EOS, "" for
@@ -254,11 +254,12 @@ class Translator(tf.Module):
         check = tf.debugging.assert_equal(
             tf.size(sources), tf.size(targets), message="sources and targets must hold as many sentences")
         with tf.control_dependencies([check]):
-            source_ids = self.source_ids(sources)  # (N, S)
+            # As the `score` command (tasks.scoring): an empty source is EOS alone, so its pair
+            # gets a finite log-probability like any other, never a best-possible 0.0.
+            source_ids = self._token_ids(self.source_tokenizer, sources, eos_when_empty=True)  # (N, S)
         target_ids = self._token_ids(self.target_tokenizer, targets, eos_when_empty=True)  # (N, T)
         log_probs, tokens = sequence_scores.sequence_log_probs(self.model, source_ids, target_ids)
-        scorable = tf.reduce_any(tf.not_equal(source_ids, self.model.config.pad_id), axis=1)  # (N,)
-        return {"log_probs": tf.where(scorable, log_probs, 0.0), "tokens": tf.where(scorable, tokens, 0)}
+        return {"log_probs": log_probs, "tokens": tokens}
 
     def signatures(self) -> dict:
         return {
