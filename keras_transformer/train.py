@@ -158,6 +158,10 @@ def main(argv):
         cli.check_writable_folder(FLAGS.model_dir, "model_dir")  # the translations are written there
         data.check_inputs(data.dev_split)
     else:
+        new_run = not os.path.isdir(FLAGS.model_dir) or not os.listdir(FLAGS.model_dir)
+        problem = FLAGS.init_from and new_run and cli.files.init_from_problem(FLAGS.init_from)
+        if problem:  # a resumed run ignores --init_from: only a new one is refused here
+            raise FileNotFoundError(f"--init_from={FLAGS.init_from}: {problem}")
         cli.check_writable_folder(FLAGS.model_dir, "model_dir")
         if not os.environ.get("TF_CONFIG"):  # several machines: only the chief locks (known once TF runs)
             from keras_transformer.training import run_lock  # pylint: disable=g-import-not-at-top  (no TF)

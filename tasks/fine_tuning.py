@@ -47,8 +47,7 @@ class InitSource:
                 raise ValueError(f"--init_from={path}: no checkpoint in {layout.CHECKPOINT_DIR}/ or "
                                  f"{layout.AVERAGED_DIR}/")
         else:
-            raise FileNotFoundError(f"--init_from={path}: no such training directory or checkpoint prefix "
-                                    "(e.g. RUN/checkpoints/ckpt-1000)")
+            raise FileNotFoundError(f"--init_from={path}: {cli.files.init_from_problem(path)}")
         if os.path.abspath(run_dir) == os.path.abspath(model_dir):
             raise ValueError(f"--init_from={path} is in --model_dir itself; to go on with that run, leave "
                              "out --init_from (the same command resumes it)")

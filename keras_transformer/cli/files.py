@@ -81,6 +81,15 @@ def checkpoint_prefix_problem(prefix: str) -> Optional[str]:
             "MODEL_DIR/checkpoints/ckpt-1000)")
 
 
+def init_from_problem(path: str) -> Optional[str]:
+    """None if `path` can name the model a new run starts from (`--init_from`): a folder, or a
+    checkpoint prefix (its PATH.index is a file); else why not, in words. Only the name is looked
+    at, no TensorFlow (what that run holds is `tasks.fine_tuning.InitSource.resolve`'s check)."""
+    if os.path.isdir(path) or os.path.isfile(path + ".index"):
+        return None
+    return "no such training directory or checkpoint prefix (e.g. RUN/checkpoints/ckpt-1000)"
+
+
 def check_checkpoint_prefix(prefix: str) -> None:
     """Raises a one-line `FileNotFoundError` "PREFIX: no such checkpoint ..." unless `prefix` names
     a checkpoint (`checkpoint_prefix_problem`)."""

@@ -168,6 +168,8 @@ def fake_export(folder: pathlib.Path, beam_size: int) -> pathlib.Path:
     ("--eval_max_extra_length=1000000000", "eval_max_extra_length"),
     ("--train_files=,", "--train_files=,: names no corpus"),
     ("--cpu_replicas=-1", "cpu_replicas"),
+    ("--init_from=/nonexistent/run", "--init_from=/nonexistent/run: no such training directory or checkpoint "
+     "prefix (e.g. RUN/checkpoints/ckpt-1000)"),
 ])
 def test_row6_bad_training_flags_are_one_error_line_before_tensorflow(finished, no_tensorflow, tmp_path, flag,
                                                                       fragment):
