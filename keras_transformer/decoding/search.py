@@ -165,6 +165,8 @@ def translate_ids(
     config = config or DecodingConfig()
     if config.tree_constraint and grammar is None:
         raise ValueError("the decoding's tree_constraint needs the grammar of the model's target vocabulary")
+    if target_prefix is not None and grammar is not None:
+        raise ValueError("a target prefix cannot be forced on a tree-constrained search")
     beam_size = config.beam_size if beam_size is None else beam_size
     alpha = config.alpha if alpha is None else alpha
     n_best = config.n_best if n_best is None else n_best
@@ -184,8 +186,6 @@ def translate_ids(
         fn, cache, memory = tree_constraint.constrain(grammar, fn, cache, memory, source_ids, EOS_ID,
                                                       model.config.pad_id, limits=limits)
     if target_prefix is not None:
-        if grammar is not None:
-            raise ValueError("a target prefix cannot be forced on a tree-constrained search")
         target_prefix = tf.cast(target_prefix, tf.int32)
     initial_ids = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
     if sampling is not None:
