@@ -90,6 +90,7 @@ import numpy as np
 import tensorflow as tf
 
 from export import opened_run, ops, versions, warmup
+from export.client import PREFIX_SIGNATURE, SAMPLED_SIGNATURE
 from keras_transformer.decoding import beam_search, search, sequence_scores
 from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.config import DecodingConfig, SamplingConfig
@@ -103,8 +104,6 @@ SIGNATURE_INPUT = "sentences"
 ATTENTION_SIGNATURE = "translate_with_attention"
 N_BEST_SIGNATURE = "translate_n_best"
 SCORE_SIGNATURE = "score"
-SAMPLED_SIGNATURE = "translate_sampled"
-PREFIX_SIGNATURE = "translate_with_prefix"
 EOS_LABEL = "</s>"
 MAX_BEAM_SIZE = 16  # the widest beam a request may ask for (translate_n_best)
 MAX_ALPHA = 10.0  # the strongest length penalty a request may ask for
