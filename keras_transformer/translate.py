@@ -30,7 +30,7 @@ token from the model's distribution so reshaped (`keras_transformer.decoding.sam
 `translate_sampled` signature.
 
     python -m keras_transformer.translate --model_dir=runs/de_en --input=mono.de --output=synthetic.en \
-        --sampling_topk=10 --beam_size=1 --seed=1
+        --sampling_topk=10 --seed=1
 
 --target_prefix_file (one target prefix per input line; an empty line: no prefix) makes each
 translation continue its prefix (interactive translation, terminology): the prefix is forced,
