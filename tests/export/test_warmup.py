@@ -53,8 +53,12 @@ def exported(translator, tmp_path_factory):
 
 
 def as_text(inputs):
-    return {name: [value.decode("utf-8") if isinstance(value, bytes) else value for value in np.asarray(array).tolist()]
-            for name, array in inputs.items()}
+    def text(values):  # a list (of str / bytes / numbers), or a scalar (translate_sampled's seed)
+        if not isinstance(values, list):
+            return values
+        return [value.decode("utf-8") if isinstance(value, bytes) else value for value in values]
+
+    return {name: text(np.asarray(array).tolist()) for name, array in inputs.items()}
 
 
 def test_records_are_predict_logs_of_every_signature(exported, translator):
@@ -64,7 +68,8 @@ def test_records_are_predict_logs_of_every_signature(exported, translator):
     records = [prediction_log_pb2.PredictionLog.FromString(r) for r in serialized]
     assert [r.WhichOneof("log_type") for r in records] == ["predict_log"] * len(records)
     names = [r.predict_log.request.model_spec.signature_name for r in records]
-    assert names == ["serving_default"] * 3 + ["translate_n_best", "score"]
+    assert names == ["serving_default"] * 3 + ["translate_n_best", "score", "translate_sampled",
+                                                "translate_with_prefix"]
     for record, size in zip(records, warmup.DEFAULT_BATCH_SIZES):
         request = record.predict_log.request
         assert request.model_spec.name == "" and not request.model_spec.HasField("version")
