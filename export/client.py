@@ -160,7 +160,7 @@ def _sampled_fn(signature, sampling: SamplingConfig):
     calls = itertools.count()
 
     def sampled(sentences):
-        seed = tf.constant(sampling.seed * BATCH_SEEDS + next(calls), tf.int64)
+        seed = tf.constant([sampling.seed * BATCH_SEEDS + next(calls)], tf.int64)
         return signature(sentences=sentences, seed=seed, **options)
 
     return sampled

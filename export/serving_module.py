@@ -28,12 +28,14 @@ Signatures (`sentences`, `sources`, `targets`: tf.string `[N]`, raw UTF-8 senten
   Sources and targets of different lengths are an InvalidArgument error.
 * `translate_sampled` (`sentences`; optional `topk` int32, `topp` float32, `temperature`
   float32, each `[N]`, `[1]` or absent / `[0]` (then 0, 1.0 and 1.0: the model's own
-  distribution), and `seed` int64 scalar (default 0)) -> `translations` tf.string `[N]`,
+  distribution), and `seed` int64 `[N]`, `[1]` or absent (0)) -> `translations` tf.string `[N]`,
   `scores` float32 `[N]`: one random sample per sentence instead of a search
   (`keras_transformer.decoding.sampling`; back-translation), score log P(Y). topk 0 is the whole
   vocabulary (a topk above it counts as it), 1 greedy; topp in (0, 1]; temperature >= 0, 0
-  greedy. The same request with the same seed gives the same translations; a sentence's sample
-  also depends on the others of its request. A topk below 0, a topp outside (0, 1] or a
+  greedy. A request is drawn with the seed of its first sentence (a `[1]` seed: the request's), so
+  the same request with the same seed gives the same translations; a sentence's sample also
+  depends on the others of its request. The seed has a batch dimension as every input, so TF
+  Serving's batching can merge requests (a merged batch takes its first request's seed). A topk below 0, a topp outside (0, 1] or a
   negative, NaN or infinite temperature is an InvalidArgument error.
 * `translate_with_prefix` (`sentences`, `target_prefixes`: tf.string `[N]` each) ->
   `translations`, `scores` as `serving_default`, each translation continuing its prefix
@@ -121,7 +123,7 @@ _SAMPLED_SPECS = [
     tf.TensorSpec([None], tf.int32, name="topk"),
     tf.TensorSpec([None], tf.float32, name="topp"),
     tf.TensorSpec([None], tf.float32, name="temperature"),
-    tf.TensorSpec([], tf.int64, name="seed"),
+    tf.TensorSpec([None], tf.int64, name="seed"),
 ]
 _PREFIX_SPECS = [_SENTENCES, tf.TensorSpec([None], tf.string, name="target_prefixes")]
 _SCORE_SPECS = [tf.TensorSpec([None], tf.string, name="sources"), tf.TensorSpec([None], tf.string, name="targets")]
@@ -190,7 +192,7 @@ class Translator(tf.Module):
         self.translate_n_best = tf.function(translate_n_best, input_signature=_N_BEST_SPECS)
 
         def translate_sampled(sentences, topk=tf.zeros([0], tf.int32), topp=tf.zeros([0], tf.float32),
-                              temperature=tf.zeros([0], tf.float32), seed=tf.constant(0, tf.int64)):
+                              temperature=tf.zeros([0], tf.float32), seed=tf.zeros([0], tf.int64)):
             return self._sampled(sentences, topk, topp, temperature, seed)
 
         self.translate_sampled = tf.function(translate_sampled, input_signature=_SAMPLED_SPECS)
@@ -237,6 +239,7 @@ class Translator(tf.Module):
         topk = self._request_option(topk, count, defaults.topk, "topk")
         topp = self._request_option(topp, count, defaults.topp, "topp")
         temperature = self._request_option(temperature, count, defaults.temperature, "temperature")
+        seed = tf.reduce_sum(self._request_option(seed, count, defaults.seed, "seed")[:1])  # the first, or 0
         checks = [
             tf.debugging.Assert(tf.reduce_all(topk >= 0), ["topk must be >= 0 (0 = the whole vocabulary)"]),
             tf.debugging.Assert(tf.reduce_all(tf.logical_and(topp > 0.0, topp <= 1.0)), ["topp must be in (0, 1]"]),
@@ -352,7 +355,7 @@ class Translator(tf.Module):
         options = {"n_best": np.array([c.n_best], np.int32), "beam_size": np.array([c.beam_size], np.int32),
                    "alpha": np.array([c.alpha], np.float32)}
         sampled = {"topk": np.array([0], np.int32), "topp": np.array([1.0], np.float32),
-                   "temperature": np.array([1.0], np.float32), "seed": np.array(0, np.int64)}
+                   "temperature": np.array([1.0], np.float32), "seed": np.array([0], np.int64)}
         prefixes = [sentence.split(" ")[0] if i % 2 else "" for i, sentence in enumerate(sentences)]
         batches += [(N_BEST_SIGNATURE, {SIGNATURE_INPUT: sentences, **options}),
                     (SCORE_SIGNATURE, {"sources": sentences, "targets": sentences}),

@@ -482,7 +482,7 @@ def test_new_signatures_take_bad_input_through_both_loaders(exported, loader):
     long = sorted(BAD_INPUTS).index("long")
     assert scored["tokens"][len(batch) - 1 - long] == MAX_LENGTH  # the long target is truncated
     sampling = {"topk": np.array([5], np.int32), "topp": np.array([0.9], np.float32),
-                "temperature": np.array([0.0], np.float32), "seed": np.int64(3)}
+                "temperature": np.array([0.0], np.float32), "seed": np.array([3], np.int64)}
     sampled = call("translate_sampled", sentences=np.array(batch, object), **sampling)
     prefixed = call("translate_with_prefix", sentences=np.array(batch, object),
                     target_prefixes=np.array([b"", b"\xff Der", LONG.encode(), b"  ", b"Der"], object))
@@ -524,21 +524,21 @@ def test_sampled_signature_equals_in_process_sampling_and_seeds_reproduce(export
     sentences = [source for source, _ in model_dir[1][40:48]] * 2
     options = dict(topk=tf.constant([0]), topp=tf.constant([0.95]), temperature=tf.constant([1.5]))
     signature = loaded.signatures["translate_sampled"]
-    out = signature(sentences=tf.constant(sentences), seed=tf.constant(7, tf.int64), **options)
+    out = signature(sentences=tf.constant(sentences), seed=tf.constant([7], tf.int64), **options)
     texts = [t.decode("utf-8") for t in out["translations"].numpy()]
     expected, expected_scores = in_process_search(
         model_dir[0], sentences, precision, sampling=SamplingConfig(topk=0, topp=0.95, temperature=1.5, seed=7))
     assert texts == expected
     np.testing.assert_allclose(out["scores"], expected_scores, rtol=1e-5, atol=1e-4)
     session = session_run(path, "translate_sampled", {"sentences": sentences, "topk": [0], "topp": [0.95],
-                                                      "temperature": [1.5], "seed": 7})
+                                                      "temperature": [1.5], "seed": [7]})
     assert [t.decode("utf-8") for t in session["translations"]] == texts
-    other = signature(sentences=tf.constant(sentences), seed=tf.constant(8, tf.int64), **options)
+    other = signature(sentences=tf.constant(sentences), seed=tf.constant([8], tf.int64), **options)
     assert other["translations"].numpy().tolist() != out["translations"].numpy().tolist()
     assert len(set(texts)) > len(set(sentences))  # the two copies of a sentence are sampled apart
     # Temperature 0 is greedy search, whatever topk and topp.
     greedy = signature(sentences=tf.constant(sentences), topk=tf.constant([3]), topp=tf.constant([0.5]),
-                       temperature=tf.constant([0.0]), seed=tf.constant(7, tf.int64))
+                       temperature=tf.constant([0.0]), seed=tf.constant([7] * len(sentences), tf.int64))
     expected, _ = in_process_search(model_dir[0], sentences, precision, beam_size=1)
     assert [t.decode("utf-8") for t in greedy["translations"].numpy()] == expected
 
@@ -551,7 +551,7 @@ def test_sampled_signature_equals_in_process_sampling_and_seeds_reproduce(export
 def test_sampled_signature_refuses_options_out_of_range(exported, bad, message):
     dtypes = {"topk": tf.int32, "topp": tf.float32, "temperature": tf.float32}
     feeds = {name: tf.constant(bad.get(name, [1]), dtype) for name, dtype in dtypes.items()}
-    feeds["seed"] = tf.constant(0, tf.int64)
+    feeds["seed"] = tf.constant([0], tf.int64)
     with pytest.raises(tf.errors.InvalidArgumentError, match=message):
         exported[1].signatures["translate_sampled"](sentences=tf.constant(["Der Hund bellt.", "Ein Mann."]), **feeds)
 

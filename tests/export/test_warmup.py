@@ -53,12 +53,8 @@ def exported(translator, tmp_path_factory):
 
 
 def as_text(inputs):
-    def text(values):  # a list (of str / bytes / numbers), or a scalar (translate_sampled's seed)
-        if not isinstance(values, list):
-            return values
-        return [value.decode("utf-8") if isinstance(value, bytes) else value for value in values]
-
-    return {name: text(np.asarray(array).tolist()) for name, array in inputs.items()}
+    return {name: [value.decode("utf-8") if isinstance(value, bytes) else value for value in np.asarray(array).tolist()]
+            for name, array in inputs.items()}
 
 
 def test_records_are_predict_logs_of_every_signature(exported, translator):
