@@ -266,6 +266,11 @@ class DecodingConfig:
 PARSING_DECODING = DecodingConfig(beam_size=21, alpha=0.3, max_extra_length=300, tree_constraint=True)
 
 
+# The fields of a TransformerConfig that fix what each id means: the models of an ensemble
+# (`keras_transformer.decoding.ensemble`) must agree on them.
+VOCABULARY_FIELDS = ("vocab_size", "target_vocab_size", "share_embeddings", "pad_id")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig:
     """Optimisation, checkpointing and evaluation settings of one training run (section 5).
