@@ -54,6 +54,12 @@ stay float32. The signatures, their dtypes and the ops' kinds are the float32 ex
 CPU without native bfloat16 it runs correctly, but slower than float32. export.json records
 the precision.
 
+An ensemble export (`from_model_dir(..., ensemble_model_dirs=[...])`, `python -m export
+--ensemble_model_dirs`) holds a `keras_transformer.decoding.ensemble.Ensemble` as its model: the
+same signatures and ops, each search step the log of the mean of the members' probabilities,
+`score` the log-probability under that mean, `translate_with_attention` the first member's
+attention; export.json lists the members' configs under "ensemble".
+
 TF Serving's model loader is the TF1 Session loader, which cannot load a Keras 3 model tracked
 by a tf.Module (keras#20095): the model is hidden from tracking and
 its raw `tf.Variable`s are tracked instead. The tokenizer model file is written as an asset
