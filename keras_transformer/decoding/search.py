@@ -132,7 +132,7 @@ def translate_ids(
     their `DecodingConfig`, so a decoding setting works in all of them.
 
     Args:
-        model: a built `Transformer`.
+        model: a built `Transformer`, or a `keras_transformer.decoding.ensemble.Ensemble` of them.
         source_ids: int `(B, S)`, ids then EOS, right-padded with `config.pad_id`.
         config: the `keras_transformer.config.DecodingConfig` (None: its defaults, section 6.1's).
         beam_size, alpha, max_extra_length, n_best: override the config's value when given.

@@ -13,6 +13,13 @@ back by the random initial weights for ~1 / (1 - decay) updates. There is no deb
 1 / (1 - decay^t): the shadow starts as a copy of the weights, not at zero, so it has no bias
 towards zero to correct.
 
+Why not Keras' `use_ema=True` optimizer option: its average has a fixed momentum after a first-step
+copy (no ramp), lives among the optimizer's variables (the checkpoint key `optimizer`, which
+translation and export never read), and `finalize_variable_values` overwrites the weights for
+good, where evaluation here swaps the average in and back. tf.train.ExponentialMovingAverage
+creates its shadow slots on first `apply`, inside the traced step under a distribution strategy;
+the shadow here is made once, beside the weights, and its formula is tested against it.
+
     ema = ExponentialMovingAverage(model.trainable_variables, decay=0.9999)  # under strategy.scope()
     optimizer.apply_gradients(...); step.assign_add(1); ema.update(step)    # after each update
     with ema.swapped():                                                       # evaluate the shadow

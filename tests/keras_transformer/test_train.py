@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from tests.helpers.commands import assert_one_error_line, run_command
@@ -77,6 +78,25 @@ def test_a_run_with_ema_decay_records_it_and_evaluate_only_scores_the_average(tm
     line = [line for line in evaluated.stdout.splitlines() if "ckpt-20" in line][-1]
     results = json.loads(line[line.index("{"):])
     assert results["loss"] == pytest.approx(history[-1]["loss"], rel=1e-5)
+
+    # --init_from it: the new run starts from its average, and its own average starts there:
+    # after one update, shadow = d_1 * start + (1 - d_1) * weights, d_1 = min(0.9, 2 / 11).
+    new = tmp_path / "tuned"
+    tuned = run_command(*train_args(new, f"--init_from={model_dir}", "--train_steps=1", "--eval_every_steps=0",
+                                    "--ema_decay=0.9", "--eval_max_sentences=-1", "--precision=float32",
+                                    flagfile=flagfile))
+    assert tuned.returncode == 0, tuned.stderr[-2000:]
+    from keras_transformer import Transformer  # pylint: disable=g-import-not-at-top
+    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
+
+    start = layout.restore_model(str(model_dir))[0].trainable_variables  # the first run's average
+    shadow, path = layout.restore_model(str(new))
+    weights = Transformer(shadow.config)
+    weights.build()
+    tf.train.Checkpoint(model=weights).read(path).expect_partial()  # the raw weights of update 1
+    d = 2 / 11
+    for s, w0, w1 in zip(shadow.trainable_variables, start, weights.trainable_variables):
+        np.testing.assert_allclose(s.numpy(), d * w0.numpy() + (1 - d) * w1.numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.slow
