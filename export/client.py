@@ -14,11 +14,18 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 from keras_transformer import cli
-from keras_transformer.config import DecodingConfig
+from keras_transformer.config import DecodingConfig, SamplingConfig
+
+# Signatures of the export that a command asks for by name before TensorFlow starts
+# (`check_export_signature`); `export.serving_module` defines them under these names.
+SAMPLED_SIGNATURE = "translate_sampled"
+PREFIX_SIGNATURE = "translate_with_prefix"
+# Batch i of a sampled file is drawn with seed * BATCH_SEEDS + i: batches get their own draws.
+BATCH_SEEDS = 2**20
 
 
-def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress: Optional[bool] = None
-                    ) -> tuple[list[str], list[float]]:
+def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress: Optional[bool] = None,
+                    prefixes: Optional[list[bytes]] = None) -> tuple[list[str], list[float]]:
     """Runs `translate_fn(tf.string [N]) -> {"translations", "scores"}` (a `serving_default`) over
     batches of similar length (words, then bytes), longest first.
 
@@ -27,6 +34,8 @@ def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress:
 
     Returns translations (str) and scores in the order of `lines`; with a `translate_n_best`
     (`[N, K]` outputs, `load_translate_fn(n_best=K)`) each is a list of K, best first.
+    With `prefixes` (one target prefix per line) `translate_fn` is a `translate_with_prefix`
+    (`load_translate_fn(prefixed=True)`), called with the sentences and their prefixes.
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
@@ -35,11 +44,16 @@ def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress:
     on_batch = cli.stderr_progress(len(lines), "sentence", progress)
 
     def translate_batch(batch):
-        out = translate_fn(tf.constant(batch, tf.string))
+        if prefixes is None:
+            out = translate_fn(tf.constant(batch, tf.string))
+        else:
+            out = translate_fn(tf.constant([line for line, _ in batch], tf.string),
+                               tf.constant([prefix for _, prefix in batch], tf.string))
         return [(_texts(text), score.tolist()) for text, score in zip(out["translations"].numpy(), out["scores"].numpy())]
 
     lengths = [(len(line.split()), len(line)) for line in lines]
-    results = sorted_batches.map_in_input_order(translate_batch, lines, lengths, batch_size, descending=True,
+    items = lines if prefixes is None else list(zip(lines, prefixes))
+    results = sorted_batches.map_in_input_order(translate_batch, items, lengths, batch_size, descending=True,
                                                 on_batch=on_batch)
     return [t for t, _ in results], [s for _, s in results]
 
@@ -51,7 +65,8 @@ def _texts(value):
 
 def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str] = None,
                       decoding: DecodingConfig = DecodingConfig(), checkpoint: Optional[str] = None,
-                      n_best: int = 1, ensemble_model_dirs: Sequence[str] = ()):
+                      n_best: int = 1, ensemble_model_dirs: Sequence[str] = (),
+                      sampling: Optional[SamplingConfig] = None, prefixed: bool = False):
     """(`serving_default`: tf.string [N] -> {"translations", "scores"}, where it came from).
 
     From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
@@ -64,8 +79,12 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
     hypotheses with the beam and alpha of `decoding` (from `model_dir`) or of the export
     (its `assets.extra/export.json`); its outputs are `[N, n_best]`, best first.
 
+    With `sampling` the function is `translate_sampled` with its options (batch i drawn with
+    seed `sampling.seed * BATCH_SEEDS + i`); with `prefixed`, `translate_with_prefix`
+    (sentences, target prefixes). Either only with `n_best` 1 (the caller checks).
+
     Raises:
-        ValueError: `n_best` larger than that beam, or an export without `translate_n_best`.
+        ValueError: `n_best` larger than that beam, or an export without the signature asked for.
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
@@ -77,6 +96,13 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
         check_n_best(n_best, decoding.beam_size, "--beam_size")
         translator, source = serving_module.from_model_dir(model_dir, decoding, checkpoint,
                                                            ensemble_model_dirs=ensemble_model_dirs)
+        if sampling is not None:
+            return _sampled_fn(translator.translate_sampled, sampling), source
+        if prefixed:
+            def prefixed_fn(sentences, prefixes):  # holds the Translator, as below
+                return translator.translate_with_prefix(sentences, prefixes)
+
+            return prefixed_fn, source
         if n_best > 1:
             options = _n_best_options(n_best, decoding)
 
@@ -94,6 +120,9 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
     from export import serving_module, versions  # pylint: disable=g-import-not-at-top
 
     source = versions.saved_model_path(export_dir)
+    if sampling is not None or prefixed:
+        name = SAMPLED_SIGNATURE if sampling is not None else PREFIX_SIGNATURE
+        check_export_signature(export_dir, name)
     if n_best > 1:
         settings = versions.read_settings(source)
         if serving_module.N_BEST_SIGNATURE not in settings.get("signatures", []):
@@ -102,6 +131,16 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
         exported = _exported_decoding(settings, n_best)
     with cli.silence_native_stderr():  # the tokenizer resource's "normalizer.cc" INFO lines
         loaded = tf.saved_model.load(source)
+    if sampling is not None:
+        fn = _sampled_fn(loaded.signatures[SAMPLED_SIGNATURE], sampling)
+    elif prefixed:
+        signature = loaded.signatures[PREFIX_SIGNATURE]
+
+        def fn(sentences, prefixes):
+            return signature(sentences=sentences, target_prefixes=prefixes)
+    if sampling is not None or prefixed:
+        fn.saved_model = loaded  # a signature keeps only a weak reference to its SavedModel
+        return fn, source
     if n_best == 1:
         return loaded.signatures["serving_default"], source
     signature, options = loaded.signatures[serving_module.N_BEST_SIGNATURE], _n_best_options(n_best, exported)
@@ -111,6 +150,33 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
 
     loaded_n_best.saved_model = loaded  # a signature keeps only a weak reference to its SavedModel
     return loaded_n_best, source
+
+
+def _sampled_fn(signature, sampling: SamplingConfig):
+    """`translate_sampled` as a function of the sentences alone, a seed of its own per call."""
+    import itertools  # pylint: disable=g-import-not-at-top
+
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    options = {"topk": tf.constant([sampling.topk], tf.int32), "topp": tf.constant([sampling.topp], tf.float32),
+               "temperature": tf.constant([sampling.temperature], tf.float32)}
+    calls = itertools.count()
+
+    def sampled(sentences):
+        seed = tf.constant([sampling.seed * BATCH_SEEDS + next(calls)], tf.int64)
+        return signature(sentences=sentences, seed=seed, **options)
+
+    return sampled
+
+
+def check_export_signature(export_dir: str, name: str) -> None:
+    """A one-line `ValueError` unless the export (a version folder or its base folder) has the
+    signature `name` (older exports lack the newer ones). Reads export.json only."""
+    from export import versions  # pylint: disable=g-import-not-at-top
+
+    source = versions.saved_model_path(export_dir)
+    if name not in versions.read_settings(source).get("signatures", []):
+        raise ValueError(f"{source} has no {name} signature (an older export): export the model again")
 
 
 def check_n_best(n_best: int, beam_size: int, beam_name: str) -> None:

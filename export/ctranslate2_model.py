@@ -49,6 +49,7 @@ length penalty the project uses (CTranslate2 divides by |Y| ** alpha instead).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -58,7 +59,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 
 from export import versions
-from keras_transformer.config import DecodingConfig, TransformerConfig
+from keras_transformer.config import DecodingConfig, SamplingConfig, TransformerConfig
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 CTRANSLATE2_REQUIREMENT = "ctranslate2>=4,<5"
@@ -439,7 +440,8 @@ def export_model_dir(model_dir: str, export_dir: str, decoding_config: DecodingC
 # Decoding with CTranslate2 -------------------------------------------------------------------
 
 def translation_options(decoding: DecodingConfig, config: TransformerConfig, source_length: int, *,
-                        pad_token: str = "<pad>", bos_token: str = "<s>", patience: float = 1.0) -> dict:
+                        pad_token: str = "<pad>", bos_token: str = "<s>", patience: float = 1.0,
+                        sampling: Optional[SamplingConfig] = None) -> dict:
     """Keyword arguments of `ctranslate2.Translator.translate_batch` for sources of
     `source_length` pieces (EOS not counted), following `keras_transformer.decoding.search`:
 
@@ -464,6 +466,10 @@ def translation_options(decoding: DecodingConfig, config: TransformerConfig, sou
     CTranslate2 finishes a hypothesis only when EOS is among the best `beam` candidates of a
     step (the project: among its 2 * beam), and stops an example after round(beam * patience)
     finished ones (the project: when no live one can still win). `patience` > 1 narrows it.
+
+    With `sampling` (`keras_transformer.decoding.sampling`'s settings) CTranslate2 samples
+    instead: beam 1 and its sampling_topk / sampling_topp / sampling_temperature (the same
+    meanings; temperature 0, the project's greedy search, is sampling_topk 1), scores log P(Y).
     """
     source_tokens = min(source_length, config.max_length - 1) + 1
     limit = source_tokens + decoding.max_extra_length
@@ -478,7 +484,12 @@ def translation_options(decoding: DecodingConfig, config: TransformerConfig, sou
         return_scores=True,
         return_end_token=True,
     )
-    if decoding.beam_size == 1:  # greedy search (n_best <= beam_size)
+    if sampling is not None:
+        greedy = sampling.temperature == 0.0
+        options.update(beam_size=1, length_penalty=0.0, num_hypotheses=1,
+                       sampling_topk=1 if greedy else sampling.topk, sampling_topp=sampling.topp,
+                       sampling_temperature=1.0 if greedy else sampling.temperature)
+    elif decoding.beam_size == 1:  # greedy search (n_best <= beam_size)
         options.update(length_penalty=0.0, num_hypotheses=1)
     else:
         candidates = max(round(decoding.beam_size * patience), decoding.n_best)
@@ -520,7 +531,8 @@ def rescore(results, decoding: DecodingConfig, ct2_length_penalty: float, eos_to
 
 def translate_pieces(translator, sources: Sequence[Sequence[str]], decoding: DecodingConfig,
                      config: TransformerConfig, *, special: Optional[dict] = None, patience: float = 1.0,
-                     max_batch_size: int = 0) -> list[list[tuple[list[str], float]]]:
+                     max_batch_size: int = 0, sampling: Optional[SamplingConfig] = None
+                     ) -> list[list[tuple[list[str], float]]]:
     """Source piece lists (no EOS) -> per source the n-best (pieces, score), in input order.
 
     The project's output limit depends on the source length, CTranslate2's max_decoding_length
@@ -530,15 +542,19 @@ def translate_pieces(translator, sources: Sequence[Sequence[str]], decoding: Dec
     whose hypotheses are all shorter than its own limit got what a call with its own limit
     gives; the others (rare: an output as long as source + max_extra_length) are translated
     again, in one call per source length with their own limit.
-    `special`: export.json's "special_tokens" (default SentencePiece's pieces).
+    `special`: export.json's "special_tokens" (default SentencePiece's pieces). `sampling`: one
+    random sample per source instead of the search (`translation_options`), a source that
+    reached its limit sampled again.
     """
     special = special or {"pad": "<pad>", "bos": "<s>", "eos": "</s>"}
+    if sampling is not None:  # one hypothesis, ranked and scored as greedy search's
+        decoding = dataclasses.replace(decoding, beam_size=1, n_best=1)
     lengths = [min(len(source), config.max_length - 1) for source in sources]
     results: list = [None] * len(sources)
 
     def options(length):
         return translation_options(decoding, config, length, pad_token=special["pad"], bos_token=special["bos"],
-                                   patience=patience)
+                                   patience=patience, sampling=sampling)
 
     def run(indices, length) -> list[tuple[int, int]]:
         """Translates `indices` with the limit of `length`; returns (index, longest hypothesis)."""
@@ -608,11 +624,15 @@ class Ctranslate2Translator:
         return [t.decode("utf-8", errors="replace") for t in self.target_tokenizer.detokenize(ids).numpy()]
 
     def translate(self, sentences: Sequence[str], decoding: Optional[DecodingConfig] = None, *,
-                  patience: float = 1.0, max_batch_size: int = 0) -> list[list[tuple[str, float]]]:
-        """Per sentence its n-best (translation, score), best first."""
+                  patience: float = 1.0, max_batch_size: int = 0, sampling: Optional[SamplingConfig] = None
+                  ) -> list[list[tuple[str, float]]]:
+        """Per sentence its n-best (translation, score), best first; with `sampling`, one sample.
+        `sampling.seed` is not used: `ctranslate2.set_random_seed` before a call was seen not to
+        reproduce the samples of CTranslate2's worker threads."""
         decoding = decoding or self.decoding
         nbest = translate_pieces(self.translator, self.tokenize(sentences), decoding, self.config,
-                                 special=self.special, patience=patience, max_batch_size=max_batch_size)
+                                 special=self.special, patience=patience, max_batch_size=max_batch_size,
+                                 sampling=sampling)
         flat = [pieces for hypotheses in nbest for pieces, _ in hypotheses]
         texts = iter(self.detokenize(flat))
         return [[(next(texts), score) for _, score in hypotheses] for hypotheses in nbest]

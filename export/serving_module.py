@@ -26,6 +26,26 @@ Signatures (`sentences`, `sources`, `targets`: tf.string `[N]`, raw UTF-8 senten
   per token. Both sides are tokenized and truncated as translation inputs are, and an empty or
   whitespace-only side is EOS alone, as in the `score` command: every pair gets a finite score.
   Sources and targets of different lengths are an InvalidArgument error.
+* `translate_sampled` (`sentences`; optional `topk` int32, `topp` float32, `temperature`
+  float32, each `[N]`, `[1]` or absent / `[0]` (then 0, 1.0 and 1.0: the model's own
+  distribution), and `seed` int64 `[N]`, `[1]` or absent (0)) -> `translations` tf.string `[N]`,
+  `scores` float32 `[N]`: one random sample per sentence instead of a search
+  (`keras_transformer.decoding.sampling`; back-translation), score log P(Y). topk 0 is the whole
+  vocabulary (a topk above it counts as it), 1 greedy; topp in (0, 1]; temperature >= 0, 0
+  greedy. A request is drawn with the seed of its first sentence (a `[1]` seed: the request's), so
+  the same request with the same seed gives the same translations; a sentence's sample also
+  depends on the others of its request. The seed has a batch dimension as every input, so TF
+  Serving's batching can merge requests (a merged batch takes its first request's seed). A topk below 0, a topp outside (0, 1] or a
+  negative, NaN or infinite temperature is an InvalidArgument error.
+* `translate_with_prefix` (`sentences`, `target_prefixes`: tf.string `[N]` each) ->
+  `translations`, `scores` as `serving_default`, each translation continuing its prefix
+  (interactive translation, terminology): the prefix, tokenized by the target tokenizer (no
+  EOS), is forced and the search (the export's beam and alpha) goes on from it. The output
+  includes the prefix and the score counts it (log P of the whole output / lp(|Y|)). An empty
+  or whitespace-only prefix changes nothing; a prefix longer than the sentence's length limit
+  (source tokens + max_extra_length) is cut there (the output is then the cut prefix). An empty
+  source still gives "" (score 0.0). Not in an export whose search is tree-constrained.
+  Sentences and prefixes of different lengths are an InvalidArgument error.
 * `translate_with_attention` -> the same plus, for visualisation, `source_tokens` tf.string
   `[N, S]`, `target_tokens` tf.string `[N, T]` (one subword per cell, "</s>" for EOS, "" for
   padding), `source_lengths` / `target_lengths` int32 `[N]` (tokens, EOS included) and
@@ -78,9 +98,10 @@ import numpy as np
 import tensorflow as tf
 
 from export import ensemble_members, opened_run, ops, versions, warmup
+from export.client import PREFIX_SIGNATURE, SAMPLED_SIGNATURE
 from keras_transformer.decoding import beam_search, ensemble, search, sequence_scores
 from keras_transformer.decoding import precision as precision_lib
-from keras_transformer.config import DecodingConfig
+from keras_transformer.config import DecodingConfig, SamplingConfig
 from keras_transformer.model import Transformer
 from keras_transformer.run_dir import layout
 from keras_transformer.special_ids import EOS_ID
@@ -103,6 +124,14 @@ _N_BEST_SPECS = [
     tf.TensorSpec([None], tf.int32, name="beam_size"),
     tf.TensorSpec([None], tf.float32, name="alpha"),
 ]
+_SAMPLED_SPECS = [
+    _SENTENCES,
+    tf.TensorSpec([None], tf.int32, name="topk"),
+    tf.TensorSpec([None], tf.float32, name="topp"),
+    tf.TensorSpec([None], tf.float32, name="temperature"),
+    tf.TensorSpec([None], tf.int64, name="seed"),
+]
+_PREFIX_SPECS = [_SENTENCES, tf.TensorSpec([None], tf.string, name="target_prefixes")]
 _SCORE_SPECS = [tf.TensorSpec([None], tf.string, name="sources"), tf.TensorSpec([None], tf.string, name="targets")]
 
 
@@ -168,6 +197,12 @@ class Translator(tf.Module):
 
         self.translate_n_best = tf.function(translate_n_best, input_signature=_N_BEST_SPECS)
 
+        def translate_sampled(sentences, topk=tf.zeros([0], tf.int32), topp=tf.zeros([0], tf.float32),
+                              temperature=tf.zeros([0], tf.float32), seed=tf.zeros([0], tf.int64)):
+            return self._sampled(sentences, topk, topp, temperature, seed)
+
+        self.translate_sampled = tf.function(translate_sampled, input_signature=_SAMPLED_SPECS)
+
     # Graph pieces ---------------------------------------------------------------
 
     def source_ids(self, sentences: tf.Tensor) -> tf.Tensor:
@@ -185,16 +220,43 @@ class Translator(tf.Module):
         ends = lengths >= 0 if eos_when_empty else lengths > 0  # (N,)
         return ids + eos * tf.cast(ends, tf.int32)[:, None]
 
-    def _search(self, sentences):
+    def target_prefix_ids(self, prefixes: tf.Tensor) -> tf.Tensor:
+        """tf.string `[N]` -> int32 `[N, P]`: each prefix's target subwords (no EOS), -1-padded; no
+        more than any output may hold (`config.max_length + max_extra_length`)."""
+        text = tf.strings.strip(_valid_utf8(prefixes))
+        longest = self.model.config.max_length + self.decoding_config.max_extra_length
+        return self.target_tokenizer.tokenize(text)[:, :longest].to_tensor(default_value=-1)
+
+    def _search(self, sentences, **options):
         source_ids = self.source_ids(sentences)  # (N, S)
         c = self.decoding_config
-        sequences, scores = search.translate_ids(self.model, source_ids, c, n_best=1, grammar=self.grammar)
+        sequences, scores = search.translate_ids(self.model, source_ids, c, n_best=1, grammar=self.grammar,
+                                                 **options)
         best = sequences[:, 0]  # (N, T)
         outputs = {
             "translations": _valid_utf8(self.target_tokenizer.detokenize(best)),
             "scores": scores[:, 0],
         }
         return outputs, source_ids, best
+
+    def _sampled(self, sentences, topk, topp, temperature, seed):
+        count = tf.size(sentences)
+        defaults = SamplingConfig()
+        topk = self._request_option(topk, count, defaults.topk, "topk")
+        topp = self._request_option(topp, count, defaults.topp, "topp")
+        temperature = self._request_option(temperature, count, defaults.temperature, "temperature")
+        seed = tf.reduce_sum(self._request_option(seed, count, defaults.seed, "seed")[:1])  # the first, or 0
+        checks = [
+            tf.debugging.Assert(tf.reduce_all(topk >= 0), ["topk must be >= 0 (0 = the whole vocabulary)"]),
+            tf.debugging.Assert(tf.reduce_all(tf.logical_and(topp > 0.0, topp <= 1.0)), ["topp must be in (0, 1]"]),
+            tf.debugging.Assert(tf.reduce_all(tf.logical_and(temperature >= 0.0, tf.math.is_finite(temperature))),
+                                ["temperature must be a finite number >= 0 (0 = greedy)"]),
+        ]
+        with tf.control_dependencies(checks):
+            topk, topp, temperature = tf.identity(topk), tf.identity(topp), tf.identity(temperature)
+        sampling = SamplingConfig(topk=topk, topp=topp, temperature=temperature, seed=seed)
+        outputs, _, _ = self._search(sentences, sampling=sampling)
+        return outputs
 
     def _request_option(self, value, count, default, name):
         """A per-request option, `[count]`, `[1]` or `[0]` (the export's `default`) -> `[count]`."""
@@ -255,6 +317,15 @@ class Translator(tf.Module):
         )
         return outputs
 
+    @tf.function(input_signature=_PREFIX_SPECS)
+    def translate_with_prefix(self, sentences, target_prefixes):
+        check = tf.debugging.assert_equal(tf.size(sentences), tf.size(target_prefixes),
+                                          message="sentences and target_prefixes must hold as many sentences")
+        with tf.control_dependencies([check]):
+            prefix = self.target_prefix_ids(target_prefixes)  # (N, P)
+        outputs, _, _ = self._search(sentences, target_prefix=prefix)
+        return outputs
+
     @tf.function(input_signature=_SCORE_SPECS)
     def score(self, sources, targets):
         check = tf.debugging.assert_equal(
@@ -268,25 +339,36 @@ class Translator(tf.Module):
         return {"log_probs": log_probs, "tokens": tokens}
 
     def signatures(self) -> dict:
-        return {
+        signatures = {
             "serving_default": self.serving_default,
             ATTENTION_SIGNATURE: self.translate_with_attention,
             N_BEST_SIGNATURE: self.translate_n_best,
             SCORE_SIGNATURE: self.score,
+            SAMPLED_SIGNATURE: self.translate_sampled,
         }
+        if self.grammar is None:  # a tree-constrained search takes no prefix
+            signatures[PREFIX_SIGNATURE] = self.translate_with_prefix
+        return signatures
 
     def warmup_batches(self) -> list:
         """What the export's warm-up file asks (`export.warmup`, replayed by TF Serving when it
         loads the version): `serving_default` with 1, 8 and 32 sentences of mixed lengths, and
-        `translate_n_best` (every option given: a warm-up record must feed every input) and
-        `score` with 8."""
+        `translate_n_best`, `translate_sampled` (every option given: a warm-up record must feed
+        every input), `score` and `translate_with_prefix` (when the export has it) with 8."""
         batches = warmup.translation_batches(SIGNATURE_INPUT)
         sentences = warmup.translation_batches(SIGNATURE_INPUT, sizes=(8,))[0][1][SIGNATURE_INPUT]
         c = self.decoding_config
         options = {"n_best": np.array([c.n_best], np.int32), "beam_size": np.array([c.beam_size], np.int32),
                    "alpha": np.array([c.alpha], np.float32)}
-        return batches + [(N_BEST_SIGNATURE, {SIGNATURE_INPUT: sentences, **options}),
-                          (SCORE_SIGNATURE, {"sources": sentences, "targets": sentences})]
+        sampled = {"topk": np.array([0], np.int32), "topp": np.array([1.0], np.float32),
+                   "temperature": np.array([1.0], np.float32), "seed": np.array([0], np.int64)}
+        prefixes = [sentence.split(" ")[0] if i % 2 else "" for i, sentence in enumerate(sentences)]
+        batches += [(N_BEST_SIGNATURE, {SIGNATURE_INPUT: sentences, **options}),
+                    (SCORE_SIGNATURE, {"sources": sentences, "targets": sentences}),
+                    (SAMPLED_SIGNATURE, {SIGNATURE_INPUT: sentences, **sampled})]
+        if PREFIX_SIGNATURE in self.signatures():
+            batches.append((PREFIX_SIGNATURE, {SIGNATURE_INPUT: sentences, "target_prefixes": prefixes}))
+        return batches
 
     def settings(self) -> dict:
         """What the export was made with (written to assets.extra/export.json); an ensemble's

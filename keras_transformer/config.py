@@ -260,6 +260,45 @@ class DecodingConfig:
         return dataclasses.asdict(self)
 
 
+@dataclasses.dataclass(frozen=True)
+class SamplingConfig:
+    """Random sampling instead of a search (`keras_transformer.decoding.sampling`): one output
+    per sentence, each token drawn from the model's distribution reshaped by temperature,
+    top-k and top-p, in that order. Not in the paper (section 6.1 searches); back-translation
+    samples its synthetic sources (Edunov et al., 2018).
+
+    Attributes:
+        topk: draw among the k most probable tokens; 0 = the whole vocabulary, 1 = greedy.
+        topp: draw among the smallest set of most probable tokens whose probability reaches
+            topp (nucleus sampling), in (0, 1]; 1 = no such cut.
+        temperature: p ** (1 / temperature), >= 0; 0 = the most probable token (greedy search).
+        seed: in [0, 2**32): the same seed, sentences and batches give the same samples.
+
+    The fields may also be tensors, one request's options in a SavedModel
+    (`export.serving_module`), which checks them in the graph; Python values are checked here.
+    """
+
+    topk: int = 0
+    topp: float = 1.0
+    temperature: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self):
+        if any(hasattr(getattr(self, field.name), "dtype") for field in dataclasses.fields(self)):
+            return  # tensors: checked in the graph by their caller
+        if isinstance(self.topk, bool) or not isinstance(self.topk, int) or self.topk < 0:
+            raise ValueError(f"sampling topk must be an integer >= 0 (0 = the whole vocabulary), got {self.topk!r}")
+        check_finite(self, ("topp", "temperature"))
+        if not 0.0 < self.topp <= 1.0:
+            raise ValueError(f"sampling topp must be in (0, 1], got {self.topp!r}")
+        if self.temperature < 0.0:
+            raise ValueError(f"sampling temperature must be >= 0 (0 = greedy), got {self.temperature!r}")
+        check_seed(self.seed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 # Section 6.3, English constituency parsing: "We increased the maximum output length to input
 # length + 300. We used a beam size of 21 and alpha = 0.3". The paper says nothing of
 # constraining the search; here it decodes only trees over the input (`tree_constraint`).

@@ -59,6 +59,44 @@ def decoding_config(prefix: str = "", base=None):
     return DecodingConfig(**values) if base is None else dataclasses.replace(base, **values)
 
 
+_SAMPLING_HELP = {
+    "sampling_topk": "Sample instead of searching: draw each token among the K most probable; 0 = the whole "
+                     "vocabulary, 1 = greedy (CTranslate2's sampling_topk). One translation per sentence.",
+    "sampling_topp": "Sample among the smallest set of most probable tokens whose probability reaches P "
+                     "(nucleus sampling), in (0, 1]; 1 = no cut.",
+    "sampling_temperature": "Sample from p ** (1 / T), T >= 0; 0 = the most probable token (greedy search).",
+}
+
+
+def define_sampling_flags() -> None:
+    """--sampling_topk, --sampling_topp, --sampling_temperature and --seed (`SamplingConfig`)."""
+    from keras_transformer.config import SamplingConfig  # pylint: disable=g-import-not-at-top
+
+    defaults = SamplingConfig()
+    flags.DEFINE_integer("sampling_topk", defaults.topk, _SAMPLING_HELP["sampling_topk"])
+    flags.DEFINE_float("sampling_topp", defaults.topp, _SAMPLING_HELP["sampling_topp"])
+    flags.DEFINE_float("sampling_temperature", defaults.temperature, _SAMPLING_HELP["sampling_temperature"])
+    flags.DEFINE_integer("seed", defaults.seed, "With a --sampling_* flag: the random seed, in [0, 2**32); the "
+                         "same seed, input and --batch_size give the same translations.")
+
+
+def sampling_config():
+    """The `SamplingConfig` of the flags of `define_sampling_flags`, None when no --sampling_* flag is
+    given (search, not sampling). A one-line `ValueError` for a value out of range, or --seed alone."""
+    from keras_transformer.config import SamplingConfig  # pylint: disable=g-import-not-at-top
+
+    if not any(FLAGS[name].present for name in _SAMPLING_HELP):
+        if FLAGS["seed"].present:
+            raise ValueError("--seed: only with --sampling_topk, --sampling_topp or --sampling_temperature")
+        return None
+    values = {name[len("sampling_"):]: FLAGS[name].value for name in _SAMPLING_HELP}
+    try:
+        return SamplingConfig(**values, seed=FLAGS.seed)
+    except ValueError as error:  # "sampling topk must ..." -> "--sampling_topk must ..."
+        message = str(error).replace("sampling ", "--sampling_").replace("seed must", "--seed must")
+        raise ValueError(message) from None
+
+
 def check_model_dir_only(why: str) -> None:
     """Raises a one-line `ValueError` naming the `MODEL_DIR_ONLY` flags given (`why`: what is used
     instead, e.g. "an export has its decoding settings built in")."""

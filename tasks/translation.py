@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 from export import client
 from keras_transformer import cli
-from keras_transformer.config import DecodingConfig
+from keras_transformer.config import DecodingConfig, SamplingConfig
 from keras_transformer.run_dir import atomic_files
 
 
@@ -24,7 +24,9 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
                    export_dir: Optional[str] = None, decoding: DecodingConfig = DecodingConfig(),
                    checkpoint: Optional[str] = None, reference: Optional[str] = None, batch_size: int = 32,
                    progress: Optional[bool] = None, n_best: int = 1,
-                   moses_bleu_lang: Optional[str] = None, ensemble_model_dirs: Sequence[str] = ()) -> Optional[str]:
+                   moses_bleu_lang: Optional[str] = None, ensemble_model_dirs: Sequence[str] = (),
+                   sampling: Optional[SamplingConfig] = None,
+                   target_prefix_file: Optional[str] = None) -> Optional[str]:
     """Translates a file (or stdin) line by line with a training directory or an export.
 
     From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
@@ -45,6 +47,12 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     (i the sentence's 0-based line number, score log P(Y) / lp(|Y|)); a sentence with fewer
     hypotheses (an empty line has one, "") gets fewer lines. BLEU is then of the best ones.
 
+    With `sampling` each sentence gets one random sample (the export's `translate_sampled`;
+    batch i drawn with seed `sampling.seed * client.BATCH_SEEDS + i`, so the same file, seed and
+    `batch_size` give the same output), scored log P(Y). With `target_prefix_file` (one target
+    prefix per input line, an empty line for none) each translation continues its prefix (the
+    export's `translate_with_prefix`). Neither goes with `n_best` > 1, nor both together.
+
     Returns:
         With `reference`, sacreBLEU's report as text (`metrics.corpus_scores`): BLEU (section 6.1),
         chrF and chrF++ (Popović 2015, 2017; not in the paper), each with its signature, and with
@@ -55,18 +63,24 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     if (model_dir is None) == (export_dir is None):
         raise ValueError("give exactly one of model_dir and export_dir")
     cli.check_output_path(output_path, inputs={"input": input_path, "reference": reference})
+    if n_best > 1 and (sampling is not None or target_prefix_file):
+        raise ValueError("n_best above 1 is for a search without a target prefix")
+    if sampling is not None and target_prefix_file:
+        raise ValueError("sampling and a target prefix file do not go together")
     lines = cli.read_lines(input_path)
     references = read_references(reference, len(lines), input_path)
+    prefixes = read_prefixes(target_prefix_file, len(lines), input_path)
     start = time.perf_counter()
     translate_fn, source = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint, n_best=n_best,
-                                                    ensemble_model_dirs=ensemble_model_dirs)
+                                                    ensemble_model_dirs=ensemble_model_dirs, sampling=sampling,
+                                                    prefixed=prefixes is not None)
     print(f"translating {len(lines)} sentences with {source}", file=sys.stderr)
-    translations, scores = client.translate_lines(translate_fn, lines, batch_size, progress)
+    translations, scores = client.translate_lines(translate_fn, lines, batch_size, progress, prefixes=prefixes)
     if n_best > 1:
         text = n_best_lines(translations, scores)
         translations = [hypotheses[0] for hypotheses in translations]
     else:
-        text = "".join(t + "\n" for t in translations)
+        text = "".join(one_line(t) + "\n" for t in translations)
     atomic_files.write_output(output_path, text)
     elapsed = time.perf_counter() - start
     print(f"{len(lines)} sentences in {elapsed:.1f} s ({len(lines) / max(elapsed, 1e-9):.1f} sentences/s)",
@@ -76,13 +90,35 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     return str(metrics.corpus_scores(translations, references, moses_lang=moses_bleu_lang))
 
 
-def check_files(input_path: str, output_path: str = "-", reference: Optional[str] = None) -> None:
+def one_line(translation: str) -> str:
+    """A translation as one line of the output: a line break in it (a byte-fallback piece, more
+    likely sampled than searched) becomes a space."""
+    return translation.replace("\r", " ").replace("\n", " ")
+
+
+def check_files(input_path: str, output_path: str = "-", reference: Optional[str] = None,
+                target_prefix_file: Optional[str] = None) -> None:
     """What `translate_file` checks first, for a command to call before TensorFlow starts: the
-    output can be written and is neither input (`cli.check_output_path`), and a reference has the
-    input's line count (when the input is a file: stdin is read once, by `translate_file`)."""
-    cli.check_output_path(output_path, inputs={"input": input_path, "reference": reference})
-    if reference and input_path != "-":
-        read_references(reference, len(cli.read_lines(input_path)), input_path)
+    output can be written and is neither input (`cli.check_output_path`), and a reference and a
+    target prefix file have the input's line count (when the input is a file: stdin is read once,
+    by `translate_file`)."""
+    cli.check_output_path(output_path, inputs={"input": input_path, "reference": reference,
+                                               "target_prefix_file": target_prefix_file})
+    if (reference or target_prefix_file) and input_path != "-":
+        count = len(cli.read_lines(input_path))
+        read_references(reference, count, input_path)
+        read_prefixes(target_prefix_file, count, input_path)
+
+
+def read_prefixes(path: Optional[str], count: int, input_path: str) -> Optional[list[bytes]]:
+    """The lines of a target prefix file (None without one); a one-line `ValueError` unless there
+    are `count`, the input's."""
+    if not path:
+        return None
+    prefixes = cli.read_lines(path)
+    if len(prefixes) != count:
+        raise ValueError(f"{path} has {len(prefixes)} target prefixes but the input ({input_path}) has {count} lines")
+    return prefixes
 
 
 def read_references(reference: Optional[str], count: int, input_path: str) -> Optional[list[str]]:

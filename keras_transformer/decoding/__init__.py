@@ -4,6 +4,7 @@
                    `translate`, the SavedModel): the decoding rules (length limit, never PAD or
                    BOS, empty sources) joining the model to the search; `translate_ids`.
   beam_search      beam and greedy search in pure TensorFlow; knows no model.
+  sampling         random sampling (temperature, top-k, top-p, a seed) over the same contract.
   tree_constraint  decoding restricted to linearized trees over the input (section 6.3).
   sequence_scores  log P(target | source) per pair with teacher forcing (`score`).
   sorted_batches   many sentences through a batched function in length-sorted batches,

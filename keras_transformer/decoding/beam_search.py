@@ -130,6 +130,24 @@ def _log_probs(logits: tf.Tensor) -> tf.Tensor:
     return tf.maximum(tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1), NEG_INF)
 
 
+def prefix_tokens(prefix: tf.Tensor, step) -> tf.Tensor:
+    """int32 (n,): each example's forced token at position `step` of its output, -1 where its
+    prefix is shorter. `prefix` is int32 (n, P), the forced target prefix padded with -1."""
+    prefix = tf.pad(tf.cast(prefix, tf.int32), [[0, 0], [0, 1]], constant_values=-1)  # (n, P + 1)
+    return prefix[:, tf.minimum(step, tf.shape(prefix)[1] - 1)]
+
+
+def force_prefix(log_probs: tf.Tensor, prefix: tf.Tensor, step) -> tf.Tensor:
+    """A forced target prefix in one step's log-probs (n, ..., V) (fairseq's `prefix_tokens`):
+    where example i has a forced token, every other token gets NEG_INF and the forced one keeps
+    its log-probability, so all its hypotheses follow the prefix and their scores are log P of
+    the whole output, prefix included."""
+    token = prefix_tokens(prefix, step)  # (n,)
+    token = tf.reshape(token, [-1] + [1] * (log_probs.shape.rank - 1))  # (n, 1, ..., 1)
+    others = tf.logical_and(token >= 0, tf.not_equal(tf.range(tf.shape(log_probs)[-1]), token))
+    return tf.where(others, NEG_INF, log_probs)
+
+
 def _split(done: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     """bool (n,) -> int32 positions of the examples that stay, and of those that are done."""
     stay = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
@@ -178,6 +196,7 @@ def beam_search(
     eos_id: int,
     n_best: Optional[LengthLike] = None,
     memory: Any = None,
+    prefix: Optional[tf.Tensor] = None,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Beam search with the GNMT length penalty (paper section 6.1: beam 4, alpha 0.6).
 
@@ -208,6 +227,9 @@ def beam_search(
             or an int32 scalar or (B,) tensor (each in [1, that example's beam]).
         memory: None, or a nested structure of tensors with leading dimension B that
             `symbols_to_logits_fn` receives as its 4th argument (module docstring).
+        prefix: None, or int32 (B, P): a target prefix per example, padded with -1, that every
+            hypothesis starts with (`force_prefix`); it counts in |Y| and in log P(Y), and a
+            prefix longer than the example's max_decode_length is cut there.
 
     Returns:
         sequences: int32 (B, n_best, T), best first, without the start token; each holds its
@@ -307,6 +329,8 @@ def beam_search(
         flat_ids = tf.reshape(state["alive_seq"][:, :, -1], [-1])  # (n * beam,)
         logits, new_cache = model(flat_ids, step, state["cache"], state["memory"])
         log_probs = tf.reshape(_log_probs(logits), [n, beam_size, vocab_size])  # (n, beam, V)
+        if prefix is not None:
+            log_probs = force_prefix(log_probs, tf.gather(prefix, live), step)
 
         # Every (hypothesis, next token) pair, flat over beam * V; keep the 2 * beam best.
         candidates = state["alive_log_probs"][:, :, None] + log_probs  # (n, beam, V)
@@ -402,6 +426,7 @@ def greedy_search(
     *,
     eos_id: int,
     memory: Any = None,
+    prefix: Optional[tf.Tensor] = None,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Greedy decoding: the most probable next token at every step.
 
@@ -418,6 +443,7 @@ def greedy_search(
         eos_id: int, the end-of-sentence id (the caller's vocabulary; no default).
         memory: None, or a nested structure of tensors with leading dimension B that
             `symbols_to_logits_fn` receives as its 4th argument (module docstring).
+        prefix: None, or int32 (B, P), a forced target prefix per example (as in `beam_search`).
 
     Returns:
         sequences: int32 (B, T), without the start token, up to and including EOS, then 0s.
@@ -450,6 +476,8 @@ def greedy_search(
         hypotheses = state["hypotheses"]
         logits, cache = model(hypotheses["seq"][:, -1], state["step"], state["cache"], state["memory"])
         log_probs = _log_probs(logits)  # (n, V)
+        if prefix is not None:
+            log_probs = force_prefix(log_probs, tf.gather(prefix, state["live"]), state["step"])
         token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)  # (n,)
         step = state["step"] + 1
         hypotheses = {

@@ -14,6 +14,13 @@ evaluation, `python -m keras_transformer.translate` and the SavedModel of `expor
   positions it is also capped at `config.max_length` (the position table has no more rows).
   An empty row gets limit 0: nothing is decoded, the output is empty and its score 0.0.
 * beam_size 1 means greedy search (`beam_search.greedy_search`); scores are then log P(Y).
+* `sampling` (a `SamplingConfig`) draws one output per sentence instead of searching
+  (`sampling.sample`: temperature, top-k, top-p, a seed); beam_size, alpha and n_best are then
+  unused, scores are log P(Y).
+* `target_prefix` forces each output to start with given target tokens (interactive
+  translation, terminology; fairseq's `prefix_tokens`, CTranslate2's `target_prefix`): the
+  search continues it, the output includes it and its score counts it (log P of the whole
+  output, over |Y| with the prefix for the length penalty). It is cut at the length limit.
 * PAD and BOS are never produced (their logits are masked), so an output is its tokens up to
   and including EOS, then only PAD.
 * Outputs follow `beam_search`: int32 `(B, n_best, T)` without BOS, EOS kept, 0-padded, and
@@ -33,8 +40,9 @@ from typing import Optional
 import tensorflow as tf
 
 from keras_transformer.decoding import beam_search as beam_search_lib
+from keras_transformer.decoding import sampling as sampling_lib
 from keras_transformer.decoding import tree_constraint
-from keras_transformer.config import DecodingConfig
+from keras_transformer.config import DecodingConfig, SamplingConfig
 from keras_transformer.model import Transformer
 from keras_transformer.special_ids import BOS_ID, EOS_ID
 
@@ -124,6 +132,8 @@ def translate_ids(
     max_decode_length=None,
     use_cache: bool = True,
     grammar=None,
+    sampling: Optional[SamplingConfig] = None,
+    target_prefix=None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Beam search (or greedy search for beam_size 1) over the Transformer.
 
@@ -146,6 +156,11 @@ def translate_ids(
             linearized trees over the source's pieces (a parsing model, section 6.3). Required
             when `config.tree_constraint` is set (the caller builds it from its target
             vocabulary, `pipelines.linearized_trees.tree_grammar`).
+        sampling: None to search, or a `keras_transformer.config.SamplingConfig` (its fields
+            Python values or tensors, scalars or `(B,)`; the seed a scalar) to sample one
+            output per sentence (n_best is then 1).
+        target_prefix: None, or int `(B, P)`: the target tokens each output starts with (no
+            EOS), padded with -1; a row of only -1 has no prefix. Not with `grammar`.
 
     Returns:
         sequences int32 `(B, n_best, T)` (no BOS; EOS kept; 0-padded) and scores float32
@@ -155,6 +170,8 @@ def translate_ids(
     config = config or DecodingConfig()
     if config.tree_constraint and grammar is None:
         raise ValueError("the decoding's tree_constraint needs the grammar of the model's target vocabulary")
+    if target_prefix is not None and grammar is not None:
+        raise ValueError("a target prefix cannot be forced on a tree-constrained search")
     beam_size = config.beam_size if beam_size is None else beam_size
     alpha = config.alpha if alpha is None else alpha
     n_best = config.n_best if n_best is None else n_best
@@ -173,15 +190,22 @@ def translate_ids(
                              f"{model.config.output_vocab_size}")
         fn, cache, memory = tree_constraint.constrain(grammar, fn, cache, memory, source_ids, EOS_ID,
                                                       model.config.pad_id, limits=limits)
+    if target_prefix is not None:
+        target_prefix = tf.cast(target_prefix, tf.int32)
     initial_ids = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
-    if greedy:
+    if sampling is not None:
+        sequences, scores = sampling_lib.sample(
+            fn, initial_ids, cache, limits, eos_id=EOS_ID, memory=memory, seed=sampling.seed, topk=sampling.topk,
+            topp=sampling.topp, temperature=sampling.temperature, prefix=target_prefix)
+        sequences, scores = sequences[:, None, :], scores[:, None]  # (B, 1, T), (B, 1)
+    elif greedy:
         sequences, scores = beam_search_lib.greedy_search(
-            fn, initial_ids, cache, limits, eos_id=EOS_ID, memory=memory)
+            fn, initial_ids, cache, limits, eos_id=EOS_ID, memory=memory, prefix=target_prefix)
         sequences, scores = sequences[:, None, :], scores[:, None]  # (B, 1, T), (B, 1)
     else:
         sequences, scores = beam_search_lib.beam_search(
             fn, initial_ids, cache, model.config.output_vocab_size, beam_size=beam_size, alpha=alpha,
-            max_decode_length=limits, eos_id=EOS_ID, n_best=n_best, memory=memory,
+            max_decode_length=limits, eos_id=EOS_ID, n_best=n_best, memory=memory, prefix=target_prefix,
         )
     return sequences, tf.where((limits > 0)[:, None], scores, 0.0)
 

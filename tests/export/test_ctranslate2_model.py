@@ -21,7 +21,7 @@ ctranslate2 = pytest.importorskip("ctranslate2")
 from export import ctranslate2_model, versions  # noqa: E402
 from keras_transformer.decoding import beam_search, search, sequence_scores  # noqa: E402
 from keras_transformer.run_dir import layout
-from keras_transformer.config import DecodingConfig  # noqa: E402
+from keras_transformer.config import DecodingConfig, SamplingConfig  # noqa: E402
 from keras_transformer.losses import decoder_inputs  # noqa: E402
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID  # noqa: E402
 from pipelines import grammar_corpus, tokenizers  # noqa: E402
@@ -138,6 +138,32 @@ def test_beam_search_scores_are_the_projects_scores_of_the_same_outputs(run):
     outputs, _, _ = project_search(model, tokenizer, sources, beam_size=4)
     same = sum(hypotheses[0][0] == output for hypotheses, output in zip(nbest, outputs))
     assert same >= SENTENCES // 2, same
+
+
+def test_sampling_with_temperature_0_or_top_1_is_greedy_and_top_k_holds(run):
+    """CTranslate2 samples with the project's settings: temperature 0 and top-1 give the greedy
+    outputs; hot top-2 samples keep each token among the model's 2 most probable (the TensorFlow
+    model's teacher-forced distribution) and score log P(Y) as the project computes it."""
+    _, out, sources, _, model, tokenizer = run
+    ct2 = ctranslate2_model.Ctranslate2Translator(str(out / "1"))
+    greedy = ct2.translate(sources, DecodingConfig(beam_size=1))
+    for sampling in (SamplingConfig(temperature=0.0), SamplingConfig(topk=1, temperature=3.0)):
+        assert ct2.translate(sources, sampling=sampling) == greedy
+    sampling = SamplingConfig(topk=2, temperature=5.0, seed=4)
+    pieces = ctranslate2_model.translate_pieces(ct2.translator, ct2.tokenize(sources), ct2.decoding, ct2.config,
+                                                sampling=sampling)
+    outputs = [hypotheses[0][0] for hypotheses in pieces]
+    log_probs, _ = project_log_probs(model, tokenizer, sources, outputs)
+    np.testing.assert_allclose([hypotheses[0][1] for hypotheses in pieces], log_probs, atol=2e-4, rtol=1e-5)
+    vocabulary = {p: i for i, p in enumerate(tokenizer.pieces())}
+    source = tokenizer.tokenize(sources, add_eos=True).to_tensor()
+    target = tf.ragged.constant([[vocabulary[p] for p in row] + [EOS_ID] for row in outputs]).to_tensor()
+    logits = model((source, decoder_inputs(target)), training=False).numpy()
+    logits[..., [PAD_ID, BOS_ID]] = -np.inf
+    ranks = [int(np.sum(logits[b, t] > logits[b, t, target[b, t]]))
+             for b in range(len(outputs)) for t in range(len(outputs[b]) + 1)]
+    assert max(ranks) <= 1 and ranks.count(1) > 0
+    assert [h[0][0] for h in ct2.translate(sources, sampling=sampling)] != [h[0][0] for h in greedy]
 
 
 def test_int8_export_stores_the_weights_to_int8_precision(run, tmp_path):

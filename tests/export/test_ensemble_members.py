@@ -97,7 +97,8 @@ def test_the_ensemble_saved_model_equals_the_in_process_ensemble_on_both_loaders
     a, b, pairs = runs
     sentences = [source for source, _ in pairs[:5]] + ["Der Mann sieht den Hund."]
     expected, expected_scores = in_process(runs, sentences)
-    alone = serving_module.from_model_dir(a, DECODING)[0].serving_default(tf.constant(sentences))
+    single = serving_module.from_model_dir(a, DECODING)[0]  # held: its tf.functions keep only a weak reference
+    alone = single.serving_default(tf.constant(sentences))
     assert [t.decode("utf-8") for t in alone["translations"].numpy()] != expected  # the second model counts
     path, checkpoint, translator = serving_module.export_model_dir(a, str(tmp_path / "out"), DECODING,
                                                                    ensemble_model_dirs=[b])

@@ -22,13 +22,14 @@ from export import ops, serving_module, versions
 from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.decoding import search, sequence_scores
 from keras_transformer.run_dir import layout
-from keras_transformer.config import DecodingConfig
+from keras_transformer.config import DecodingConfig, SamplingConfig
 from pipelines import tokenizers
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.export_models import MAX_LENGTH, make_model_dir
 
 DECODING = DecodingConfig(beam_size=4, alpha=0.6, max_extra_length=50)
-SIGNATURES = ["score", "serving_default", "translate_n_best", "translate_with_attention"]
+SIGNATURES = ["score", "serving_default", "translate_n_best", "translate_sampled", "translate_with_attention",
+              "translate_with_prefix"]
 
 LONG = " ".join(["Der große Hund sieht die kleine Katze."] * 130)  # about 5,000 characters
 BAD_INPUTS = {
@@ -187,7 +188,7 @@ def test_only_core_tensorflow_and_tensorflow_text_ops(exported):
     report = ops.check(str(exported[0]))
     assert report["offenders"] == {}
     assert "SentencepieceTokenizeOp" in report["tensorflow_text"]
-    assert {"While", "TopKV2", "UnicodeTranscode"} <= set(report["core"])
+    assert {"While", "TopKV2", "UnicodeTranscode", "StatelessMultinomial"} <= set(report["core"])
     assert ops.saved_model_op_types(str(exported[0])) == set(report["core"]) | set(report["tensorflow_text"])
 
 
@@ -480,7 +481,107 @@ def test_new_signatures_take_bad_input_through_both_loaders(exported, loader):
         assert scored["log_probs"][i] < 0 and scored["tokens"][i] > 0
     long = sorted(BAD_INPUTS).index("long")
     assert scored["tokens"][len(batch) - 1 - long] == MAX_LENGTH  # the long target is truncated
+    sampling = {"topk": np.array([5], np.int32), "topp": np.array([0.9], np.float32),
+                "temperature": np.array([0.0], np.float32), "seed": np.array([3], np.int64)}
+    sampled = call("translate_sampled", sentences=np.array(batch, object), **sampling)
+    prefixed = call("translate_with_prefix", sentences=np.array(batch, object),
+                    target_prefixes=np.array([b"", b"\xff Der", LONG.encode(), b"  ", b"Der"], object))
+    for out in (sampled, prefixed):
+        assert out["translations"].shape == (len(batch),)
+        for text in out["translations"].tolist():
+            text.decode("utf-8")
+        for i in empty_rows:  # an empty source gives "", prefix or not
+            assert (out["translations"][i], out["scores"][i]) == (b"", 0.0)
+    if loader == "session":  # TF Serving fills the SignatureDef's defaults of the absent options
+        defaults = call("translate_sampled", sentences=np.array(batch, object))
+        assert defaults["translations"].shape == (len(batch),)
     none = np.zeros([0], object)
     assert call("translate_n_best", sentences=none, **options)["translations"].shape[0] == 0
+    assert call("translate_sampled", sentences=none, **sampling)["translations"].shape == (0,)
+    assert call("translate_with_prefix", sentences=none, target_prefixes=none)["translations"].shape == (0,)
     out = call("score", sources=none, targets=none)
     assert out["log_probs"].shape == (0,) and out["tokens"].shape == (0,)
+
+
+# translate_sampled and translate_with_prefix ------------------------------------------------
+
+def in_process_search(model_dir, sentences, precision="float32", prefixes=None, **options):
+    """The export's best translations and scores, by `search.translate_ids` in this process."""
+    model, run = reference_model(model_dir, precision)
+    tokenizer = tokenizers.load(os.path.join(model_dir, layout.TOKENIZER_DIR))
+    source = tokenizer.tokenize(sentences, add_eos=True).to_tensor()
+    args = [source]
+    if prefixes is not None:
+        args.append(tokenizer.tokenize([p.strip() for p in prefixes]).to_tensor(default_value=-1))
+    sequences, scores = run(lambda s, *p: search.translate_ids(model, s, DECODING, n_best=1,
+                                                               target_prefix=p[0] if p else None, **options))(*args)
+    texts = [t.decode("utf-8") for t in tokenizer.detokenize(sequences[:, 0]).numpy()]
+    return texts, scores[:, 0].numpy()
+
+
+def test_sampled_signature_equals_in_process_sampling_and_seeds_reproduce(exported, model_dir, precision):
+    path, loaded = exported
+    sentences = [source for source, _ in model_dir[1][40:48]] * 2
+    options = dict(topk=tf.constant([0]), topp=tf.constant([0.95]), temperature=tf.constant([1.5]))
+    signature = loaded.signatures["translate_sampled"]
+    out = signature(sentences=tf.constant(sentences), seed=tf.constant([7], tf.int64), **options)
+    texts = [t.decode("utf-8") for t in out["translations"].numpy()]
+    expected, expected_scores = in_process_search(
+        model_dir[0], sentences, precision, sampling=SamplingConfig(topk=0, topp=0.95, temperature=1.5, seed=7))
+    assert texts == expected
+    np.testing.assert_allclose(out["scores"], expected_scores, rtol=1e-5, atol=1e-4)
+    session = session_run(path, "translate_sampled", {"sentences": sentences, "topk": [0], "topp": [0.95],
+                                                      "temperature": [1.5], "seed": [7]})
+    assert [t.decode("utf-8") for t in session["translations"]] == texts
+    other = signature(sentences=tf.constant(sentences), seed=tf.constant([8], tf.int64), **options)
+    assert other["translations"].numpy().tolist() != out["translations"].numpy().tolist()
+    assert len(set(texts)) > len(set(sentences))  # the two copies of a sentence are sampled apart
+    # Temperature 0 is greedy search, whatever topk and topp.
+    greedy = signature(sentences=tf.constant(sentences), topk=tf.constant([3]), topp=tf.constant([0.5]),
+                       temperature=tf.constant([0.0]), seed=tf.constant([7] * len(sentences), tf.int64))
+    expected, _ = in_process_search(model_dir[0], sentences, precision, beam_size=1)
+    assert [t.decode("utf-8") for t in greedy["translations"].numpy()] == expected
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(topk=[-1]), "topk must be >= 0"), (dict(topp=[0.0]), "topp must be in"), (dict(topp=[1.5]), "topp must be in"),
+    (dict(topp=[float("nan")]), "topp must be in"), (dict(temperature=[-0.1]), "temperature must be a finite"),
+    (dict(temperature=[float("inf")]), "temperature must be a finite"), (dict(topk=[1, 2, 3]), "one value per sentence"),
+])
+def test_sampled_signature_refuses_options_out_of_range(exported, bad, message):
+    dtypes = {"topk": tf.int32, "topp": tf.float32, "temperature": tf.float32}
+    feeds = {name: tf.constant(bad.get(name, [1]), dtype) for name, dtype in dtypes.items()}
+    feeds["seed"] = tf.constant([0], tf.int64)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        exported[1].signatures["translate_sampled"](sentences=tf.constant(["Der Hund bellt.", "Ein Mann."]), **feeds)
+
+
+def test_prefix_signature_continues_each_prefix_as_the_in_process_search(exported, model_dir, precision):
+    path, loaded = exported
+    pairs = model_dir[1][50:56]
+    sentences = [source for source, _ in pairs]
+    words = [target.split() for _, target in pairs]
+    prefixes = ["", " ".join(words[1][:2]), words[2][0], "  ", " ".join(words[4][:3]), "Haus"]
+    out = loaded.signatures["translate_with_prefix"](sentences=tf.constant(sentences),
+                                                     target_prefixes=tf.constant(prefixes))
+    texts = [t.decode("utf-8") for t in out["translations"].numpy()]
+    expected, expected_scores = in_process_search(model_dir[0], sentences, precision, prefixes=prefixes)
+    assert texts == expected
+    np.testing.assert_allclose(out["scores"], expected_scores, rtol=1e-5, atol=1e-4)
+    for text, prefix in zip(texts, prefixes):
+        assert text.startswith(prefix.strip())
+    default = loaded.signatures["serving_default"](sentences=tf.constant(sentences))
+    for i in (0, 3):  # no prefix: serving_default's translation
+        assert out["translations"].numpy()[i] == default["translations"].numpy()[i]
+    session = session_run(path, "translate_with_prefix", {"sentences": sentences, "target_prefixes": prefixes})
+    assert [t.decode("utf-8") for t in session["translations"]] == texts
+    with pytest.raises(tf.errors.InvalidArgumentError, match="as many sentences"):
+        loaded.signatures["translate_with_prefix"](sentences=tf.constant(["a", "b"]), target_prefixes=tf.constant(["a"]))
+
+
+def test_a_prefix_longer_than_the_limit_is_cut_there(exported):
+    signature = exported[1].signatures["translate_with_prefix"]
+    out = signature(sentences=tf.constant(["Hund."]), target_prefixes=tf.constant([LONG]))
+    text = out["translations"].numpy()[0].decode("utf-8")
+    assert LONG.startswith(text) and len(text.split()) >= 10  # the prefix, cut at source + 50 tokens
+    assert np.isfinite(out["scores"].numpy()[0])

@@ -70,7 +70,8 @@ def test_records_are_predict_logs_of_every_signature(exported, translator):
     records = [prediction_log_pb2.PredictionLog.FromString(r) for r in serialized]
     assert [r.WhichOneof("log_type") for r in records] == ["predict_log"] * len(records)
     names = [r.predict_log.request.model_spec.signature_name for r in records]
-    assert names == ["serving_default"] * 3 + ["translate_n_best", "score"]
+    assert names == ["serving_default"] * 3 + ["translate_n_best", "score", "translate_sampled",
+                                                "translate_with_prefix"]
     for record, size in zip(records, warmup.DEFAULT_BATCH_SIZES):
         request = record.predict_log.request
         assert request.model_spec.name == "" and not request.model_spec.HasField("version")

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from keras_transformer import TABLE3, TransformerConfig
-from keras_transformer.config import DecodingConfig
+from keras_transformer.config import DecodingConfig, SamplingConfig
 
 
 def test_base_and_big_presets_are_the_papers():
@@ -62,3 +62,12 @@ def test_decoding_config_is_the_papers_search_and_checks_its_fields():
                        (dict(beam_size=2.0), "beam_size")]:
         with pytest.raises(ValueError, match=field):
             DecodingConfig(**bad)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(topk=-1), "topk"), (dict(topp=0.0), "topp"), (dict(topp=1.5), "topp"),
+    (dict(temperature=-0.5), "temperature"), (dict(topp=float("nan")), "topp"), (dict(seed=-3), "seed"),
+])
+def test_sampling_config_refuses_out_of_range_values(bad, message):
+    with pytest.raises(ValueError, match=message):
+        SamplingConfig(**bad)

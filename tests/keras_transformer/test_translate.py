@@ -127,3 +127,64 @@ def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
     assert "\x1b[" in captured.err and "3/3" in captured.err and captured.out == ""
 
 
+
+
+# Sampling and target prefixes ------------------------------------------------------------------
+
+def test_sampling_from_model_dir_and_from_export_agree_and_the_seed_decides(files):
+    """The same seed and batch size give the same samples from both sources; another seed others;
+    temperature 0 is greedy search (--beam_size=1)."""
+    sampling = ["--sampling_topk=0", "--sampling_temperature=1.5", "--batch_size=8"]
+    outputs = {}
+    for source in (f"--model_dir={files / 'run'}", f"--export_dir={files / 'export'}"):
+        for seed in (1, 2):
+            result = run(source, f"--input={files / 'source.txt'}", "--output=-", f"--seed={seed}", *sampling)
+            assert result.returncode == 0, result.stderr[-2000:]
+            outputs[source.split("=")[0], seed] = result.stdout.split("\n")[:-1]  # odd samples hold \x0b, \x1c...
+    assert outputs["--model_dir", 1] == outputs["--export_dir", 1]
+    assert outputs["--model_dir", 2] == outputs["--export_dir", 2]
+    assert outputs["--model_dir", 1] != outputs["--model_dir", 2] and len(outputs["--model_dir", 1]) == 20
+    greedy = run(f"--model_dir={files / 'run'}", f"--input={files / 'source.txt'}", "--output=-", "--beam_size=1")
+    cold = run(f"--model_dir={files / 'run'}", f"--input={files / 'source.txt'}", "--output=-",
+               "--sampling_temperature=0", "--seed=5")
+    assert cold.returncode == 0, cold.stderr[-2000:]
+    assert cold.stdout == greedy.stdout
+
+
+def test_target_prefixes_from_model_dir_and_from_export_agree_and_start_each_translation(files):
+    sources = (files / "source.txt").read_text(encoding="utf-8").splitlines()
+    plain = run(f"--model_dir={files / 'run'}", f"--input={files / 'source.txt'}", "--output=-").stdout.splitlines()
+    # Every other line gets the first word of another line's translation as its prefix; the rest none.
+    prefixes = [plain[(i + 3) % len(plain)].split(" ")[0] if i % 2 else "" for i in range(len(sources))]
+    (files / "prefixes.txt").write_text("".join(p + "\n" for p in prefixes), encoding="utf-8")
+    outputs = {}
+    for source in (f"--model_dir={files / 'run'}", f"--export_dir={files / 'export'}"):
+        result = run(source, f"--input={files / 'source.txt'}", "--output=-",
+                     f"--target_prefix_file={files / 'prefixes.txt'}")
+        assert result.returncode == 0, result.stderr[-2000:]
+        outputs[source.split("=")[0]] = result.stdout.splitlines()
+    assert outputs["--model_dir"] == outputs["--export_dir"]
+    for translation, prefix, alone in zip(outputs["--model_dir"], prefixes, plain):
+        assert translation.startswith(prefix)
+        if not prefix:
+            assert translation == alone
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--sampling_topp=0"], "--sampling_topp must be in (0, 1], got 0.0"),
+    (["--sampling_topp=1.5"], "--sampling_topp must be in (0, 1]"),
+    (["--sampling_temperature=-1"], "--sampling_temperature must be >= 0"),
+    (["--sampling_topk=-1"], "--sampling_topk must be an integer >= 0"),
+    (["--seed=3"], "--seed: only with --sampling_topk"),
+    (["--sampling_topk=5", "--beam_size=4"], "sampling draws one translation per sentence"),
+    (["--sampling_topk=5", "--n_best=2"], "sampling draws one translation per sentence"),
+    (["--sampling_topk=5", "--target_prefix_file={root}/source.txt"], "--target_prefix_file: not with sampling"),
+    (["--n_best=2", "--target_prefix_file={root}/source.txt"], "--target_prefix_file: not with --n_best"),
+    (["--target_prefix_file={root}/missing.txt"], "--target_prefix_file={root}/missing.txt: no such file"),
+    (["--target_prefix_file={root}/one_line.txt"], "has 1 target prefixes but the input"),
+])
+def test_bad_sampling_and_prefix_flags_are_one_line(files, args, message):
+    (files / "one_line.txt").write_text("Ein\n", encoding="utf-8")
+    args = [a.format(root=files) for a in args]
+    assert_one_error_line(run(f"--model_dir={files / 'run'}", f"--input={files / 'source.txt'}", *args),
+                          message.format(root=files))

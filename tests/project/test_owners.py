@@ -34,7 +34,7 @@ def test_no_literal_special_id_defaults():
 
 
 def test_each_decoding_flag_is_defined_once():
-    for name in ("beam_size", "alpha", "max_extra_length"):
+    for name in ("beam_size", "alpha", "max_extra_length", "sampling_topk", "sampling_topp", "sampling_temperature"):
         places = _places(rf"DEFINE_\w+\(\s*f?\"(\{{prefix\}})?{name}\"")
         assert places and all(p.startswith("tasks/flags.py:") for p in places) and len(places) == 1, (name, places)
 

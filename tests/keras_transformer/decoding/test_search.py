@@ -8,6 +8,7 @@ import tensorflow as tf
 from keras_transformer import Transformer, TransformerConfig
 from keras_transformer.decoding import search
 from keras_transformer.decoding import beam_search as bs
+from keras_transformer.special_ids import BOS_ID
 
 VOCAB = 40
 # Rows: ids then EOS (3), PAD-padded; the third row is empty.
@@ -138,3 +139,87 @@ def test_cross_attention_shape_and_rows_sum_to_one():
     assert attention.shape == (4, 2, 2, sequences.shape[2], 5)
     np.testing.assert_allclose(attention[0].sum(-1), 1.0, rtol=1e-5)
     assert (attention[1][..., 3:] == 0).all()  # no weight on source padding
+
+
+# Forced target prefixes --------------------------------------------------------------------
+
+# One prefix per SOURCE row, -1-padded: two tokens, none, one (the empty source), three.
+PREFIX = np.array([[17, 21, -1], [-1, -1, -1], [30, -1, -1], [25, 5, 9]], np.int32)
+
+
+def prefix_of(row):
+    return [t for t in PREFIX[row] if t >= 0]
+
+
+def masked_log_probs(model, source_ids, decoder_input_ids):
+    """The full causal decoder's last-position log-probs, PAD and BOS ruled out as in the search."""
+    logits = model((tf.constant(source_ids), tf.constant(decoder_input_ids)), training=False)[:, -1].numpy()
+    logits[:, [0, 2]] = -np.inf
+    return logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_every_prefixed_output_starts_with_its_prefix(beam_size):
+    model = make_model()
+    sequences, _ = search.translate_ids(model, SOURCE, beam_size=beam_size, n_best=beam_size, max_extra_length=6,
+                                        target_prefix=PREFIX)
+    for row in (0, 1, 3):  # the empty source decodes nothing, prefix or not
+        prefix = prefix_of(row)
+        for hypothesis in sequences.numpy()[row]:
+            assert list(hypothesis[: len(prefix)]) == prefix
+    assert not sequences.numpy()[2].any()
+    plain = search.translate_ids(model, SOURCE, beam_size=beam_size, n_best=beam_size, max_extra_length=6)
+    np.testing.assert_array_equal(sequences.numpy()[1], plain[0].numpy()[1, :, : sequences.shape[2]])
+
+
+def test_greedy_with_a_prefix_is_the_teacher_forced_argmax_after_it():
+    model = make_model()
+    sequences, scores = search.translate_ids(model, SOURCE, beam_size=1, max_extra_length=6, target_prefix=PREFIX)
+    limits = search.max_decode_lengths(model, SOURCE, 6).numpy()
+    for row in (0, 1, 3):
+        tokens, log_prob = prefix_of(row), 0.0
+        for t in range(len(tokens)):  # the prefix's own log-probability
+            log_prob += masked_log_probs(model, SOURCE[row: row + 1], [[BOS_ID] + tokens[:t]])[0, tokens[t]]
+        while tokens[-1:] != [3] and len(tokens) < limits[row]:
+            step = masked_log_probs(model, SOURCE[row: row + 1], [[BOS_ID] + tokens])[0]
+            tokens.append(int(np.argmax(step)))
+            log_prob += step[tokens[-1]]
+        got = sequences.numpy()[row, 0]
+        assert list(got[: len(tokens)]) == tokens and not got[len(tokens):].any()
+        np.testing.assert_allclose(scores.numpy()[row, 0], log_prob, rtol=1e-4)
+
+
+def test_a_beam_score_counts_the_prefix_in_log_p_and_in_the_length():
+    model = make_model()
+    sequences, scores = search.translate_ids(model, SOURCE, beam_size=4, alpha=0.6, n_best=4, max_extra_length=6,
+                                             target_prefix=PREFIX)
+    for row in (0, 3):
+        for hypothesis, score in zip(sequences.numpy()[row], scores.numpy()[row]):
+            tokens = [t for t in hypothesis if t]
+            log_prob = sum(masked_log_probs(model, SOURCE[row: row + 1], [[BOS_ID] + tokens[:t]])[0, tokens[t]]
+                           for t in range(len(tokens)))
+            np.testing.assert_allclose(score, log_prob / bs.length_penalty(len(tokens), 0.6).numpy(), rtol=1e-4)
+
+
+def test_a_prefix_longer_than_the_limit_is_cut_there():
+    model = make_model()
+    long = np.tile(np.arange(5, 25, dtype=np.int32), (len(SOURCE), 1))  # 20 tokens, limits 5 + 2 at most
+    limits = search.max_decode_lengths(model, SOURCE, 2).numpy()
+    for beam_size in (1, 3):
+        sequences, scores = search.translate_ids(model, SOURCE, beam_size=beam_size, max_extra_length=2,
+                                                 target_prefix=long)
+        for row, limit in enumerate(limits):
+            np.testing.assert_array_equal(sequences.numpy()[row, 0, :limit], long[row, :limit])
+            assert not sequences.numpy()[row, 0, limit:].any()
+        assert np.all(scores.numpy()[[0, 1, 3], 0] < 0)
+
+
+def test_a_prefix_under_tf_function_equals_eager_and_a_tree_constraint_refuses_it():
+    model = make_model()
+    eager = search.translate_ids(model, SOURCE, beam_size=4, max_extra_length=6, target_prefix=PREFIX)
+    traced = tf.function(lambda s, p: search.translate_ids(model, s, beam_size=4, max_extra_length=6,
+                                                           target_prefix=p))(tf.constant(SOURCE), tf.constant(PREFIX))
+    np.testing.assert_array_equal(eager[0], traced[0])
+    np.testing.assert_allclose(eager[1], traced[1], rtol=1e-5)
+    with pytest.raises(ValueError, match="prefix"):
+        search.translate_ids(model, SOURCE, target_prefix=PREFIX, grammar=object())

@@ -1,0 +1,176 @@
+"""Random sampling: temperature, top-k and nucleus (top-p), reproducible with a seed.
+
+Not in the paper, which decodes with beam search (section 6.1). Sampling gives the diverse,
+not only most probable, outputs that back-translation (Edunov et al., 2018, "Understanding
+Back-Translation at Scale": sampled synthetic sources beat beam ones) and data augmentation use.
+At every step the next token is drawn from the model's distribution reshaped by
+
+    temperature T:  p_T(y) proportional to p(y) ** (1 / T)        (T = 0: the argmax, greedy)
+    top-k:          only the k most probable tokens               (k = 0: the whole vocabulary)
+    top-p:          only the smallest set of most probable tokens whose probability reaches p
+                    (Holtzman et al., 2020, "The Curious Case of Neural Text Degeneration"),
+
+in that order (p is taken over the tempered top-k distribution, as Hugging Face's and
+CTranslate2's samplers do). The score of a sample is its log P(Y) under the model itself
+(no temperature, no truncation), the score greedy search gives.
+
+The module follows `beam_search`'s contract: the model is `fn(ids, step, cache, memory)`, a
+finished example leaves the batch, everything is one `tf.while_loop` of core TF ops. The
+draws are stateless (`tf.random.stateless_categorical` with the seed `[seed, step]`), so the
+same sentences in the same batch with the same seed give the same samples eagerly, under
+`tf.function` and in a SavedModel; a sentence's sample also depends on the others of its batch
+(they share one draw per step).
+
+    sequences, scores = sample(fn, bos, cache, limits, eos_id=EOS_ID, memory=memory,
+                               topk=10, topp=1.0, temperature=1.0, seed=7)
+"""
+
+from typing import Any, Optional, Tuple, Union
+
+import tensorflow as tf
+
+from keras_transformer.decoding import beam_search as beam_search_lib
+
+Number = Union[int, float, tf.Tensor]
+
+
+def _per_example(value: Number, dtype, batch_size) -> tf.Tensor:
+    return tf.broadcast_to(tf.cast(value, dtype), [batch_size])
+
+
+def choose_tokens(log_probs: tf.Tensor, topk: tf.Tensor, topp: tf.Tensor, temperature: tf.Tensor,
+                  seed: tf.Tensor) -> tf.Tensor:
+    """One sampled token per row.
+
+    Args:
+        log_probs: float32 (n, V), the model's log-probabilities (NEG_INF: never).
+        topk: int32 (n,), 0 for the whole vocabulary; topp: float32 (n,) in (0, 1];
+            temperature: float32 (n,) >= 0, 0 for the most probable token.
+        seed: int64 (2,), the stateless seed of this draw.
+
+    Returns:
+        int32 (n,).
+    """
+    vocab_size = tf.shape(log_probs)[1]
+    never = log_probs <= beam_search_lib.NEG_INF / 2
+    tempered = tf.where(never, beam_search_lib.NEG_INF,
+                        log_probs / tf.maximum(temperature, 1e-6)[:, None])  # (n, V)
+    ranked, order = tf.math.top_k(tempered, k=vocab_size)  # (n, V), most probable first
+    rank = tf.range(vocab_size)[None, :]  # (1, V)
+    k = tf.where(topk > 0, tf.minimum(topk, vocab_size), vocab_size)  # (n,)
+    in_top_k = rank < k[:, None]  # (n, V)
+    probs = tf.nn.softmax(tf.where(in_top_k, ranked, beam_search_lib.NEG_INF), axis=-1)
+    before = tf.math.cumsum(probs, axis=-1, exclusive=True)  # (n, V), mass of the better tokens
+    in_nucleus = before < topp[:, None]  # the first token always (0 < p)
+    kept = tf.where(tf.logical_and(in_top_k, in_nucleus), ranked, beam_search_lib.NEG_INF)
+    drawn = tf.random.stateless_categorical(kept, 1, seed=seed, dtype=tf.int32)[:, 0]  # (n,), a rank
+    drawn = tf.where(temperature > 0.0, drawn, 0)
+    return tf.gather(order, drawn, batch_dims=1)
+
+
+def sample(
+    symbols_to_logits_fn,
+    initial_ids: tf.Tensor,
+    initial_cache: Any,
+    max_decode_length: Number,
+    *,
+    eos_id: int,
+    seed: Number = 0,
+    topk: Number = 0,
+    topp: Number = 1.0,
+    temperature: Number = 1.0,
+    memory: Any = None,
+    prefix: Optional[tf.Tensor] = None,
+) -> Tuple[tf.Tensor, tf.Tensor]:
+    """Samples one output per example, token by token, until EOS or the length limit.
+
+    Same model contract, lengths and stopping rule as `beam_search.greedy_search`.
+
+    Args:
+        symbols_to_logits_fn: the model, called with ids int32 (live,).
+        initial_ids: int32 (B,), the start token of every example.
+        initial_cache: nested structure of tensors with leading dimension B.
+        max_decode_length: int, int32 scalar tensor or int32 (B,), the largest |Y|, EOS included.
+        eos_id: int, the end-of-sentence id.
+        seed: int or int scalar tensor: the same seed gives the same samples.
+        topk, topp, temperature: Python numbers, scalar tensors or (B,) tensors (module
+            docstring; the caller checks their ranges: k >= 0, 0 < p <= 1, T >= 0).
+        memory: None, or the nested structure `symbols_to_logits_fn` receives as 4th argument.
+        prefix: None, or int32 (B, P), a forced target prefix per example padded with -1
+            (`beam_search.force_prefix`): its tokens are taken, not drawn.
+
+    Returns:
+        sequences: int32 (B, T), without the start token, up to and including EOS, then 0s.
+        scores: float32 (B,), log P(Y) under the model.
+    """
+    initial_ids = tf.cast(initial_ids, tf.int32)
+    initial_cache = tf.nest.map_structure(tf.convert_to_tensor, initial_cache)
+    model, memory = beam_search_lib._with_memory(symbols_to_logits_fn, memory)  # pylint: disable=protected-access
+    batch_size = tf.shape(initial_ids)[0]
+    settings = {
+        "max_len": _per_example(max_decode_length, tf.int32, batch_size),
+        "topk": _per_example(topk, tf.int32, batch_size),
+        "topp": _per_example(topp, tf.float32, batch_size),
+        "temperature": _per_example(temperature, tf.float32, batch_size),
+    }
+    if prefix is not None:
+        settings["prefix"] = tf.cast(prefix, tf.int32)
+    seed = tf.cast(seed, tf.int64)
+    store, split, keep_rows = (beam_search_lib._store, beam_search_lib._split,  # pylint: disable=protected-access
+                               beam_search_lib._keep_rows)  # pylint: disable=protected-access
+
+    def leave(state, step, hypotheses, done, cache):
+        live = state["live"]
+        stay, gone = split(done)
+        shrinks = tf.size(gone) > 0
+        return {
+            "step": step,
+            "live": tf.gather(live, stay),
+            "hypotheses": tf.nest.map_structure(lambda t: tf.gather(t, stay), hypotheses),
+            "results": store(state["results"], hypotheses, live, gone),
+            "cache": keep_rows(cache, stay, shrinks),
+            "memory": keep_rows(state["memory"], stay, shrinks),
+        }
+
+    def body(state):
+        hypotheses, step, live = state["hypotheses"], state["step"], state["live"]
+        own = {key: tf.gather(value, live) for key, value in settings.items()}
+        logits, cache = model(hypotheses["seq"][:, -1], step, state["cache"], state["memory"])
+        log_probs = beam_search_lib._log_probs(logits)  # (n, V)  pylint: disable=protected-access
+        token = choose_tokens(log_probs, own["topk"], own["topp"], own["temperature"],
+                              tf.stack([seed, tf.cast(step, tf.int64)]))  # (n,)
+        if prefix is not None:
+            forced = beam_search_lib.prefix_tokens(own["prefix"], step)  # (n,), -1: none
+            token = tf.where(forced >= 0, forced, token)
+        step += 1
+        hypotheses = {
+            "seq": tf.concat([hypotheses["seq"], token[:, None]], axis=1),  # (n, step + 1)
+            "log_probs": hypotheses["log_probs"] + tf.gather(log_probs, token, batch_dims=1),
+            "lengths": hypotheses["lengths"] + 1,
+        }
+        done = tf.logical_or(tf.equal(token, eos_id), step >= own["max_len"])
+        return (leave(state, step, hypotheses, done, cache),)
+
+    start = {
+        "seq": initial_ids[:, None],  # (B, 1)
+        "log_probs": tf.zeros([batch_size], tf.float32),
+        "lengths": tf.zeros([batch_size], tf.int32),
+    }
+    state = {"live": tf.range(batch_size), "results": start, "memory": memory}
+    state = leave(state, tf.constant(0, tf.int32), start, settings["max_len"] <= 0, initial_cache)
+    shapes = {"seq": tf.TensorShape([None, None]), "log_probs": tf.TensorShape([None]),
+              "lengths": tf.TensorShape([None])}
+    loose = beam_search_lib._loose_shape  # pylint: disable=protected-access
+    invariants = {
+        "step": tf.TensorShape([]),
+        "live": tf.TensorShape([None]),
+        "hypotheses": shapes,
+        "results": shapes,
+        "cache": tf.nest.map_structure(loose, state["cache"]),
+        "memory": tf.nest.map_structure(loose, state["memory"]),
+    }
+    (state,) = tf.while_loop(lambda state: tf.size(state["live"]) > 0, body, loop_vars=(state,),
+                             shape_invariants=(invariants,), parallel_iterations=1)
+    results = state["results"]
+    sequences = results["seq"][:, 1: 1 + beam_search_lib._max_or_zero(results["lengths"])]  # pylint: disable=protected-access
+    return tf.stop_gradient(sequences), tf.stop_gradient(results["log_probs"])
