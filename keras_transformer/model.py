@@ -237,8 +237,7 @@ class Transformer(keras.Model):
         weights["logits"] = self.target_embedding.output_kernel()
         return weights
 
-    def decode_step(self, ids, step, cache, memory, training=False, logits_bias=None, weights=None,
-                    cache_grows=False):
+    def decode_step(self, ids, step, cache, memory, training=False, logits_bias=None, weights=None):
         """One decoding step: the tokens at position `step` -> logits for position step + 1.
 
         Args:
@@ -249,10 +248,6 @@ class Transformer(keras.Model):
             logits_bias: optional `(V,)`, added to the logits by the output projection itself
                 (e.g. NEG_INF for ids that must never be produced).
             weights: optional, `step_weights()` computed once for all steps.
-            cache_grows: True when `cache` holds exactly the `step` positions before this one
-                (`init_cache(B, 0)` extended by every step, as decoding runs it): the one query
-                then sees every key, so no causal mask is built or added (section 3.2.3's mask
-                hides only positions not decoded yet). The same logits bit for bit.
 
         Returns:
             float32 logits `(B, V)` and the updated cache (same structure as `cache`). The
@@ -260,35 +255,29 @@ class Transformer(keras.Model):
             such a row no output.
         """
         x = self._embed_target(tf.expand_dims(ids, 1), step, training)  # (B, 1, d_model)
-        x, cache = self._decode_cached(x, step, cache, memory, training=training, weights=weights, biases=True,
-                                       causal=not cache_grows)
+        x, cache = self._decode_cached(x, step, cache, memory, training=training, weights=weights, biases=True)
         kernel = None if weights is None else weights["logits"]
         return self.target_embedding.logits(x, bias=logits_bias, kernel=kernel)[:, 0, :], cache  # (B, V)
 
-    def _decode_cached(self, x, index, cache, memory, training=False, weights=None, biases=False, causal=True):
+    def _decode_cached(self, x, index, cache, memory, training=False, weights=None, biases=False):
         """The decoder stack on embedded inputs `(B, L, d_model)` at positions index ... index + L - 1.
 
         Returns the normalized decoder outputs `(B, L, d_model)` and the updated cache.
         `decode_step` runs it with L = 1; tests run it with L = T to fill a cache at once.
         With `biases`, the masks are applied as additive biases (`attention_bias`): one add
         per attention instead of two selects, the same weights when every source has a token.
-        Without `causal` the self-attention is not masked (`decode_step`'s `cache_grows`).
         """
         new_cache = {}
-        self_mask = None
-        if causal:
-            key_length = cached_key_length(cache["layer_0"]["key"], index, tf.shape(x)[1])  # T_max, or index + L
-            self_mask = causal_mask(tf.shape(x)[1], key_length, index)  # (L, T_k), shared by all layers
+        key_length = cached_key_length(cache["layer_0"]["key"], index, tf.shape(x)[1])  # T_max, or index + L
+        self_mask = causal_mask(tf.shape(x)[1], key_length, index)  # (L, T_k), shared by all layers
         source_mask = memory["source_mask"]
         if biases:
-            source_mask = attention_bias(source_mask)
-            self_mask = None if self_mask is None else attention_bias(self_mask)
+            self_mask, source_mask = attention_bias(self_mask), attention_bias(source_mask)
         for i, layer in enumerate(self.decoder_layers):
             x, new_cache[f"layer_{i}"] = layer(
                 x, source_mask=source_mask, cache=cache[f"layer_{i}"], memory=memory[f"layer_{i}"],
                 cache_index=index, self_attention_mask=self_mask, training=training,
                 self_attention_weights=None if weights is None else weights[f"layer_{i}"],
-                use_causal_mask=causal,
             )
         if self.decoder_norm is not None:
             x = self.decoder_norm(x)

@@ -88,14 +88,12 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
     if use_cache:
         memory = model.init_memory(encoder_outputs, source_mask)
         # Empty, grown by one position per step: a step writes, reorders (beam search) and
-        # attends over the positions decoded so far, not over a buffer of max_length, all of
-        # them visible to its query (no causal mask: `cache_grows`).
+        # attends over the positions decoded so far, not over a buffer of max_length.
         cache = model.init_cache(tf.shape(encoder_outputs)[0], 0)
         weights = model.step_weights()  # once, outside the search's loop
 
         def fn(ids, step, cache, memory):
-            return model.decode_step(ids, step, cache, memory, logits_bias=never_bias, weights=weights,
-                                     cache_grows=True)
+            return model.decode_step(ids, step, cache, memory, logits_bias=never_bias, weights=weights)
     else:
         memory = {"encoder_outputs": encoder_outputs, "source_mask": source_mask}
         cache = {"prefix": tf.zeros([tf.shape(encoder_outputs)[0], max_length], tf.int32)}

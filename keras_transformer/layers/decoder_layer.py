@@ -51,9 +51,6 @@ class DecoderLayer(keras.layers.Layer):
         self_attention_mask: optional bool `(T, T_k)`, the causal mask, or its float32
             `attention_bias`; computed here when not given (a model passes one mask to
             all its layers).
-        use_causal_mask: False applies no mask to the self-attention (as keras-hub's
-            `TransformerDecoder`): for one decoding step whose cache holds exactly the positions
-            before it, where the causal mask allows every key (it would add 0.0 to every logit).
         return_attention_scores: also return `{"self": (B, h, T, T_k), "cross": (B, h, T, S)}`.
         training: enables dropout.
         self_attention_weights: None, or `self_attention.self_attention_weights()`
@@ -157,14 +154,13 @@ class DecoderLayer(keras.layers.Layer):
         return_attention_scores=False,
         training=None,
         self_attention_weights=None,
-        use_causal_mask=True,
     ):
         if cache is not None and cache_index is None:
             raise ValueError("DecoderLayer: a cache needs a cache_index (the position of x[:, 0])")
         if memory is None and encoder_outputs is None:
             raise ValueError("DecoderLayer: give encoder_outputs or their projected memory (init_memory)")
         self_mask = self_attention_mask
-        if self_mask is None and use_causal_mask:
+        if self_mask is None:
             key_length = None if cache is None else cached_key_length(cache["key"], cache_index, tf.shape(x)[1])
             self_mask = causal_mask(tf.shape(x)[1], key_length, 0 if cache_index is None else cache_index)  # (T, T_k)
         cross_mask = None if source_mask is None else source_mask[:, tf.newaxis, :]  # (B, 1, S)
@@ -172,9 +168,8 @@ class DecoderLayer(keras.layers.Layer):
 
         def self_attention(y):
             nonlocal new_cache
-            mask = None if self_mask is None else self_mask[tf.newaxis]
             outputs = self.self_attention(
-                y, y, attention_mask=mask, cache=cache, cache_index=cache_index,
+                y, y, attention_mask=self_mask[tf.newaxis], cache=cache, cache_index=cache_index,
                 return_attention_scores=True, training=training, self_attention_weights=self_attention_weights,
             )
             if cache is not None:
