@@ -130,41 +130,6 @@ def _log_probs(logits: tf.Tensor) -> tf.Tensor:
     return tf.maximum(tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1), NEG_INF)
 
 
-def _best_candidates(alive_log_probs: tf.Tensor, logits: tf.Tensor, num_candidates, vocab_size: int):
-    """The `num_candidates` best (hypothesis, next token) pairs of each example, by log P.
-
-    The pairs are ranked by alive log P + log P(token | hypothesis) over all beam x V of them,
-    ties to the lower hypothesis, then the lower token (what one `top_k` over the flat beam * V
-    scores gives). A pair among the best of its example is among the best of its own row, so
-    the same pairs come from a `top_k` over each row's V log-probabilities, then one over the
-    beam x num_candidates survivors: two small selections instead of a sum over (n, beam, V)
-    and a selection over beam * V per example. The values are the same sums (a row's
-    log-softmax is shifted by its alive log P, which keeps the row's order), and ties keep
-    their order: a row's survivors are sorted, lower tokens first among equals (only pairs
-    that are impossible anyway, at NEG_INF, may tie in another order).
-
-    Args:
-        alive_log_probs: float32 (n, beam).
-        logits: float (n * beam, V), the next-token logits of the alive hypotheses.
-        num_candidates: int or int32 scalar, how many pairs per example (<= beam * V).
-        vocab_size: int, V.
-
-    Returns:
-        float32 (n, num_candidates) log-probabilities (masked ones NEG_INF, as `_log_probs`),
-        best first; int32 (n, num_candidates) the hypothesis (beam) each extends; int32 the token.
-    """
-    n, beam = tf.shape(alive_log_probs)[0], tf.shape(alive_log_probs)[1]
-    # C: a pair beyond its row's C best is never needed.
-    per_row = (min(num_candidates, vocab_size) if isinstance(num_candidates, int)
-               else tf.minimum(num_candidates, vocab_size))
-    row_log_probs, row_tokens = tf.math.top_k(tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1), k=per_row)
-    row_log_probs = tf.maximum(row_log_probs, NEG_INF)  # (n * beam, C); -inf (masked) becomes NEG_INF
-    candidates = alive_log_probs[:, :, None] + tf.reshape(row_log_probs, [n, beam, per_row])  # (n, beam, C)
-    top_log_probs, top_indices = tf.math.top_k(tf.reshape(candidates, [n, beam * per_row]), k=num_candidates)
-    top_tokens = tf.gather(tf.reshape(row_tokens, [n, beam * per_row]), top_indices, batch_dims=1)
-    return top_log_probs, top_indices // per_row, top_tokens
-
-
 def _split(done: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     """bool (n,) -> int32 positions of the examples that stay, and of those that are done."""
     stay = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
@@ -341,8 +306,14 @@ def beam_search(
 
         flat_ids = tf.reshape(state["alive_seq"][:, :, -1], [-1])  # (n * beam,)
         logits, new_cache = model(flat_ids, step, state["cache"], state["memory"])
-        top_log_probs, top_beams, top_tokens = _best_candidates(
-            state["alive_log_probs"], logits, num_candidates, vocab_size)  # (n, 2 * beam) each
+        log_probs = tf.reshape(_log_probs(logits), [n, beam_size, vocab_size])  # (n, beam, V)
+
+        # Every (hypothesis, next token) pair, flat over beam * V; keep the 2 * beam best.
+        candidates = state["alive_log_probs"][:, :, None] + log_probs  # (n, beam, V)
+        candidates = tf.reshape(candidates, [n, beam_size * vocab_size])  # (n, beam * V)
+        top_log_probs, top_indices = tf.math.top_k(candidates, k=num_candidates)  # (n, 2 * beam)
+        top_beams = top_indices // vocab_size  # (n, 2 * beam), the parent hypothesis
+        top_tokens = top_indices % vocab_size  # (n, 2 * beam)
         top_seq = tf.gather(state["alive_seq"], top_beams, batch_dims=1)  # (n, 2 * beam, step + 1)
         top_seq = tf.concat([top_seq, top_tokens[:, :, None]], axis=2)  # (n, 2 * beam, step + 2)
 
