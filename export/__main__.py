@@ -36,9 +36,10 @@ line each), never those of a running export or of another host.
 
 Bad input prints `error: <one line>` and exits with status 2, and writes nothing: a bad
 flag, an --export_dir that is a file, lies below a file, is the --model_dir or cannot be
-written, an existing --version, a --checkpoint prefix without its .index file (these before
-TensorFlow starts), a missing or incomplete training directory (before the model is
-built). A file system that refuses a write later (a full disk) is one such line too.
+written, an existing --version, a --checkpoint prefix without its .index file, a --model_dir
+that is not a training directory (these before TensorFlow starts), an incomplete or damaged
+training directory (before the model is built). A file system that refuses a write later (a
+full disk) is one such line too.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     decoding = task_flags.decoding_config()
+    cli.check_training_directory(FLAGS.model_dir)
     versions.check_export_dir(FLAGS.export_dir, FLAGS.version, model_dir=FLAGS.model_dir)
     if FLAGS.format == "ctranslate2":
         from export import ctranslate2_model  # pylint: disable=g-import-not-at-top

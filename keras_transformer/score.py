@@ -28,7 +28,6 @@ positions, a pair longer than the model's max_length.
 
 from __future__ import annotations
 
-import os
 
 from absl import flags
 
@@ -52,8 +51,7 @@ def main(argv):
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     # The paths and the text, before TensorFlow starts: a bad one must not cost a model load
     # (score_files checks them again before it loads the model).
-    if not os.path.isdir(FLAGS.model_dir):
-        raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such training directory")
+    cli.check_training_directory(FLAGS.model_dir)
     scoring.check_inputs(FLAGS.source, FLAGS.target, FLAGS.output)  # and the output (`cli.check_output_path`)
     cli.start_tensorflow()
     scoring.score_files(FLAGS.model_dir, FLAGS.source, FLAGS.target, FLAGS.output, checkpoint=FLAGS.checkpoint,

@@ -153,8 +153,7 @@ def main(argv):
                          "--eval_max_sentences=-1 turns off: translate some dev sentences, or pass "
                          "--best_checkpoint_metric=loss")
     if FLAGS.evaluate_only:
-        if not os.path.isdir(FLAGS.model_dir):
-            raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such training directory to evaluate")
+        cli.check_training_directory(FLAGS.model_dir)
         cli.check_writable_folder(FLAGS.model_dir, "model_dir")  # the translations are written there
         data.check_inputs(data.dev_split)
     else:

@@ -28,8 +28,8 @@ it is found before any sentence is translated: decoding flags with --export_dir,
 --input or --reference, an --output that is a folder, is the --input or --reference file (by
 name or link), or whose folder is a file or cannot be written, a --reference whose line count
 differs from the input's, an --n_best above the export's beam, a --checkpoint that names no
-checkpoint (these before TensorFlow starts), a missing training directory or export (these
-before the model loads).
+checkpoint, a --model_dir that is not a training directory, an --export_dir without a
+SavedModel (these before TensorFlow starts); a damaged run or export (before the model loads).
 """
 
 from __future__ import annotations
@@ -71,8 +71,6 @@ def main(argv):
 
     if FLAGS.model_dir:
         client.check_n_best(FLAGS.n_best, decoding.beam_size, "--beam_size")
-    elif FLAGS.n_best > 1:  # the export's beam, from its export.json
-        client.check_export_n_best(FLAGS.export_dir, FLAGS.n_best)
     # The paths, before TensorFlow starts: a bad one must not cost a model load (translate_file
     # checks them again, and the reference's line count, before it loads the model).
     for flag in ("input", "reference"):
@@ -84,6 +82,10 @@ def main(argv):
     from tasks import translation  # pylint: disable=g-import-not-at-top  (no TensorFlow yet)
 
     translation.check_files(FLAGS.input, FLAGS.output, FLAGS.reference)
+    if FLAGS.model_dir:
+        cli.check_training_directory(FLAGS.model_dir)
+    else:  # a SavedModel (a version folder or its base folder); the export's beam, from its export.json
+        client.check_export_n_best(FLAGS.export_dir, FLAGS.n_best)
     cli.start_tensorflow()
 
     report = translation.translate_file(

@@ -70,6 +70,21 @@ def check_input_file(path: Optional[str], flag: str) -> None:
         raise FileNotFoundError(f"--{flag}={path}: no such file")
 
 
+RUN_SETTINGS_FILE = "model_config.json"  # a run's settings, what makes a folder a training directory (layout.CONFIG_FILE)
+
+
+def check_training_directory(path: str, flag: str = "model_dir") -> None:
+    """Raises a one-line error unless `path` (the value of --`flag`) is a folder holding a
+    run's model_config.json: a command that reads a run refuses a mistyped path before
+    TensorFlow starts (what the run holds is `export.opened_run`'s check, once it has)."""
+    if os.path.isfile(path):
+        raise ValueError(f"--{flag}={path}: is a file, not a training directory")
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"--{flag}={path}: no such training directory")
+    if not os.path.lexists(os.path.join(path, RUN_SETTINGS_FILE)):
+        raise FileNotFoundError(f"--{flag}={path}: not a training directory (no {RUN_SETTINGS_FILE} in it)")
+
+
 def checkpoint_prefix_problem(prefix: str) -> Optional[str]:
     """None if `prefix` names a checkpoint (its PREFIX.index is a file), else why not, in words.
     Only the name is looked at, no TensorFlow: a command refuses a mistyped --checkpoint before

@@ -194,7 +194,7 @@ def test_row6_bad_serving_flags_are_one_error_line_before_tensorflow(finished, n
     assert_one_error_line(reference, "three.txt has 3 lines but the input")
     missing = run_command(*train_args(tmp_path / "no_run", "--evaluate_only", flagfile=finished / "tiny.flags"),
                           env=no_tensorflow)
-    assert_one_error_line(missing, "no such training directory to evaluate")
+    assert_one_error_line(missing, "no such training directory")
     assert snapshot(run) == before and not (tmp_path / "hyp.txt").exists() and not (tmp_path / "no_run").exists()
 
 
@@ -449,3 +449,62 @@ def test_parse_refuses_the_export_of_a_translation_model_before_tensorflow(no_te
                           f"--input={tmp_path / 'sentences.txt'}", f"--output={tmp_path / 'trees.txt'}",
                           env=no_tensorflow)
     assert "TensorFlow was imported" in parsing.stderr  # a parsing export goes on to TensorFlow
+
+
+@pytest.mark.parametrize("command", [
+    ("-m", "export", "--model_dir={run}", "--export_dir={out}/serving"),
+    ("-m", "keras_transformer.translate", "--model_dir={run}", "--input={out}/source.txt", "--output={out}/hyp.txt"),
+    ("-m", "keras_transformer.parse", "--model_dir={run}", "--input={out}/source.txt", "--output={out}/hyp.txt"),
+    ("-m", "keras_transformer.score", "--model_dir={run}", "--source={out}/source.txt", "--target={out}/source.txt",
+     "--output={out}/hyp.txt"),
+    ("-m", "keras_transformer.average_checkpoints", "--model_dir={run}"),
+    ("-m", "keras_transformer.train", "--model_dir={run}", "--evaluate_only"),
+], ids=["export", "translate", "parse", "score", "average_checkpoints", "evaluate_only"])
+def test_a_model_dir_that_is_not_a_training_directory_is_one_error_line_before_tensorflow(no_tensorflow, tmp_path,
+                                                                                           command):
+    """`cli.check_training_directory`, one wording for every command that reads a run: export and
+    translate found a missing run only once TensorFlow had started."""
+    (tmp_path / "source.txt").write_text("A dog runs .\n", encoding="utf-8")
+    (tmp_path / "not_a_run").mkdir()  # e.g. an export's base folder given as --model_dir
+    before = snapshot(tmp_path)
+    for run, fragment in ((tmp_path / "missing", "no such training directory"),
+                          (tmp_path / "source.txt", "is a file, not a training directory"),
+                          (tmp_path / "not_a_run", "not a training directory (no model_config.json in it)")):
+        result = run_command(*[part.format(run=run, out=tmp_path) for part in command], env=no_tensorflow)
+        assert_one_error_line(result, f"--model_dir={run}: {fragment}")
+    assert snapshot(tmp_path) == before
+
+
+def test_an_export_dir_without_a_saved_model_or_with_damaged_settings_is_refused_before_tensorflow(no_tensorflow,
+                                                                                                   tmp_path):
+    (tmp_path / "source.txt").write_text("A dog runs .\n", encoding="utf-8")
+    translate = ("-m", "keras_transformer.translate", f"--input={tmp_path / 'source.txt'}",
+                 f"--output={tmp_path / 'hyp.txt'}")
+    (tmp_path / "empty").mkdir()
+    for export_dir in (tmp_path / "missing", tmp_path / "empty"):
+        result = run_command(*translate, f"--export_dir={export_dir}", env=no_tensorflow)
+        assert_one_error_line(result, f"{export_dir}: no saved_model.pb in it or in a version folder")
+    exported = fake_export(tmp_path / "serving", beam_size=4)
+    settings = exported / "1" / "assets.extra" / "export.json"
+    for text, fragment in (("[1, 2]", "not an export's settings (a JSON object expected)"),
+                           ('{"decoding": 4}', "not an export's settings (a JSON object whose decoding is expected)"),
+                           ("{", "not valid JSON"),
+                           ('{"decoding": {"beam": 4}}', "its \"decoding\" is not an export's")):
+        settings.write_text(text)
+        for command in (translate + (f"--export_dir={exported}", "--n_best=2"),
+                        ("-m", "keras_transformer.parse", f"--export_dir={exported}",
+                         f"--input={tmp_path / 'source.txt'}")):
+            if command[1] == "keras_transformer.parse" and "beam" in text:
+                continue  # parse reads only the task
+            result = run_command(*command, env=no_tensorflow)
+            assert_one_error_line(result, f"{settings}: {fragment}")
+    assert not (tmp_path / "hyp.txt").exists()
+
+
+def test_summary_and_average_checkpoints_refuse_bad_flags_before_tensorflow(no_tensorflow, tmp_path):
+    for argv, fragment in ((("--preset=bogus",), "unknown preset 'bogus'"),
+                           (("--preset=tiny", "--vocab_size=-5"), "vocab_size must be a positive integer, got -5")):
+        assert_one_error_line(run_command("-m", "keras_transformer.summary", *argv, env=no_tensorflow), fragment)
+    result = run_command("-m", "keras_transformer.average_checkpoints", f"--model_dir={tmp_path}", "--num_checkpoints=0",
+                         env=no_tensorflow)
+    assert_one_error_line(result, "--num_checkpoints=0: 0 is not a positive integer")
