@@ -72,10 +72,8 @@ def _check_flags() -> None:
         treebank.check_inputs(FLAGS.data_dir)
     elif FLAGS.data_dir:
         raise ValueError("--data_dir: only with --treebank_split")
-    if FLAGS.reference == "-":
-        raise ValueError("--reference=-: the gold trees must be a file (stdin is for --input)")
-    for flag in ("input", "reference"):
-        cli.check_input_file(FLAGS[flag].value, flag)
+    cli.check_input_file(FLAGS.input, "input")
+    cli.check_input_file(FLAGS.reference, "reference", stdin=False)  # the gold trees
     if FLAGS.model_dir:
         cli.check_training_directory(FLAGS.model_dir)
     if FLAGS.export_dir:

@@ -73,8 +73,8 @@ def main(argv):
         client.check_n_best(FLAGS.n_best, decoding.beam_size, "--beam_size")
     # The paths, before TensorFlow starts: a bad one must not cost a model load (translate_file
     # checks them again, and the reference's line count, before it loads the model).
-    for flag in ("input", "reference"):
-        cli.check_input_file(FLAGS[flag].value, flag)
+    cli.check_input_file(FLAGS.input, "input")
+    cli.check_input_file(FLAGS.reference, "reference", stdin=False)
     if FLAGS.moses_bleu_lang is not None and not FLAGS.reference:
         raise ValueError("--moses_bleu_lang: only with --reference (it scores the translations against it)")
     if FLAGS.moses_bleu_lang is not None and not FLAGS.moses_bleu_lang.isalpha():

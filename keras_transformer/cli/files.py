@@ -59,9 +59,12 @@ def read_lines(path: str) -> list[bytes]:
     return [line.rstrip(b"\r") for line in lines]
 
 
-def check_input_file(path: Optional[str], flag: str) -> None:
-    """Raises a one-line error unless `path` (the value of --`flag`) is a file; None and "-"
-    (stdin) pass."""
+def check_input_file(path: Optional[str], flag: str, stdin: bool = True) -> None:
+    """Raises a one-line error unless `path` (the value of --`flag`) is a file; None passes, and
+    "-" (stdin) where `stdin` (a command reads stdin for one flag, --input: a second flag given
+    "-" would find it already read)."""
+    if path == "-" and not stdin:
+        raise ValueError(f"--{flag}=-: must be a file (stdin is for --input)")
     if path in (None, "-"):
         return
     if os.path.isdir(path):

@@ -79,6 +79,9 @@ def test_row3_translate_output_that_is_the_input_or_the_reference_is_refused(fin
         result = run_command("-m", "keras_transformer.translate", f"--model_dir={finished / 'run'}",
                              f"--input={source}", f"--reference={reference}", f"--output={output}", env=no_tensorflow)
         assert_one_error_line(result, f"--output={output}: is the input --{flag}=")
+    both = run_command("-m", "keras_transformer.translate", f"--model_dir={finished / 'run'}", "--input=-",
+                       "--reference=-", f"--output={tmp_path / 'hyp.txt'}", stdin="A dog runs .\n", env=no_tensorflow)
+    assert_one_error_line(both, "--reference=-: must be a file (stdin is for --input)")  # stdin is read once
     parse = run_command("-m", "keras_transformer.parse", "--baseline=right_branching", f"--input={source}",
                         f"--output={tmp_path / 'link.txt'}", env=no_tensorflow)
     assert_one_error_line(parse, f"--output={tmp_path / 'link.txt'}: is the input --input={source}")
