@@ -8,6 +8,8 @@ import secrets
 import sys
 from typing import Mapping, Optional
 
+from keras_transformer.run_dir import atomic_files
+
 
 def check_writable_folder(path: str, flag: str) -> None:
     """Raises a one-line `ValueError` unless `path` is a folder this process can write in, or can
@@ -141,4 +143,8 @@ def check_output_path(path: str, inputs: Mapping[str, Optional[str]] = None) -> 
         if same_file(path, input_path):
             raise ValueError(f"--output={path}: is the input --{flag}={input_path}; write the output elsewhere "
                              "(it would replace what is read)")
+    if atomic_files.is_special_file(path):  # /dev/null, a named pipe: written to, not replaced
+        if not os.access(path, os.W_OK):
+            raise ValueError(f"--output={path}: is not writable")
+        return
     check_writable_folder(os.path.dirname(os.path.abspath(path)), "output")
