@@ -30,6 +30,7 @@ def main(argv):
     if not FLAGS.model_dir:
         raise ValueError("--model_dir is required")
     cli.check_training_directory(FLAGS.model_dir)
+    cli.check_writable_folder(FLAGS.model_dir, "model_dir")  # the average is written there: a read-only run, at once
     cli.start_tensorflow()
     logging.set_verbosity(logging.WARNING)  # TF's per-save "Sharding callback" INFO lines
     from export import opened_run  # pylint: disable=g-import-not-at-top

@@ -171,6 +171,8 @@ def fake_export(folder: pathlib.Path, beam_size: int) -> pathlib.Path:
     ("--eval_max_extra_length=1000000000", "eval_max_extra_length"),
     ("--train_files=,", "--train_files=,: names no corpus"),
     ("--cpu_replicas=-1", "cpu_replicas"),
+    ("--eval_max_sentences=-5", "--eval_max_sentences=-5: -5 is not integer >= -1"),  # was: no BLEU, silently
+    ("--data_dir=", "--data_dir=: an empty path; give a file or folder"),
     ("--init_from=/nonexistent/run", "--init_from=/nonexistent/run: no such training directory or checkpoint "
      "prefix (e.g. RUN/checkpoints/ckpt-1000)"),
 ])
@@ -297,7 +299,7 @@ def remove_temporaries(folder: pathlib.Path) -> None:
         shutil.rmtree(path)
 
 
-def test_row10_a_full_or_read_only_disk_is_one_error_line_naming_the_path(finished, small_disk, tmp_path):
+def test_row10_a_full_or_read_only_disk_is_one_error_line_naming_the_path(finished, small_disk, no_tensorflow):
     run = small_disk / "run"
     shutil.copytree(finished / "run", run)
     shutil.rmtree(run / "averaged")
@@ -333,6 +335,9 @@ def test_row10_a_full_or_read_only_disk_is_one_error_line_naming_the_path(finish
     assert_one_error_line(read_only, f"--output={small_disk}: {small_disk} is not writable")
     evaluated = run_command(*train_args(run, "--evaluate_only", flagfile=flagfile))
     assert_one_error_line(evaluated, f"--model_dir={run}: {run} is not writable")
+    averaged = run_command("-m", "keras_transformer.average_checkpoints", f"--model_dir={run}", "--num_checkpoints=2",
+                           env=no_tensorflow)  # before TensorFlow starts, not after reading the checkpoints
+    assert_one_error_line(averaged, f"--model_dir={run}: {run} is not writable")
     assert not (small_disk / "hyp.txt").exists()
 
 
@@ -511,3 +516,18 @@ def test_summary_and_average_checkpoints_refuse_bad_flags_before_tensorflow(no_t
     result = run_command("-m", "keras_transformer.average_checkpoints", f"--model_dir={tmp_path}", "--num_checkpoints=0",
                          env=no_tensorflow)
     assert_one_error_line(result, "--num_checkpoints=0: 0 is not a positive integer")
+
+
+@pytest.mark.parametrize("command, fragment", [
+    (("-m", "keras_transformer.train", "--model_dir="), "--model_dir=: an empty path"),  # would train into the cwd
+    (("-m", "export", "--model_dir=run", "--export_dir="), "--export_dir=: an empty path"),
+    (("-m", "keras_transformer.translate", "--model_dir=", "--input=x.txt"), "--model_dir=: an empty path"),  # TypeError
+    (("-m", "keras_transformer.score", "--model_dir=run", "--source=x", "--target=y", "--output="),
+     "--output=: an empty path"),
+    (("-m", "pipelines", "train_tokenizer", "--tokenizer_dir="), "--tokenizer_dir=: an empty path"),
+], ids=["train", "export", "translate", "score", "pipelines"])
+def test_an_empty_path_flag_is_one_error_line_before_tensorflow(no_tensorflow, tmp_path, command, fragment):
+    """`cli.run` refuses a path flag given empty (an unset shell variable), for every command."""
+    result = run_command(*command, env=no_tensorflow, cwd=tmp_path)
+    assert_one_error_line(result, fragment)
+    assert os.listdir(tmp_path) == []  # nothing written in the current folder
