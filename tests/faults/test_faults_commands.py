@@ -373,14 +373,17 @@ def test_row10_every_command_turns_a_file_systems_refusal_into_one_error_line(ca
 
 # Rough edges: refusals that came only after TensorFlow started ---------------------------------------
 
-
-@pytest.mark.parametrize("command", [
+# The commands that read a run with a model_dir, {run}, and files in {out}.
+RUN_READERS = (
     ("-m", "export", "--model_dir={run}", "--export_dir={out}/serving"),
     ("-m", "keras_transformer.translate", "--model_dir={run}", "--input={out}/source.txt", "--output={out}/hyp.txt"),
     ("-m", "keras_transformer.parse", "--model_dir={run}", "--input={out}/source.txt", "--output={out}/hyp.txt"),
     ("-m", "keras_transformer.score", "--model_dir={run}", "--source={out}/source.txt", "--target={out}/source.txt",
      "--output={out}/hyp.txt"),
-])
+)
+
+
+@pytest.mark.parametrize("command", RUN_READERS)
 def test_a_checkpoint_that_does_not_exist_is_one_error_line_before_tensorflow(no_tensorflow, tmp_path, command):
     """`--checkpoint` (tasks.flags.define_checkpoint_flag) is checked as the flags are parsed."""
     run = tmp_path / "run"
@@ -459,15 +462,10 @@ def test_parse_refuses_the_export_of_a_translation_model_before_tensorflow(no_te
     assert "TensorFlow was imported" in parsing.stderr  # a parsing export goes on to TensorFlow
 
 
-@pytest.mark.parametrize("command", [
-    ("-m", "export", "--model_dir={run}", "--export_dir={out}/serving"),
-    ("-m", "keras_transformer.translate", "--model_dir={run}", "--input={out}/source.txt", "--output={out}/hyp.txt"),
-    ("-m", "keras_transformer.parse", "--model_dir={run}", "--input={out}/source.txt", "--output={out}/hyp.txt"),
-    ("-m", "keras_transformer.score", "--model_dir={run}", "--source={out}/source.txt", "--target={out}/source.txt",
-     "--output={out}/hyp.txt"),
+@pytest.mark.parametrize("command", RUN_READERS + (
     ("-m", "keras_transformer.average_checkpoints", "--model_dir={run}"),
     ("-m", "keras_transformer.train", "--model_dir={run}", "--evaluate_only"),
-], ids=["export", "translate", "parse", "score", "average_checkpoints", "evaluate_only"])
+), ids=["export", "translate", "parse", "score", "average_checkpoints", "evaluate_only"])
 def test_a_model_dir_that_is_not_a_training_directory_is_one_error_line_before_tensorflow(no_tensorflow, tmp_path,
                                                                                            command):
     """`cli.check_training_directory`, one wording for every command that reads a run: export and
