@@ -17,7 +17,8 @@ the model's max_length and the error cases).
 
 On stderr: a line naming the model, a progress bar only when stderr is a terminal, and a last
 line with the time and speed. The --output file is replaced atomically once every pair is
-scored: a failed or interrupted run leaves an existing file as it was. Bad input prints
+scored: a failed or interrupted run leaves an existing file as it was (/dev/null or a pipe is
+written to, never replaced). Bad input prints
 `error: <one line>`, exits with status 2 and writes nothing. Found before TensorFlow starts:
 a missing --model_dir, --source or --target, a folder, gzip-compressed or non-UTF-8 text (its
 file and line), files whose line counts differ, an --output that is a folder, whose folder is

@@ -15,7 +15,8 @@ settings were fixed at export time.
 On stderr: a line naming the model, a progress bar only when stderr is a terminal (keras'
 bar is drawn with ANSI colour codes and carriage returns, noise in a file or a pipe), and a
 last line with the time and speed. The --output file is replaced atomically once every line
-is translated: a failed or interrupted run leaves an existing file as it was.
+is translated: a failed or interrupted run leaves an existing file as it was (a device or a
+pipe, such as /dev/null, is written to, never replaced).
 
 With --n_best=K (at most the beam size), up to K hypotheses per sentence, best first, as lines
 `i ||| translation ||| score` (the Moses n-best format; i counts input lines from 0), from the
