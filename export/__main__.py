@@ -77,8 +77,6 @@ def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     decoding = task_flags.decoding_config()
-    cli.check_training_directory(FLAGS.model_dir)
-    versions.check_export_dir(FLAGS.export_dir, FLAGS.version, model_dir=FLAGS.model_dir)
     if FLAGS.format == "ctranslate2":
         from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
 
@@ -87,6 +85,8 @@ def main(argv):
         raise ValueError("--quantization applies to --format=ctranslate2 only")
     if FLAGS.format == "ctranslate2" and FLAGS["precision"].present:
         raise ValueError("--precision applies to --format=saved_model only (CTranslate2: --quantization)")
+    cli.check_training_directory(FLAGS.model_dir)
+    versions.check_export_dir(FLAGS.export_dir, FLAGS.version, model_dir=FLAGS.model_dir)
     tf = cli.start_tensorflow()
     tf.get_logger().setLevel("ERROR")
     logging.set_verbosity(logging.WARNING)
