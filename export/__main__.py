@@ -5,6 +5,13 @@
         --max_extra_length=50 --version=3
     python -m export --model_dir=/tmp/run --export_dir=OUT_CT2 --format=ctranslate2 --quantization=int8
 
+`--ensemble_model_dirs=B,C` exports ONE SavedModel decoding the ensemble of --model_dir's model
+and those runs' (`keras_transformer.decoding.ensemble`: each search step takes the log of the
+mean of the members' next-token probabilities, fairseq's logsumexp - log n), with the same
+signatures; the members must share one vocabulary (tokenizer and special ids, checked before
+TensorFlow starts), their shapes may differ. `translate_with_attention` shows the first model's
+attention. --checkpoint names --model_dir's checkpoint; the others use their default one.
+
 `--format=ctranslate2` writes OUT_CT2/<version>/ as a CTranslate2 4.x model folder with the
 tokenizer beside it (export/ctranslate2_model.py), for serving on CPU outside TF Serving; its
 decoding flags are recorded in its export.json, as CTranslate2 takes them per call.
@@ -58,6 +65,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory (model_config.json, tokenizer/, checkpoints/).")
 flags.DEFINE_string("export_dir", None, "TF Serving model base path; the export goes to EXPORT_DIR/<version>/.")
 task_flags.define_checkpoint_flag("Checkpoint prefix to export (default: averaged/, else the latest).")
+task_flags.define_ensemble_flag()
 task_flags.define_decoding_flags()
 flags.DEFINE_integer("version", None, "Version folder number (default: next integer in --export_dir).", lower_bound=0)
 flags.DEFINE_boolean("check_ops", True, "Refuse to publish an export with ops stock TF Serving lacks.")
@@ -87,6 +95,9 @@ def main(argv):
         raise ValueError("--precision applies to --format=saved_model only (CTranslate2: --quantization)")
     cli.check_training_directory(FLAGS.model_dir)
     versions.check_export_dir(FLAGS.export_dir, FLAGS.version, model_dir=FLAGS.model_dir)
+    ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir)
+    if ensemble_model_dirs and FLAGS.format == "ctranslate2":
+        raise ValueError("--ensemble_model_dirs: --format=saved_model only (CTranslate2 ensembles are not exported)")
     tf = cli.start_tensorflow()
     tf.get_logger().setLevel("ERROR")
     logging.set_verbosity(logging.WARNING)
@@ -111,7 +122,7 @@ def main(argv):
     precision = precision_lib.resolve(FLAGS.precision)
     path, checkpoint, translator = serving_module.export_model_dir(
         FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.check_ops,
-        precision=precision)
+        precision=precision, ensemble_model_dirs=ensemble_model_dirs)
     print(f"exported {checkpoint} to {path} ({precision}" + (", auto" if FLAGS.precision == "auto" else "") + ")")
     print(f"signatures: {', '.join(sorted(translator.signatures()))}; "
           f"beam_size={decoding.beam_size} alpha={decoding.alpha} max_extra_length={decoding.max_extra_length}"

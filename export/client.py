@@ -51,13 +51,14 @@ def _texts(value):
 
 def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str] = None,
                       decoding: DecodingConfig = DecodingConfig(), checkpoint: Optional[str] = None,
-                      n_best: int = 1):
+                      n_best: int = 1, ensemble_model_dirs: Sequence[str] = ()):
     """(`serving_default`: tf.string [N] -> {"translations", "scores"}, where it came from).
 
     From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
     process from the averaged or latest checkpoint (or `checkpoint`); `export_dir` loads the
     SavedModel (a version folder, or a base folder whose highest version is used), whose
-    decoding settings were fixed at export time.
+    decoding settings were fixed at export time. With `ensemble_model_dirs` (and `model_dir`) the
+    Translator decodes their ensemble (`serving_module.from_model_dir`).
 
     With `n_best` > 1 the function is the `translate_n_best` signature asked for `n_best`
     hypotheses with the beam and alpha of `decoding` (from `model_dir`) or of the export
@@ -72,7 +73,8 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
         from export import serving_module  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
         check_n_best(n_best, decoding.beam_size, "--beam_size")
-        translator, source = serving_module.from_model_dir(model_dir, decoding, checkpoint)
+        translator, source = serving_module.from_model_dir(model_dir, decoding, checkpoint,
+                                                           ensemble_model_dirs=ensemble_model_dirs)
         if n_best > 1:
             options = _n_best_options(n_best, decoding)
 

@@ -55,6 +55,12 @@ stay float32. The signatures, their dtypes and the ops' kinds are the float32 ex
 CPU without native bfloat16 it runs correctly, but slower than float32. export.json records
 the precision.
 
+An ensemble export (`from_model_dir(..., ensemble_model_dirs=[...])`, `python -m export
+--ensemble_model_dirs`) holds a `keras_transformer.decoding.ensemble.Ensemble` as its model: the
+same signatures and ops, each search step the log of the mean of the members' probabilities,
+`score` the log-probability under that mean, `translate_with_attention` the first member's
+attention; export.json lists the members' configs under "ensemble".
+
 TF Serving's model loader is the TF1 Session loader, which cannot load a Keras 3 model tracked
 by a tf.Module (keras#20095): the model is hidden from tracking and
 its raw `tf.Variable`s are tracked instead. The tokenizer model file is written as an asset
@@ -67,13 +73,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-from export import opened_run, ops, versions, warmup
-from keras_transformer.decoding import beam_search, search, sequence_scores
+from export import ensemble_members, opened_run, ops, versions, warmup
+from keras_transformer.decoding import beam_search, ensemble, search, sequence_scores
 from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.config import DecodingConfig
 from keras_transformer.model import Transformer
@@ -284,8 +290,12 @@ class Translator(tf.Module):
                           (SCORE_SIGNATURE, {"sources": sentences, "targets": sentences})]
 
     def settings(self) -> dict:
-        """What the export was made with (written to assets.extra/export.json)."""
+        """What the export was made with (written to assets.extra/export.json); an ensemble's
+        "model" is the config its search reads (`ensemble.Ensemble.config`), "ensemble" each
+        member's."""
+        members = getattr(self.model, "members", None)
         return {
+            **({"ensemble": [m.config.to_dict() for m in members]} if members else {}),
             "decoding": self.decoding_config.to_dict(),
             "model": self.model.config.to_dict(),
             "precision": precision_lib.of(self.model),
@@ -301,13 +311,32 @@ def from_model_dir(
     decoding_config: DecodingConfig = DecodingConfig(),
     checkpoint: Optional[str] = None,
     precision: str = "float32",
+    ensemble_model_dirs: Sequence[str] = (),
 ) -> tuple[Translator, str]:
     """The `Translator` of a training directory: its model (averaged or latest checkpoint, or
     `checkpoint`) in `precision` ("float32" or "bfloat16", `decoding.precision.decoding_model`)
-    and its tokenizer(s). Returns `(translator, checkpoint_path)`."""
+    and its tokenizer(s). Returns `(translator, checkpoint_path)`.
+
+    With `ensemble_model_dirs`, the model is an `ensemble.Ensemble` of `model_dir`'s and theirs
+    (each its averaged, else best, else latest checkpoint), whose vocabularies were checked
+    (`export.ensemble_members`, before any model is built); the checkpoint path returned names
+    them all, joined by ",".
+    """
     run = opened_run.open_run(model_dir)  # the tokenizer checked against the run's fingerprint
     model, checkpoint = run.restore(checkpoint)
     model = precision_lib.decoding_model(model, precision)
+    if ensemble_model_dirs:
+        ensemble_members.check_same_vocabulary(model_dir, list(ensemble_model_dirs))
+        members, checkpoints = [model], [checkpoint]
+        for member_dir in ensemble_model_dirs:
+            member_run = opened_run.open_run(member_dir)
+            if member_run.fingerprint != run.fingerprint:
+                raise ValueError(f"--ensemble_model_dirs: {member_dir} was trained with another tokenizer than "
+                                 f"--model_dir={model_dir}: an ensemble's models must share one vocabulary")
+            member, member_checkpoint = member_run.restore()
+            members.append(precision_lib.decoding_model(member, precision))
+            checkpoints.append(member_checkpoint)
+        model, checkpoint = ensemble.Ensemble(members), ",".join(checkpoints)
     return Translator(model, run.source_tokenizer, run.target_tokenizer, decoding_config), checkpoint
 
 
@@ -386,6 +415,7 @@ def export_model_dir(
     check_ops: bool = True,
     log: Callable[[str], None] = print,
     precision: str = "float32",
+    ensemble_model_dirs: Sequence[str] = (),
 ) -> tuple[str, str, Translator]:
     """A training directory's model as `export_dir/<version>/` (what `python -m export` does).
 
@@ -398,6 +428,8 @@ def export_model_dir(
         check_ops: refuse an export with ops stock TF Serving lacks (`check_servable`).
         log: where the line about each removed stale temporary folder goes.
         precision: "float32" or "bfloat16", what the model computes in (`from_model_dir`).
+        ensemble_model_dirs: more training directories of the same vocabulary: the export
+            decodes their ensemble with `model_dir`'s (`from_model_dir`).
 
     Returns:
         `(version folder, checkpoint exported, translator)`.
@@ -408,7 +440,7 @@ def export_model_dir(
             before the model is built.
     """
     versions.check_export_dir(export_dir, version)
-    translator, checkpoint = from_model_dir(model_dir, decoding_config, checkpoint, precision)
+    translator, checkpoint = from_model_dir(model_dir, decoding_config, checkpoint, precision, ensemble_model_dirs)
     dataset = layout.read_settings(model_dir).get("data", {}).get("dataset", "")
     extra = {"checkpoint": checkpoint, "task": sources.task_of(dataset)}  # parse refuses a translation export
     path = export_saved_model(translator, export_dir, version, extra=extra,

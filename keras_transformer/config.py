@@ -266,6 +266,11 @@ class DecodingConfig:
 PARSING_DECODING = DecodingConfig(beam_size=21, alpha=0.3, max_extra_length=300, tree_constraint=True)
 
 
+# The fields of a TransformerConfig that fix what each id means: the models of an ensemble
+# (`keras_transformer.decoding.ensemble`) must agree on them.
+VOCABULARY_FIELDS = ("vocab_size", "target_vocab_size", "share_embeddings", "pad_id")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig:
     """Optimisation, checkpointing and evaluation settings of one training run (section 5).
@@ -304,6 +309,9 @@ class TrainingConfig:
             `keep_best_checkpoints`. Fewer are averaged, with a line that says so, when the
             run made fewer. Done by the entry point.
         seed: seeds the initial weights, dropout and the data order (in [0, 2**32)).
+        ema_decay: keep an exponential moving average of the weights with this decay, in [0, 1)
+            (Marian's exponential smoothing, e.g. 0.9999; 0: none). Dev evaluation, translation,
+            export and averaging then use the average (`keras_transformer.training.ema`).
 
     Every number is checked on construction, NaN and infinity included (`check_finite`).
     """
@@ -326,9 +334,11 @@ class TrainingConfig:
     log_every_steps: int = 100
     average_last: int = 0
     seed: int = 0
+    ema_decay: float = 0.0
 
     def __post_init__(self):
-        check_finite(self, ("learning_rate_scale", "clip_norm", "checkpoint_every_minutes", "max_train_minutes"))
+        check_finite(self, ("learning_rate_scale", "clip_norm", "checkpoint_every_minutes", "max_train_minutes",
+                            "ema_decay"))
         check_seed(self.seed)
         for name in ("train_steps", "warmup_steps", "accumulation_steps", "keep_checkpoints",
                      "log_every_steps"):
@@ -339,6 +349,8 @@ class TrainingConfig:
                      "keep_best_checkpoints"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 <= self.ema_decay < 1.0:
+            raise ValueError(f"ema_decay must be in [0, 1) (0: no moving average), got {self.ema_decay}")
         if self.learning_rate_scale <= 0:
             raise ValueError(f"learning_rate_scale must be positive, got {self.learning_rate_scale}")
         if self.precision not in PRECISIONS + ("auto",):

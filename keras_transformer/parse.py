@@ -6,6 +6,8 @@
         --treebank_split=test --data_dir=../shared/data/ptb_sample            # + EVALB F1
     python -m keras_transformer.parse --baseline=right_branching \\
         --treebank_split=test --data_dir=../shared/data/ptb_sample
+    python -m keras_transformer.parse --baseline=pcfg \\
+        --treebank_split=test --data_dir=../shared/data/ptb_sample             # a treebank PCFG, CKY
 
 One tokenized sentence per line (Penn Treebank tokens separated by spaces) in, one tree per line
 out, without part-of-speech tags: `(S (NP The dog) (VP barks) .)`. The model is one trained with
@@ -40,7 +42,13 @@ from tasks import flags as task_flags
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory of a parsing model (checkpoint + tokenizer).")
 flags.DEFINE_string("export_dir", None, "SavedModel of a parsing model: a version folder or its base folder.")
-flags.DEFINE_enum("baseline", None, ["right_branching"], "Parse with a baseline instead of a model.")
+flags.DEFINE_enum("baseline", None, ["right_branching", "pcfg"], "Parse with a baseline instead of a model: "
+                  "right-branching trees, or the PCFG of the treebank's training split under --data_dir "
+                  "(tasks/pcfg.py).")
+flags.DEFINE_integer("pcfg_horizontal", 1, "--baseline=pcfg: siblings an intermediate symbol of the binarized "
+                     "grammar remembers (horizontal markovization).", lower_bound=0)
+flags.DEFINE_integer("pcfg_vertical", 1, "--baseline=pcfg: parent labels a phrase is annotated with (vertical "
+                     "markovization; 0: none).", lower_bound=0, upper_bound=2)
 task_flags.define_checkpoint_flag("With --model_dir: this checkpoint prefix instead of averaged/latest.")
 flags.DEFINE_string("input", None, "Tokenized sentences, one per line; '-' for stdin.")
 flags.DEFINE_enum("treebank_split", None, ["train", "validation", "test"], "Instead of --input: parse this split "
@@ -70,8 +78,19 @@ def _check_flags() -> None:
         if not FLAGS.data_dir:
             raise ValueError(f"--treebank_split needs --data_dir, {treebank.DATA_DIR_IS}")
         treebank.check_inputs(FLAGS.data_dir)
+    elif FLAGS.baseline == "pcfg":
+        from pipelines import treebank  # pylint: disable=g-import-not-at-top
+
+        if not FLAGS.data_dir:
+            raise ValueError(f"--baseline=pcfg needs --data_dir, {treebank.DATA_DIR_IS} (its training split "
+                             "gives the grammar)")
+        treebank.check_inputs(FLAGS.data_dir)
     elif FLAGS.data_dir:
-        raise ValueError("--data_dir: only with --treebank_split")
+        raise ValueError("--data_dir: only with --treebank_split or --baseline=pcfg")
+    if FLAGS.baseline != "pcfg":
+        for flag in ("pcfg_horizontal", "pcfg_vertical"):
+            if FLAGS[flag].present:
+                raise ValueError(f"--{flag}: only with --baseline=pcfg")
     cli.check_input_file(FLAGS.input, "input")
     cli.check_input_file(FLAGS.reference, "reference", stdin=False)  # the gold trees
     if FLAGS.model_dir:
@@ -99,7 +118,8 @@ def main(argv):
         FLAGS.input, FLAGS.output, model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir, baseline=FLAGS.baseline,
         decoding=decoding, checkpoint=FLAGS.checkpoint, reference=FLAGS.reference,
         treebank_split=(FLAGS.data_dir, FLAGS.treebank_split) if FLAGS.treebank_split else None,
-        batch_size=FLAGS.batch_size)
+        batch_size=FLAGS.batch_size, pcfg_data_dir=FLAGS.data_dir,
+        pcfg_markov=(FLAGS.pcfg_horizontal, FLAGS.pcfg_vertical))
     if report:
         print(report, file=sys.stderr if FLAGS.output == "-" else sys.stdout)
 

@@ -79,6 +79,9 @@ flags.DEFINE_enum("precision", "auto", ["auto", "float32", "mixed_bfloat16", "mi
                   "Compute precision; mixed_float16 adds dynamic loss scaling. auto: mixed_bfloat16 on "
                   "GPUs of compute capability >= 8.0 and CPUs with AVX512_BF16/AMX, mixed_float16 on "
                   "7.x GPUs, else float32 (the paper's).")
+flags.DEFINE_float("ema_decay", 0.0, "Keep an exponential moving average of the weights with this decay "
+                   "(Marian's exponential smoothing, e.g. 0.9999; 0: none); dev evaluation, translate, export and "
+                   "checkpoint averaging then use it.")
 flags.DEFINE_boolean("xla", False, "Compile the forward and backward pass with XLA.")
 flags.DEFINE_float("max_train_minutes", 0.0, "Stop cleanly, with a checkpoint, after this much training (0: none).")
 # Distribution (section 5.2) -------------------------------------------------------------------
@@ -136,7 +139,7 @@ def training_config():
         eval_every_steps=FLAGS.eval_every_steps, early_stopping_patience=FLAGS.early_stopping_patience,
         max_train_minutes=FLAGS.max_train_minutes, log_every_steps=FLAGS.log_every_steps,
         average_last=FLAGS.average_checkpoints, keep_best_checkpoints=FLAGS.keep_best_checkpoints,
-        best_checkpoint_metric=FLAGS.best_checkpoint_metric, seed=FLAGS.seed)
+        best_checkpoint_metric=FLAGS.best_checkpoint_metric, seed=FLAGS.seed, ema_decay=FLAGS.ema_decay)
 
 
 def main(argv):

@@ -3,6 +3,12 @@
     python -m keras_transformer.translate --model_dir=/tmp/run --input=test.en --output=test.hyp.de \\
         --reference=test.de
     python -m keras_transformer.translate --export_dir=/tmp/serving/transformer --input=- --output=-
+    python -m keras_transformer.translate --model_dir=runs/a --ensemble_model_dirs=runs/b,runs/c --input=test.en
+
+--ensemble_model_dirs decodes the ensemble of those runs' models and --model_dir's: at every step
+of the search, the log of the mean of their next-token probabilities
+(`keras_transformer.decoding.ensemble`). They must share --model_dir's vocabulary (tokenizer and
+special ids, checked before TensorFlow starts); their shapes may differ.
 
 One sentence per line. Lines are translated in batches of --batch_size sorted by length (less
 padding, fewer wasted beam steps) and written back in the input order. Both sources run the
@@ -46,6 +52,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory to translate with (checkpoint + tokenizer).")
 flags.DEFINE_string("export_dir", None, "SavedModel from `python -m export`: a version folder or its base folder.")
 task_flags.define_checkpoint_flag("With --model_dir: this checkpoint prefix instead of averaged/latest.")
+task_flags.define_ensemble_flag()
 flags.DEFINE_string("input", "-", "Source sentences, one per line; '-' for stdin.")
 flags.DEFINE_string("output", "-", "Where to write translations, one per line; '-' for stdout.")
 flags.DEFINE_string("reference", None, "Reference translations, one per line: print BLEU, chrF, chrF++.")
@@ -67,6 +74,10 @@ def main(argv):
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     if FLAGS.export_dir:
         task_flags.check_model_dir_only("an export has its decoding settings built in")
+        if FLAGS.ensemble_model_dirs is not None:
+            raise ValueError("--ensemble_model_dirs: only with --model_dir (export the ensemble with python -m "
+                             "export --ensemble_model_dirs, then translate with its --export_dir)")
+    ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir) if FLAGS.model_dir else []
     decoding = task_flags.decoding_config()
     from export import client  # pylint: disable=g-import-not-at-top  (no TensorFlow yet)
 
@@ -92,7 +103,7 @@ def main(argv):
     report = translation.translate_file(
         FLAGS.input, FLAGS.output, model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir, decoding=decoding,
         checkpoint=FLAGS.checkpoint, reference=FLAGS.reference, batch_size=FLAGS.batch_size, n_best=FLAGS.n_best,
-        moses_bleu_lang=FLAGS.moses_bleu_lang)
+        moses_bleu_lang=FLAGS.moses_bleu_lang, ensemble_model_dirs=ensemble_model_dirs)
     if report:
         print(report, file=sys.stderr if FLAGS.output == "-" else sys.stdout)
 

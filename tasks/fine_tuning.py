@@ -1,5 +1,10 @@
 """Starting a new run from another run's model (`--init_from`): its weights and its tokenizer,
-a fresh optimizer and step 0."""
+a fresh optimizer and step 0.
+
+The weights are those the other run translates with (`readable_checkpoints.read_model`): a run
+trained with `--ema_decay` gives its moving average (as Marian's model.npz holds the smoothed
+weights), the model its dev scores were measured on. With `--ema_decay` the new run's average
+starts from those weights, at step 0 (its decay ramps up again)."""
 
 from __future__ import annotations
 
@@ -101,7 +106,8 @@ class InitSource:
                                      ours)
 
     def load_weights(self, model) -> None:
-        """Reads the model's weights (not the optimizer's state, not the step) from the checkpoint."""
+        """Reads the model's weights (not the optimizer's state, not the step) from the checkpoint:
+        its moving average of the weights when it has one."""
         from keras_transformer.run_dir import readable_checkpoints  # pylint: disable=g-import-not-at-top
 
         readable_checkpoints.read_model(model, self.checkpoint, f"--init_from={self.run_dir}")

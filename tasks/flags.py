@@ -83,6 +83,26 @@ def define_checkpoint_flag(help_text: str) -> None:
     flags.register_validator("checkpoint", check)
 
 
+def define_ensemble_flag() -> None:
+    """--ensemble_model_dirs: more training directories decoded with --model_dir's model as one
+    ensemble (`keras_transformer.decoding.ensemble`)."""
+    flags.DEFINE_string("ensemble_model_dirs", None, "Comma-separated training directories of the same vocabulary "
+                        "as --model_dir: decode the ensemble of their models and --model_dir's (each step the log "
+                        "of the mean of their probabilities); each uses its averaged, else best, else latest "
+                        "checkpoint (--checkpoint applies to --model_dir only).")
+
+
+def ensemble_model_dirs(model_dir: str) -> list[str]:
+    """The folders of --ensemble_model_dirs ([] without it), refused with one line before TensorFlow
+    starts when one is missing or of another vocabulary than `model_dir` (`export.ensemble_members`)."""
+    from export import ensemble_members  # pylint: disable=g-import-not-at-top  (no TensorFlow)
+
+    dirs = ensemble_members.parse_dirs(FLAGS.ensemble_model_dirs)
+    if dirs:
+        ensemble_members.check_same_vocabulary(model_dir, dirs)
+    return dirs
+
+
 def define_model_size_flags(num_layers=None, d_model=None, d_ff=None, num_heads=None) -> None:
     """--num_layers --d_model --d_ff --num_heads (section 3, Table 3). Training leaves the defaults
     None (the preset's values); the benchmarks give a model size of their own."""

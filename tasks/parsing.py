@@ -43,7 +43,7 @@ from pipelines import linearized_trees, treebank
 from pipelines.errors import DataError
 from tasks import evalb
 
-BASELINES = ("right_branching",)
+BASELINES = ("right_branching", "pcfg")
 
 
 def run_decoding(model_dir: str) -> DecodingConfig:
@@ -207,7 +207,8 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
                export_dir: Optional[str] = None, baseline: Optional[str] = None,
                decoding: DecodingConfig = PARSING_DECODING, checkpoint: Optional[str] = None,
                reference: Optional[str] = None, treebank_split: Optional[tuple[str, str]] = None,
-               batch_size: int = 16, progress: Optional[bool] = None) -> Optional[str]:
+               batch_size: int = 16, progress: Optional[bool] = None, pcfg_data_dir: Optional[str] = None,
+               pcfg_markov: tuple[int, int] = (1, 1)) -> Optional[str]:
     """Parses a file of sentences (or a treebank split) and writes one tree per line.
 
     Args:
@@ -215,7 +216,9 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
         output_path: where the trees go ("-": stdout); replaced atomically at the end.
         model_dir, export_dir, baseline: what parses, exactly one: a training directory (its
             averaged or latest checkpoint, or `checkpoint`, decoded with `decoding`), a SavedModel
-            (decoding fixed at export), or "right_branching".
+            (decoding fixed at export), "right_branching", or "pcfg" (`tasks.pcfg`: the grammar
+            of the training split of the treebank in `pcfg_data_dir`, markovized by
+            `pcfg_markov` = (horizontal, vertical)).
         reference: gold trees, one per line, of the input's sentences: score the output.
         treebank_split: (data_dir, split): parse that split's sentences and score against its trees.
         batch_size: sentences per decoding batch (each holds beam_size hypotheses).
@@ -231,6 +234,8 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
         raise ValueError(f"baseline must be one of {', '.join(BASELINES)}, got {baseline!r}")
     if (input_path is None) == (treebank_split is None):
         raise ValueError("give exactly one of an input file and a treebank split")
+    if baseline == "pcfg" and not pcfg_data_dir:
+        raise ValueError("the pcfg baseline needs the treebank whose training split it is read from")
     cli.check_output_path(output_path, inputs={"input": input_path, "reference": reference})
     gold = None
     if treebank_split is not None:
@@ -244,7 +249,17 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
             gold = Gold.from_file(reference)
             gold.check_words(sentences, reference)
     start = time.perf_counter()
-    if baseline:
+    if baseline == "pcfg":
+        from tasks import pcfg  # pylint: disable=g-import-not-at-top
+
+        grammar = pcfg.Grammar.induce(treebank.read_split(pcfg_data_dir, "train"), *pcfg_markov)
+        parser = (f"pcfg (the {pcfg_data_dir} training split, horizontal {pcfg_markov[0]}, vertical "
+                  f"{pcfg_markov[1]}: {len(grammar.symbols)} symbols, {len(grammar.binary)} binary rules)")
+        print(f"parsing {len(sentences)} sentences of {source} with {parser}", file=sys.stderr)
+        trees, fallbacks = pcfg.parse_all(grammar, sentences, right_branching)
+        parser += f"; {fallbacks} sentence(s) not derived, parsed right-branching"
+        parses = Parses(trees, tuple(() for _ in sentences))
+    elif baseline:
         parses = Parses(tuple(right_branching(w) for w in sentences), tuple(() for _ in sentences))
         parser = baseline
     else:

@@ -109,7 +109,9 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
                                             log=log)
         start = trainer.restore()
         if start == 0 and init is not None:
-            init.load_weights(trainer.model)
+            init.load_weights(trainer.model)  # a run with --ema_decay: its moving average
+            if trainer.ema is not None:
+                trainer.ema.reset()  # the new run's average starts from the weights it starts from
         params = sum(int(v.shape.num_elements()) for v in trainer.model.trainable_variables)
         log(f"{type(strategy).__name__} with {replicas} replica(s); {params:,} parameters; vocabulary "
             f"{source_tok.vocab_size}; {training.precision}" + (" (auto)" if auto else "") + "; "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Optional
+from typing import Optional, Sequence
 
 from export import client
 from keras_transformer import cli
@@ -24,13 +24,14 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
                    export_dir: Optional[str] = None, decoding: DecodingConfig = DecodingConfig(),
                    checkpoint: Optional[str] = None, reference: Optional[str] = None, batch_size: int = 32,
                    progress: Optional[bool] = None, n_best: int = 1,
-                   moses_bleu_lang: Optional[str] = None) -> Optional[str]:
+                   moses_bleu_lang: Optional[str] = None, ensemble_model_dirs: Sequence[str] = ()) -> Optional[str]:
     """Translates a file (or stdin) line by line with a training directory or an export.
 
     From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
     process from the averaged or latest checkpoint (or `checkpoint`); `export_dir` loads the
     SavedModel (a version folder, or a base folder whose highest version is used), whose
-    decoding settings were fixed at export time.
+    decoding settings were fixed at export time. `ensemble_model_dirs` (with `model_dir`) decodes
+    the ensemble of those runs' models and `model_dir`'s (`keras_transformer.decoding.ensemble`).
 
     Bad input is found before the model loads (`check_files`): an `output_path` that is a folder,
     cannot be written or is the input or the reference (`cli.check_output_path`), a missing input
@@ -57,7 +58,8 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     lines = cli.read_lines(input_path)
     references = read_references(reference, len(lines), input_path)
     start = time.perf_counter()
-    translate_fn, source = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint, n_best=n_best)
+    translate_fn, source = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint, n_best=n_best,
+                                                    ensemble_model_dirs=ensemble_model_dirs)
     print(f"translating {len(lines)} sentences with {source}", file=sys.stderr)
     translations, scores = client.translate_lines(translate_fn, lines, batch_size, progress)
     if n_best > 1:

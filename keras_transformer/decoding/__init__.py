@@ -8,6 +8,7 @@
   sequence_scores  log P(target | source) per pair with teacher forcing (`score`).
   sorted_batches   many sentences through a batched function in length-sorted batches,
                    results in input order.
+  ensemble         models of one vocabulary decoded as one (log of the mean probabilities per step).
   precision        the model in the precision it decodes in: float32, or a bfloat16 copy
                    (the export's --precision).
 """

@@ -79,7 +79,12 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
         encoder_outputs, source_mask: from `model.encode`, `(B, S, d_model)` and `(B, S)`.
         max_length: int or int32 scalar, the largest number of steps (>= every limit); only
             the uncached path needs it.
+
+    `model` may also be a `keras_transformer.decoding.ensemble.Ensemble`, whose `step_fn` nests
+    its members' (then `encoder_outputs` is its `encode`'s, one per member).
     """
+    if not isinstance(model, Transformer):  # an ensemble.Ensemble: its members' step fns, nested
+        return model.step_fn(encoder_outputs, source_mask, max_length, use_cache=use_cache)
     vocab_size = model.config.output_vocab_size
     special = tf.constant([model.config.pad_id, BOS_ID])
     never = tf.reduce_any(tf.equal(tf.range(vocab_size)[:, None], special[None, :]), axis=1)  # (V,)
@@ -127,7 +132,7 @@ def translate_ids(
     their `DecodingConfig`, so a decoding setting works in all of them.
 
     Args:
-        model: a built `Transformer`.
+        model: a built `Transformer`, or a `keras_transformer.decoding.ensemble.Ensemble` of them.
         source_ids: int `(B, S)`, ids then EOS, right-padded with `config.pad_id`.
         config: the `keras_transformer.config.DecodingConfig` (None: its defaults, section 6.1's).
         beam_size, alpha, max_extra_length, n_best: override the config's value when given.

@@ -9,7 +9,8 @@ averaged the last 20 checkpoints."
 reads MODEL_DIR/checkpoints (the most recent K of `tf.train.CheckpointManager`'s list),
 averages every model variable and writes a model-only checkpoint that
 `keras_transformer.run_dir.layout.restore_model` (translation, export) prefers over the latest
-training checkpoint. Optimizer slots are not averaged. A damaged checkpoint among the K
+training checkpoint. Optimizer slots are not averaged. The checkpoints of a run with
+`--ema_decay` give their moving averages (`readable_checkpoints.read_model`): those are averaged. A damaged checkpoint among the K
 stops the averaging with a one-line ValueError before anything is written; one that a training
 run's rotation removes meanwhile makes `average_last` list the last K again. The command line
 is `python -m keras_transformer.average_checkpoints`; training calls `average_checkpoints` at its end.

@@ -16,8 +16,11 @@
       cache/                the training pairs' tf.data disk cache (with --cache=disk)
 
 A checkpoint holds `model` (the Transformer's variables) and, for training,
-`optimizer` and `step`; `restore_model` reads only the model part, so
-translation and export work from either kind. A damaged checkpoint (see
+`optimizer` and `step` (and `ema`, the moving average of the weights of a run with
+`--ema_decay`); `restore_model` reads only the model part (with the moving average in place of
+the trainable weights when there is one: `readable_checkpoints.read_model`), so translation and
+export work from either kind. An average of such checkpoints (`averaging`) averages their
+moving averages and holds them as its `model`. A damaged checkpoint (see
 `keras_transformer.run_dir.readable_checkpoints`) is skipped with a warning for the one before it;
 one that a training run's rotation removed while it was being read is chosen again
 (`restore_model`). A damaged directory (model_config.json that is not a run's settings, a file

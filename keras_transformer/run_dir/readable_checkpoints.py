@@ -38,6 +38,8 @@ from typing import Callable, Optional, Sequence
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from keras_transformer.training import ema
+
 # What reading a damaged checkpoint raises: OpError (bad or missing index, missing data
 # file, checksum mismatch), IndexError (truncated data file), ValueError and OSError.
 READ_ERRORS = (tf.errors.OpError, IndexError, ValueError, OSError)
@@ -209,9 +211,19 @@ def model_mismatch(model, reader) -> Optional[str]:
     return None
 
 
+def has_ema(reader) -> bool:
+    """Whether the checkpoint `reader` holds (a `load_reader`) has the moving average of the
+    weights of a run with `--ema_decay` (`keras_transformer.training.ema`)."""
+    return any(key.split("/", 1)[0] == ema.CHECKPOINT_KEY for key in reader.get_variable_to_shape_map())
+
+
 def read_model(model, prefix: str, source: str = "the model") -> None:
     """Reads the weights of `model` (built) from the checkpoint `prefix` (its `model` part; a
     training checkpoint's optimizer and step are left), the prefix never read as a pattern.
+
+    The checkpoint of a run with `--ema_decay` gives its moving average of the trainable
+    weights (`ema.read_shadow`), the one that run evaluated: translation, export, averaging and
+    `--init_from` all read it (training's own resume reads both, `training.checkpoints`).
 
     Raises:
         ValueError: the checkpoint does not fit `model` (`model_mismatch`; `source` names what
@@ -219,9 +231,12 @@ def read_model(model, prefix: str, source: str = "the model") -> None:
         CheckpointRemoved: its files are gone (rotated away since it was chosen).
     """
     try:
-        problem = model_mismatch(model, load_reader(prefix))
+        reader = load_reader(prefix)
+        problem = model_mismatch(model, reader)
         if problem is None:
             tf.train.Checkpoint(model=model).read(tf_path(prefix)).expect_partial().assert_existing_objects_matched()
+            if has_ema(reader):
+                ema.read_shadow(model, tf_path(prefix)).assert_existing_objects_matched()
     except (*READ_ERRORS, AssertionError) as error:
         if not (os.path.isfile(prefix + ".index") and data_files(prefix)):
             raise CheckpointRemoved(f"checkpoint {prefix} was removed while it was read (a training run "

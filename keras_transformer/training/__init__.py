@@ -3,6 +3,7 @@
   trainer         the loop (`Trainer`: step, report, checkpoint, evaluate, stop), `build_trainer`.
   schedules       equation (3) and Adam(0.9, 0.98, 1e-9) (section 5.3).
   checkpoints     `Checkpoints` (save, restore the newest readable) and `CheckpointTimer` (when).
+  ema             the exponential moving average of the weights (`--ema_decay`).
   evaluation      dev loss, perplexity and BLEU of a model (`Evaluator`).
   early_stopping  patience on dev BLEU, replayed from the history on resume.
   reporting       the console line and ETA, TensorBoard scalars, eval/history.json.

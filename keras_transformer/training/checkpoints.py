@@ -27,14 +27,16 @@ import tensorflow as tf
 
 from keras_transformer.run_dir import readable_checkpoints
 from keras_transformer.run_dir import layout
+from keras_transformer.training import ema as ema_lib
 from keras_transformer.training.distribution import is_chief, task_id
 
 
 class Checkpoints:
-    """`tf.train.Checkpoint(model=, optimizer=, step=)` and its `tf.train.CheckpointManager`.
+    """`tf.train.Checkpoint(model=, optimizer=, step=[, ema=])` and its `tf.train.CheckpointManager`.
 
     A checkpoint holds the keys `model`, `optimizer` and `step` (the layout
-    `keras_transformer.run_dir.layout` documents), numbered by `step`.
+    `keras_transformer.run_dir.layout` documents), and `ema` with an `ema.ExponentialMovingAverage`,
+    numbered by `step`.
 
     Args:
         model_dir: the training directory; checkpoints go to MODEL_DIR/checkpoints.
@@ -46,16 +48,20 @@ class Checkpoints:
             MODEL_DIR/workers/worker-<task id>: every worker takes part in a save, and only
             the chief's copy is the run's. Restores always read the run's (the chief's).
         log: where the warning about a damaged checkpoint goes (default: a line on stderr).
+        ema: the run's `ema.ExponentialMovingAverage`, or None. Restoring a checkpoint without
+            one (a run that turns `--ema_decay` on when resumed) starts it from the restored weights.
     """
 
     def __init__(self, model_dir: str, model, optimizer, step: tf.Variable, keep: int = 5,
                  strategy: Optional[tf.distribute.Strategy] = None,
-                 log: Optional[Callable[[str], None]] = None):
+                 log: Optional[Callable[[str], None]] = None, ema=None):
         self.model_dir = model_dir
         self.model = model
         self.step = step
+        self.ema = ema
         self.log = log or readable_checkpoints.warn_on_stderr
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
+        self.parts = dict(model=model, optimizer=optimizer, step=step)
+        self.checkpoint = tf.train.Checkpoint(**self.parts, **({ema_lib.CHECKPOINT_KEY: ema} if ema else {}))
         self.directory = os.path.join(model_dir, layout.CHECKPOINT_DIR)
         self.save_directory = self.directory
         if strategy is not None and not is_chief(strategy):
@@ -84,11 +90,18 @@ class Checkpoints:
         listed = readable_checkpoints.listed_checkpoints(self.directory, self.log)
         readable, self.damaged = readable_checkpoints.newest_readable(listed, self.log)
         if readable:
-            problem = readable_checkpoints.model_mismatch(self.model, readable_checkpoints.load_reader(readable))
+            reader = readable_checkpoints.load_reader(readable)
+            problem = readable_checkpoints.model_mismatch(self.model, reader)
             if problem:
                 raise ValueError(f"checkpoint {readable} does not fit "
                                  f"{os.path.join(self.model_dir, layout.CONFIG_FILE)}: {problem}")
-            self.checkpoint.restore(readable_checkpoints.tf_path(readable)).assert_existing_objects_matched()
+            without_ema = self.ema is not None and not readable_checkpoints.has_ema(reader)
+            checkpoint = tf.train.Checkpoint(**self.parts) if without_ema else self.checkpoint
+            checkpoint.restore(readable_checkpoints.tf_path(readable)).assert_existing_objects_matched()
+            if without_ema:
+                self.ema.reset()
+                self.log(f"{os.path.basename(readable)} holds no moving average of the weights: it starts "
+                         "from the restored weights")
         elif listed:
             raise ValueError(f"{self.directory}: none of its {len(listed)} checkpoint(s) is readable (see the "
                              "warnings above); restore one, or train in another --model_dir")

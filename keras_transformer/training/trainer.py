@@ -12,6 +12,9 @@ Section 5 of "Attention Is All You Need" (Vaswani et al., 2017), as a library:
 * 5.4: label-smoothed cross-entropy; dropout lives in the model.
 * 6.1: checkpoints every N steps and/or minutes, the last K kept (for averaging), and the
   K best by a dev metric (`run_dir.best_checkpoints`), each evaluated step then saved.
+* Not in the paper: with `ema_decay`, an exponential moving average of the weights
+  (`ema.ExponentialMovingAverage`, Marian's exponential smoothing) is updated after every update,
+  saved in the checkpoints and swapped in for each dev evaluation.
 
 The model, optimizer and checkpoints are built outside the loop and handed to the `Trainer`;
 `build_trainer` builds them and the `Trainer` in one call:
@@ -45,6 +48,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_transformer.training.checkpoints import CheckpointTimer, Checkpoints
+from keras_transformer.training.ema import ExponentialMovingAverage
 from keras_transformer.config import PRECISIONS, TrainingConfig, TransformerConfig
 from keras_transformer.training.distribution import agree, is_chief
 from keras_transformer.training.early_stopping import EarlyStopping
@@ -139,7 +143,9 @@ class Trainer:
         model: a built `Transformer` (its `config` gives the label smoothing and padding id).
         optimizer: its optimizer, slots built (`build_model_and_optimizer`).
         checkpoints: a `checkpoints.Checkpoints` of `model`, `optimizer` and the step counter
-            (`checkpoints.step`), which `train_step` advances.
+            (`checkpoints.step`), which `train_step` advances, and of the moving average of the
+            weights (`checkpoints.ema`, None without `config.ema_decay`), which `train_step`
+            updates after each update and the dev evaluations use.
         config: the `TrainingConfig`.
         model_dir: the training directory (`keras_transformer.run_dir.layout` layout); summaries go
             to MODEL_DIR/train and MODEL_DIR/eval.
@@ -158,6 +164,7 @@ class Trainer:
         self.optimizer = optimizer
         self.checkpoints = checkpoints
         self.step = checkpoints.step
+        self.ema = checkpoints.ema
         self.config = config
         self.model_dir = model_dir
         self.strategy = strategy or tf.distribute.get_strategy()
@@ -243,6 +250,8 @@ class Trainer:
             source_ids, target_ids = next(iterator)
             loss, tokens, norm = strategy.run(self._replica_update, args=(source_ids, target_ids))
             self.step.assign_add(1)
+            if self.ema is not None:  # cross-replica context: every replica's copy
+                self.ema.update(self.step)
             return first(loss), first(tokens), first(norm)
 
         return accumulate, update
@@ -416,7 +425,8 @@ class Trainer:
         started = time.time()
         alone = not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy)
         with signals.at_once() if signals is not None and alone else contextlib.nullcontext():
-            results = evaluator(self.model)
+            with self.ema.swapped() if self.ema is not None else contextlib.nullcontext():
+                results = evaluator(self.model)
         reporter.evaluation(step, results, time.time() - started)
         history.append(step, results)
         stopper.observe_results(results, step)
@@ -441,6 +451,10 @@ def build_trainer(model_config: TransformerConfig, config: TrainingConfig, model
     """
     strategy = strategy or tf.distribute.get_strategy()
     model, optimizer, step = build_model_and_optimizer(model_config, config, strategy)
+    ema = None
+    if config.ema_decay:
+        with strategy.scope():  # mirrored like the weights
+            ema = ExponentialMovingAverage(model.trainable_variables, config.ema_decay)
     checkpoints = Checkpoints(model_dir, model, optimizer, step, keep=config.keep_checkpoints, strategy=strategy,
-                              log=log)
+                              log=log, ema=ema)
     return Trainer(model, optimizer, checkpoints, config, model_dir, strategy, batch_tokens, log)

@@ -5,7 +5,8 @@ is loaded: `tf.saved_model.load` and the TF1 Session loader (TF Serving's), fed 
 TensorProtos through the signature_def's tensor names, as TF Serving's Predict does. Both must
 give what the in-process `Translator` gives for the same sentences. The model is untrained and
 decodes 8 extra tokens with beam 2: warm-up is about shapes, and each record runs three times.
-Every test of the export runs on a float32 and on a bfloat16 export (`--precision`).
+Every test of the export runs on a float32 and on a bfloat16 export (`--precision`), and on the
+float32 export of an ensemble (`--ensemble_model_dirs`).
 """
 
 import ast
@@ -35,8 +36,13 @@ def model_dir(tmp_path_factory):
     return run
 
 
-@pytest.fixture(scope="module", params=precision_lib.PRECISIONS)
-def translator(model_dir, request):
+@pytest.fixture(scope="module", params=precision_lib.PRECISIONS + ("ensemble",))
+def translator(model_dir, request, tmp_path_factory):
+    if request.param == "ensemble":  # with a model of another shape (`--ensemble_model_dirs`)
+        member = tmp_path_factory.mktemp("member")
+        make_model_dir(member, steps=0, seed=1, tokenizer_from=model_dir, num_layers=1, d_model=32, d_ff=64,
+                       num_heads=4)
+        return serving_module.from_model_dir(str(model_dir), DECODING, ensemble_model_dirs=[str(member)])[0]
     return serving_module.from_model_dir(str(model_dir), DECODING, precision=request.param)[0]
 
 

@@ -48,14 +48,22 @@ def _train_briefly(model, tokenizer, pairs, steps, seed):
     return float(loss)
 
 
-def make_model_dir(path, *, steps: int = 150, seed: int = 0, num_pairs: int = 400) -> list[tuple[str, str]]:
-    """Writes a tiny training directory into `path`; returns the (English, German) pairs used."""
+def make_model_dir(path, *, steps: int = 150, seed: int = 0, num_pairs: int = 400, tokenizer_from=None,
+                   **config_overrides) -> list[tuple[str, str]]:
+    """Writes a tiny training directory into `path`; returns the (English, German) pairs used.
+
+    `tokenizer_from`: another such directory whose tokenizer to reuse (an ensemble member of
+    it); `config_overrides`: TransformerConfig fields (e.g. num_layers, d_model) to change."""
     pairs = grammar_corpus.generate_pairs(num_pairs, seed=seed)
-    tokenizer = tokenizers.train(
-        [s for pair in pairs for s in pair], tokenizers.TokenizerConfig(vocab_size=VOCAB_SIZE, seed=seed)
-    )
+    if tokenizer_from is None:
+        tokenizer = tokenizers.train(
+            [s for pair in pairs for s in pair], tokenizers.TokenizerConfig(vocab_size=VOCAB_SIZE, seed=seed)
+        )
+    else:
+        tokenizer = tokenizers.load(os.path.join(tokenizer_from, layout.TOKENIZER_DIR))
     tokenizer.save(os.path.join(path, layout.TOKENIZER_DIR))
     config = TransformerConfig.tiny(vocab_size=tokenizer.vocab_size, max_length=MAX_LENGTH, dropout_rate=0.0)
+    config = config.replace(**config_overrides)
     keras.utils.set_random_seed(seed)
     model = Transformer(config)
     model.build()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from tests.helpers.commands import assert_one_error_line, run_command
@@ -21,6 +22,7 @@ from tests.helpers.train_runs import latest_step, train_args
     (["--batch_tokens=100", "--max_length=256"], "batch_tokens=100 is smaller than one sentence"),
     (["--train_steps=0"], "train_steps must be positive, got 0"),
     (["--keep_checkpoints=2", "--average_checkpoints=5"], "average_last (5) needs keep_checkpoints >= it"),
+    (["--ema_decay=1"], "ema_decay must be in [0, 1)"),
 ])
 def test_bad_flags_end_with_one_error_line_and_exit_code_2(tmp_path, flags, fragment):
     assert_one_error_line(run_command(*train_args(tmp_path / "run", *flags)), fragment)
@@ -55,6 +57,46 @@ def test_tiny_run_learns_resumes_and_refuses_another_model(tmp_path, flagfile):
 
     other = run_command(*train_args(model_dir, "--train_steps=80", "--d_model=64", flagfile=flagfile))
     assert_one_error_line(other, "d_model=32 (saved) vs 64 (flags)")
+
+
+def test_a_run_with_ema_decay_records_it_and_evaluate_only_scores_the_average(tmp_path, flagfile):
+    """The dev loss of the training run's evaluation (the shadow swapped in) is the loss
+    `--evaluate_only` finds from the saved checkpoint: both score the moving average."""
+    model_dir = tmp_path / "run"
+    args = ("--train_steps=20", "--eval_every_steps=20", "--ema_decay=0.9", "--eval_max_sentences=-1",
+            "--precision=float32")  # the restored model decodes in float32: the same numbers
+    trained = run_command(*train_args(model_dir, *args, flagfile=flagfile))
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert json.loads((model_dir / "model_config.json").read_text())["training"]["ema_decay"] == 0.9
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    keys = [name for name, _ in tf.train.list_variables(str(model_dir / "checkpoints" / "ckpt-20"))]
+    assert any(name.startswith("ema/shadow/") for name in keys)
+    history = json.loads((model_dir / "eval" / "history.json").read_text())["evaluations"]
+    evaluated = run_command(*train_args(model_dir, *args, "--evaluate_only", flagfile=flagfile))
+    assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+    line = [line for line in evaluated.stdout.splitlines() if "ckpt-20" in line][-1]
+    results = json.loads(line[line.index("{"):])
+    assert results["loss"] == pytest.approx(history[-1]["loss"], rel=1e-5)
+
+    # --init_from it: the new run starts from its average, and its own average starts there:
+    # after one update, shadow = d_1 * start + (1 - d_1) * weights, d_1 = min(0.9, 2 / 11).
+    new = tmp_path / "tuned"
+    tuned = run_command(*train_args(new, f"--init_from={model_dir}", "--train_steps=1", "--eval_every_steps=0",
+                                    "--ema_decay=0.9", "--eval_max_sentences=-1", "--precision=float32",
+                                    flagfile=flagfile))
+    assert tuned.returncode == 0, tuned.stderr[-2000:]
+    from keras_transformer import Transformer  # pylint: disable=g-import-not-at-top
+    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
+
+    start = layout.restore_model(str(model_dir))[0].trainable_variables  # the first run's average
+    shadow, path = layout.restore_model(str(new))
+    weights = Transformer(shadow.config)
+    weights.build()
+    tf.train.Checkpoint(model=weights).read(path).expect_partial()  # the raw weights of update 1
+    d = 2 / 11
+    for s, w0, w1 in zip(shadow.trainable_variables, start, weights.trainable_variables):
+        np.testing.assert_allclose(s.numpy(), d * w0.numpy() + (1 - d) * w1.numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.slow

@@ -295,16 +295,22 @@ REPLICA_SCRIPT = textwrap.dedent("""
     def input_fn(context):
         return tf.data.Dataset.from_generator(
             lambda: iter(parts), output_signature=(tf.TensorSpec([None, None], tf.int32),) * 2)
-    trainer = trainer_lib.build_trainer(CONFIG, training_config(train_steps=3), sys.argv[2], strategy)
+    trainer = trainer_lib.build_trainer(CONFIG, training_config(train_steps=3, ema_decay=0.9), sys.argv[2], strategy)
     state = trainer.train(input_fn)
     assert state.step == 3
+    for shadow in trainer.ema.shadow:  # the moving average: one copy per replica, all equal
+        copies = [c.numpy() for c in strategy.experimental_local_results(shadow)]
+        assert len(copies) == replicas and all(np.array_equal(copies[0], c) for c in copies)
     np.savez(sys.argv[2] + "/weights.npz", *weights(trainer))
     np.savez(sys.argv[2] + "/momentums.npz", *momentums(trainer))
+    np.savez(sys.argv[2] + "/shadows.npz", *[s.numpy() for s, v in zip(trainer.ema.shadow,
+             trainer.model.trainable_variables) if not v.path.endswith("key/bias")])
 """)
 
 
 def test_two_cpu_replicas_reach_the_same_weights_as_one(tmp_path):
-    """MirroredStrategy over 2 logical CPUs vs 1 device, same 3 global batches.
+    """MirroredStrategy over 2 logical CPUs vs 1 device, same 3 global batches (the moving
+    average of the weights, `--ema_decay`, on: its replicas' copies agree, and with one device's).
 
     Tolerances: Adam's first moments (the gradients, linearly) agree to 1e-4 of each tensor's
     largest entry; the
@@ -321,16 +327,17 @@ def test_two_cpu_replicas_reach_the_same_weights_as_one(tmp_path):
         result = run_command(script, replicas, out)
         assert result.returncode == 0, result.stderr[-3000:]
         arrays = []
-        for name in ("weights", "momentums"):
+        for name in ("weights", "momentums", "shadows"):
             with np.load(out / f"{name}.npz") as data:
                 arrays.append([data[k] for k in sorted(data.files, key=lambda k: int(k.split("_")[1]))])
         results.append(arrays)
-    (w1, m1), (w2, m2) = results
+    (w1, m1, s1), (w2, m2, s2) = results
     for a, b in zip(m1, m2):  # relative to each tensor's largest entry
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-4 * float(np.max(np.abs(a))) + 1e-12)
     worst = max(float(np.max(np.abs(a - b))) for a, b in zip(w1, w2))
     median = float(np.median(np.concatenate([np.abs(a - b).ravel() for a, b in zip(w1, w2)])))
     assert worst < 1e-4, worst
+    assert len(s1) == len(w1) and max(float(np.max(np.abs(a - b))) for a, b in zip(s1, s2)) < 1e-4
     print(f"1 vs 2 replicas after 3 steps: |weight difference| max {worst:.1e}, median {median:.1e}")
 
 
