@@ -43,9 +43,10 @@ line each), never those of a running export or of another host.
 
 Bad input prints `error: <one line>` and exits with status 2, and writes nothing: a bad
 flag, an --export_dir that is a file, lies below a file, is the --model_dir or cannot be
-written, an existing --version, a --checkpoint prefix without its .index file (these before
-TensorFlow starts), a missing or incomplete training directory (before the model is
-built). A file system that refuses a write later (a full disk) is one such line too.
+written, an existing --version, a --checkpoint prefix without its .index file, a --model_dir
+that is not a training directory (these before TensorFlow starts), an incomplete or damaged
+training directory (before the model is built). A file system that refuses a write later (a
+full disk) is one such line too.
 """
 
 from __future__ import annotations
@@ -84,10 +85,6 @@ def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     decoding = task_flags.decoding_config()
-    versions.check_export_dir(FLAGS.export_dir, FLAGS.version, model_dir=FLAGS.model_dir)
-    ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir)
-    if ensemble_model_dirs and FLAGS.format == "ctranslate2":
-        raise ValueError("--ensemble_model_dirs: --format=saved_model only (CTranslate2 ensembles are not exported)")
     if FLAGS.format == "ctranslate2":
         from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
 
@@ -96,6 +93,11 @@ def main(argv):
         raise ValueError("--quantization applies to --format=ctranslate2 only")
     if FLAGS.format == "ctranslate2" and FLAGS["precision"].present:
         raise ValueError("--precision applies to --format=saved_model only (CTranslate2: --quantization)")
+    cli.check_training_directory(FLAGS.model_dir)
+    versions.check_export_dir(FLAGS.export_dir, FLAGS.version, model_dir=FLAGS.model_dir)
+    ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir)
+    if ensemble_model_dirs and FLAGS.format == "ctranslate2":
+        raise ValueError("--ensemble_model_dirs: --format=saved_model only (CTranslate2 ensembles are not exported)")
     tf = cli.start_tensorflow()
     tf.get_logger().setLevel("ERROR")
     logging.set_verbosity(logging.WARNING)

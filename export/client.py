@@ -86,8 +86,6 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
     Raises:
         ValueError: `n_best` larger than that beam, or an export without the signature asked for.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
     if (model_dir is None) == (export_dir is None):
         raise ValueError("give exactly one of model_dir and export_dir")
     if model_dir:
@@ -115,8 +113,6 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
             return translator.serving_default(sentences)
 
         return serving_default, source
-    import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (tokenizer ops)
-
     from export import serving_module, versions  # pylint: disable=g-import-not-at-top
 
     source = versions.saved_model_path(export_dir)
@@ -128,9 +124,8 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
         if serving_module.N_BEST_SIGNATURE not in settings.get("signatures", []):
             raise ValueError(f"{source} has no {serving_module.N_BEST_SIGNATURE} signature (an older export): "
                              "export the model again for --n_best")
-        exported = _exported_decoding(settings, n_best)
-    with cli.silence_native_stderr():  # the tokenizer resource's "normalizer.cc" INFO lines
-        loaded = tf.saved_model.load(source)
+        exported = _exported_decoding(settings, n_best, source)
+    loaded = load_saved_model(source)
     if sampling is not None:
         fn = _sampled_fn(loaded.signatures[SAMPLED_SIGNATURE], sampling)
     elif prefixed:
@@ -179,24 +174,51 @@ def check_export_signature(export_dir: str, name: str) -> None:
         raise ValueError(f"{source} has no {name} signature (an older export): export the model again")
 
 
+def load_saved_model(source: str):
+    """`tf.saved_model.load(source)` with tensorflow-text's ops; a damaged export (a
+    saved_model.pb that does not parse, missing variables, no `serving_default`) is a one-line
+    `ValueError` naming it. A file system's refusal (a file that may not be read) stays an
+    `OSError` for the command's line (`cli.errors.os_error_message`)."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (tokenizer ops)
+
+    try:
+        with cli.silence_native_stderr():  # the tokenizer resource's "normalizer.cc" INFO lines
+            loaded = tf.saved_model.load(source)
+    except (OSError, ValueError, tf.errors.OpError) as error:
+        if cli.errors.os_error_message(error) and not isinstance(error, tf.errors.NotFoundError):
+            raise
+        reason = " ".join(str(getattr(error, "message", error)).split())[:300]
+        raise ValueError(f"{source}: not a readable SavedModel ({reason}); export the model again") from None
+    if "serving_default" not in loaded.signatures:
+        raise ValueError(f"{source}: a SavedModel without a serving_default signature; not made by python -m export")
+    return loaded
+
+
 def check_n_best(n_best: int, beam_size: int, beam_name: str) -> None:
     """A one-line `ValueError` unless 1 <= n_best <= beam_size (the search keeps no more)."""
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"--n_best={n_best} must be between 1 and {beam_name} ({beam_size})")
 
 
-def check_export_n_best(export_dir: str, n_best: int) -> DecodingConfig:
-    """The decoding an export (a version folder or its base folder) was made with; a one-line
-    `ValueError` unless its beam keeps `n_best` hypotheses. Reads export.json only: a command
-    calls it before TensorFlow starts."""
+def check_export_n_best(export_dir: str, n_best: int) -> Optional[DecodingConfig]:
+    """A one-line error unless `export_dir` (a version folder or its base folder) holds a
+    SavedModel and, for `n_best` > 1, its export.json's beam keeps `n_best` hypotheses (then its
+    `DecodingConfig`, else None). Reads files only: a command calls it before TensorFlow starts."""
     from export import versions  # pylint: disable=g-import-not-at-top
 
-    return _exported_decoding(versions.read_settings(versions.saved_model_path(export_dir)), n_best)
+    source = versions.saved_model_path(export_dir)
+    return _exported_decoding(versions.read_settings(source), n_best, source) if n_best > 1 else None
 
 
-def _exported_decoding(settings: dict, n_best: int) -> DecodingConfig:
+def _exported_decoding(settings: dict, n_best: int, source: str) -> DecodingConfig:
     """The `DecodingConfig` of an export's export.json `settings`, checked to keep `n_best`."""
-    exported = DecodingConfig(**settings["decoding"])
+    from export import versions  # pylint: disable=g-import-not-at-top
+
+    try:
+        exported = DecodingConfig(**settings.get("decoding", {}))
+    except TypeError as error:  # an unknown field
+        raise ValueError(f"{versions.settings_path(source)}: its \"decoding\" is not an export's ({error})") from None
     check_n_best(n_best, exported.beam_size, "the export's beam_size")
     return exported
 

@@ -11,7 +11,8 @@ Signatures (`sentences`, `sources`, `targets`: tf.string `[N]`, raw UTF-8 senten
   (log P(Y) / lp(|Y|) of the returned hypothesis, section 6.1).
 * `translate_n_best` (`sentences`; optional `n_best` int32, `beam_size` int32, `alpha` float32,
   each `[N]` (one per sentence), `[1]` (the whole request) or absent / `[0]` (the export's
-  setting)) -> `translations` tf.string `[N, K]` and `scores` float32 `[N, K]`, best first,
+  setting); "absent" through TF Serving, the TF1 loader or the loaded object's
+  `translate_n_best` function: `tf.saved_model.load(...).signatures[...]` wants every input) -> `translations` tf.string `[N, K]` and `scores` float32 `[N, K]`, best first,
   K the largest n_best of the request. Each sentence is searched as if alone with its own
   settings (`keras_transformer.decoding.beam_search`), so requests that TF Serving's batching merges
   keep theirs. Bounds: beam_size is clamped to [1, MAX_BEAM_SIZE], n_best to [1, beam_size],

@@ -79,12 +79,22 @@ def read_settings(saved_model_dir: str) -> dict:
 
     Raises:
         FileNotFoundError: the version folder has no such file (not made by `python -m export`).
+        ValueError: the file is not a JSON object whose sections are objects (damaged).
     """
     path = settings_path(saved_model_dir)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: not found; was {saved_model_dir} made by python -m export?")
     with open(path, encoding="utf-8") as file:
-        return json.load(file)
+        try:
+            settings = json.load(file)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise ValueError(f"{path}: not valid JSON ({error}); export the model again") from None
+    damaged = [name for name, value in (settings.items() if isinstance(settings, dict) else [])
+               if name in ("decoding", "model", "source_tokenizer", "target_tokenizer") and not isinstance(value, dict)]
+    if not isinstance(settings, dict) or damaged:
+        raise ValueError(f"{path}: not an export's settings (a JSON object{' whose ' + ', '.join(damaged) + ' is' if damaged else ''} "
+                         "expected); export the model again")
+    return settings
 
 
 # Writing a version ------------------------------------------------------------------

@@ -21,7 +21,7 @@ from keras_transformer import cli
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory holding checkpoints/.")
 flags.DEFINE_integer("num_checkpoints", 5, "Average this many of the most recent checkpoints "
-                     "(paper: 5 base, 20 big).")
+                     "(paper: 5 base, 20 big).", lower_bound=1)
 
 
 def main(argv):
@@ -29,8 +29,8 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.model_dir:
         raise ValueError("--model_dir is required")
-    if not os.path.isdir(FLAGS.model_dir):
-        raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such folder")
+    cli.check_training_directory(FLAGS.model_dir)
+    cli.check_writable_folder(FLAGS.model_dir, "model_dir")  # the average is written there: a read-only run, at once
     cli.start_tensorflow()
     logging.set_verbosity(logging.WARNING)  # TF's per-save "Sharding callback" INFO lines
     from export import opened_run  # pylint: disable=g-import-not-at-top

@@ -31,7 +31,6 @@ starts.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from absl import flags
@@ -92,13 +91,10 @@ def _check_flags() -> None:
         for flag in ("pcfg_horizontal", "pcfg_vertical"):
             if FLAGS[flag].present:
                 raise ValueError(f"--{flag}: only with --baseline=pcfg")
-    if FLAGS.reference == "-":
-        raise ValueError("--reference=-: the gold trees must be a file (stdin is for --input)")
-    for flag in ("input", "reference"):
-        cli.check_input_file(FLAGS[flag].value, flag)
-    for flag in ("model_dir", "export_dir"):
-        if FLAGS[flag].value is not None and not os.path.isdir(FLAGS[flag].value):
-            raise FileNotFoundError(f"--{flag}={FLAGS[flag].value}: no such folder")
+    cli.check_input_file(FLAGS.input, "input")
+    cli.check_input_file(FLAGS.reference, "reference", stdin=False)  # the gold trees
+    if FLAGS.model_dir:
+        cli.check_training_directory(FLAGS.model_dir)
     if FLAGS.export_dir:
         from export import versions  # pylint: disable=g-import-not-at-top  (no TensorFlow)
 

@@ -17,7 +17,8 @@ the model's max_length and the error cases).
 
 On stderr: a line naming the model, a progress bar only when stderr is a terminal, and a last
 line with the time and speed. The --output file is replaced atomically once every pair is
-scored: a failed or interrupted run leaves an existing file as it was. Bad input prints
+scored: a failed or interrupted run leaves an existing file as it was (/dev/null or a pipe is
+written to, never replaced). Bad input prints
 `error: <one line>`, exits with status 2 and writes nothing. Found before TensorFlow starts:
 a missing --model_dir, --source or --target, a folder, gzip-compressed or non-UTF-8 text (its
 file and line), files whose line counts differ, an --output that is a folder, whose folder is
@@ -28,7 +29,6 @@ positions, a pair longer than the model's max_length.
 
 from __future__ import annotations
 
-import os
 
 from absl import flags
 
@@ -52,8 +52,7 @@ def main(argv):
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     # The paths and the text, before TensorFlow starts: a bad one must not cost a model load
     # (score_files checks them again before it loads the model).
-    if not os.path.isdir(FLAGS.model_dir):
-        raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such training directory")
+    cli.check_training_directory(FLAGS.model_dir)
     scoring.check_inputs(FLAGS.source, FLAGS.target, FLAGS.output)  # and the output (`cli.check_output_path`)
     cli.start_tensorflow()
     scoring.score_files(FLAGS.model_dir, FLAGS.source, FLAGS.target, FLAGS.output, checkpoint=FLAGS.checkpoint,

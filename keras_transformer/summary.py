@@ -15,10 +15,12 @@ flags.DEFINE_integer("vocab_size", 37000, "Shared vocabulary size (the paper: ab
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    cli.start_tensorflow()
-    from keras_transformer import TABLE3, Transformer, TransformerConfig
+    from keras_transformer.config import TABLE3, TransformerConfig  # pylint: disable=g-import-not-at-top  (no TF)
 
-    config = TransformerConfig.preset(FLAGS.preset, vocab_size=FLAGS.vocab_size)
+    config = TransformerConfig.preset(FLAGS.preset, vocab_size=FLAGS.vocab_size)  # a bad flag: before TF starts
+    cli.start_tensorflow()
+    from keras_transformer import Transformer  # pylint: disable=g-import-not-at-top
+
     model = Transformer(config)
     model.build()
     model.summary(expand_nested=False)

@@ -103,7 +103,8 @@ flags.DEFINE_enum("best_checkpoint_metric", "bleu", ["bleu", "loss"], "The dev m
 # Evaluation (section 6.1) -----------------------------------------------------------------------
 flags.DEFINE_integer("eval_every_steps", 1000, "Dev loss, perplexity and BLEU every this many updates (0: at the end).")
 task_flags.define_decoding_flags(prefix="eval_")
-flags.DEFINE_integer("eval_max_sentences", 0, "Translate only this many dev sentences for BLEU (0: all; -1: no BLEU).")
+flags.DEFINE_integer("eval_max_sentences", 0, "Translate only this many dev sentences for BLEU (0: all; -1: no BLEU).",
+                     lower_bound=-1)
 flags.DEFINE_integer("early_stopping_patience", 0, "Stop after this many evaluations without a better dev "
                      "--best_checkpoint_metric (0: never).")
 flags.DEFINE_boolean("evaluate_only", False, "Do not train: translate --dev_split with the averaged "
@@ -156,8 +157,7 @@ def main(argv):
                          "--eval_max_sentences=-1 turns off: translate some dev sentences, or pass "
                          "--best_checkpoint_metric=loss")
     if FLAGS.evaluate_only:
-        if not os.path.isdir(FLAGS.model_dir):
-            raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such training directory to evaluate")
+        cli.check_training_directory(FLAGS.model_dir)
         cli.check_writable_folder(FLAGS.model_dir, "model_dir")  # the translations are written there
         data.check_inputs(data.dev_split)
     else:

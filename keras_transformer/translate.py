@@ -21,7 +21,8 @@ settings were fixed at export time.
 On stderr: a line naming the model, a progress bar only when stderr is a terminal (keras'
 bar is drawn with ANSI colour codes and carriage returns, noise in a file or a pipe), and a
 last line with the time and speed. The --output file is replaced atomically once every line
-is translated: a failed or interrupted run leaves an existing file as it was.
+is translated: a failed or interrupted run leaves an existing file as it was (a device or a
+pipe, such as /dev/null, is written to, never replaced).
 
 With --n_best=K (at most the beam size), up to K hypotheses per sentence, best first, as lines
 `i ||| translation ||| score` (the Moses n-best format; i counts input lines from 0), from the
@@ -52,9 +53,10 @@ it is found before any sentence is translated: decoding flags with --export_dir,
 name or link), or whose folder is a file or cannot be written, a --reference whose line count
 differs from the input's (or a --target_prefix_file's), an --n_best above the export's beam, a
 sampling value out of range (--sampling_topk < 0, --sampling_topp outside (0, 1],
---sampling_temperature < 0), --seed without sampling, an export without the signature asked for, a --checkpoint that names no
-checkpoint (these before TensorFlow starts), a missing training directory or export (these
-before the model loads).
+--sampling_temperature < 0), --seed without sampling, an export without the signature asked for, a
+--checkpoint that names no checkpoint, a --model_dir that is not a training directory, an
+--export_dir without a SavedModel (these before TensorFlow starts); a damaged run or export (before
+the model loads).
 """
 
 from __future__ import annotations
@@ -115,12 +117,11 @@ def main(argv):
                                           client.PREFIX_SIGNATURE)
     elif FLAGS.model_dir:
         client.check_n_best(FLAGS.n_best, decoding.beam_size, "--beam_size")
-    elif FLAGS.n_best > 1:  # the export's beam, from its export.json
-        client.check_export_n_best(FLAGS.export_dir, FLAGS.n_best)
     # The paths, before TensorFlow starts: a bad one must not cost a model load (translate_file
     # checks them again, and the reference's line count, before it loads the model).
-    for flag in ("input", "reference", "target_prefix_file"):
-        cli.check_input_file(FLAGS[flag].value, flag)
+    cli.check_input_file(FLAGS.input, "input")
+    for flag in ("reference", "target_prefix_file"):
+        cli.check_input_file(FLAGS[flag].value, flag, stdin=False)
     if FLAGS.moses_bleu_lang is not None and not FLAGS.reference:
         raise ValueError("--moses_bleu_lang: only with --reference (it scores the translations against it)")
     if FLAGS.moses_bleu_lang is not None and not FLAGS.moses_bleu_lang.isalpha():
@@ -128,6 +129,10 @@ def main(argv):
     from tasks import translation  # pylint: disable=g-import-not-at-top  (no TensorFlow yet)
 
     translation.check_files(FLAGS.input, FLAGS.output, FLAGS.reference, FLAGS.target_prefix_file)
+    if FLAGS.model_dir:
+        cli.check_training_directory(FLAGS.model_dir)
+    else:  # a SavedModel (a version folder or its base folder); the export's beam, from its export.json
+        client.check_export_n_best(FLAGS.export_dir, FLAGS.n_best)
     cli.start_tensorflow()
 
     report = translation.translate_file(

@@ -2,7 +2,7 @@
 
   startup    quiet TensorFlow start-up (`start_tensorflow`, `silence_native_stderr`).
   files      a command's files, checked before any work (an output never one of the inputs, a
-             --checkpoint that names one);
+             --checkpoint that names one, a --model_dir that is a training directory);
              the lines of a file or stdin.
   progress   the progress bar on stderr.
   errors     one `error:` line and exit 2 for bad input and for a file system's refusal (a full
@@ -15,7 +15,7 @@ the names below are those modules'. The flags the commands share are defined in
 
 from keras_transformer.cli.errors import USER_ERRORS, fail, run
 from keras_transformer.cli.files import (check_checkpoint_prefix, check_input_file, check_output_path,
-                                         check_writable_folder, read_lines, same_file)
+                                         check_training_directory, check_writable_folder, read_lines, same_file)
 from keras_transformer.cli.progress import stderr_progress
 from keras_transformer.cli.startup import silence_native_stderr, start_tensorflow
 
@@ -24,6 +24,7 @@ __all__ = [
     "check_checkpoint_prefix",
     "check_input_file",
     "check_output_path",
+    "check_training_directory",
     "check_writable_folder",
     "fail",
     "read_lines",

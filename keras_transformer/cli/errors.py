@@ -63,6 +63,18 @@ def os_error_message(error: BaseException) -> Optional[str]:
     return None
 
 
+# Flags that name a file or folder: given empty (--model_dir=, an unset shell variable), a command
+# would work in the current folder, or trip over None; refused as the flags are parsed.
+PATH_FLAGS = ("checkpoint", "init_from", "input", "output", "reference", "source", "target", "out")
+PATH_FLAG_SUFFIXES = ("_dir", "_file")
+
+
+def empty_path_flags(flag_values) -> list[str]:
+    """The path flags (`PATH_FLAGS`, names ending in `PATH_FLAG_SUFFIXES`) given as an empty string."""
+    return [name for name in sorted(flag_values) if (name in PATH_FLAGS or name.endswith(PATH_FLAG_SUFFIXES))
+            and flag_values[name].present and flag_values[name].value == ""]
+
+
 def fail(message: str, code: int = 2):
     """Prints `error: message` (one line) to stderr and exits."""
     print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
@@ -81,10 +93,15 @@ def run(main, known_only: bool = False):
 
     def parse_flags(argv):
         try:
-            return flags.FLAGS(argv, known_only=known_only)
+            remaining = flags.FLAGS(argv, known_only=known_only)
         except flags.Error as error:
             silencer.stop()
             fail(f"{error}. Pass --helpfull to see every flag.")
+        empty = empty_path_flags(flags.FLAGS)
+        if empty:
+            silencer.stop()
+            fail(f"{', '.join(f'--{name}=' for name in empty)}: an empty path; give a file or folder")
+        return remaining
 
     def guarded(argv):
         silencer.stop()

@@ -8,6 +8,8 @@ import secrets
 import sys
 from typing import Mapping, Optional
 
+from keras_transformer.run_dir import atomic_files
+
 
 def check_writable_folder(path: str, flag: str) -> None:
     """Raises a one-line `ValueError` unless `path` is a folder this process can write in, or can
@@ -59,15 +61,33 @@ def read_lines(path: str) -> list[bytes]:
     return [line.rstrip(b"\r") for line in lines]
 
 
-def check_input_file(path: Optional[str], flag: str) -> None:
-    """Raises a one-line error unless `path` (the value of --`flag`) is a file; None and "-"
-    (stdin) pass."""
+def check_input_file(path: Optional[str], flag: str, stdin: bool = True) -> None:
+    """Raises a one-line error unless `path` (the value of --`flag`) is a file; None passes, and
+    "-" (stdin) where `stdin` (a command reads stdin for one flag, --input: a second flag given
+    "-" would find it already read)."""
+    if path == "-" and not stdin:
+        raise ValueError(f"--{flag}=-: must be a file (stdin is for --input)")
     if path in (None, "-"):
         return
     if os.path.isdir(path):
         raise ValueError(f"--{flag}={path}: is a folder, not a file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"--{flag}={path}: no such file")
+
+
+RUN_SETTINGS_FILE = "model_config.json"  # a run's settings, what makes a folder a training directory (layout.CONFIG_FILE)
+
+
+def check_training_directory(path: str, flag: str = "model_dir") -> None:
+    """Raises a one-line error unless `path` (the value of --`flag`) is a folder holding a
+    run's model_config.json: a command that reads a run refuses a mistyped path before
+    TensorFlow starts (what the run holds is `export.opened_run`'s check, once it has)."""
+    if os.path.isfile(path):
+        raise ValueError(f"--{flag}={path}: is a file, not a training directory")
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"--{flag}={path}: no such training directory")
+    if not os.path.lexists(os.path.join(path, RUN_SETTINGS_FILE)):
+        raise FileNotFoundError(f"--{flag}={path}: not a training directory (no {RUN_SETTINGS_FILE} in it)")
 
 
 def checkpoint_prefix_problem(prefix: str) -> Optional[str]:
@@ -123,4 +143,8 @@ def check_output_path(path: str, inputs: Mapping[str, Optional[str]] = None) -> 
         if same_file(path, input_path):
             raise ValueError(f"--output={path}: is the input --{flag}={input_path}; write the output elsewhere "
                              "(it would replace what is read)")
+    if atomic_files.is_special_file(path):  # /dev/null, a named pipe: written to, not replaced
+        if not os.access(path, os.W_OK):
+            raise ValueError(f"--output={path}: is not writable")
+        return
     check_writable_folder(os.path.dirname(os.path.abspath(path)), "output")

@@ -82,4 +82,16 @@ def start_tensorflow(cpu_replicas: int = 0, threads: int = 0):
                 cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_replicas
             )
         tf.config.list_logical_devices()
+        consume_onednn_dtype_warning(tf)
     return tf
+
+
+def consume_onednn_dtype_warning(tf) -> None:
+    """Lets TensorFlow print its one-time "oneDNN supports DT_INT64 only on platforms with
+    AVX-512. Falling back to the default Eigen-based implementation ..." while native stderr is
+    silenced. TensorFlow logs it at ERROR level (util.cc, once per process, whatever the data
+    type and even on AVX-512 CPUs) the first time an eager op of a type oneDNN skips is
+    rewritten, e.g. an int64 transpose inside a tokenizer's ragged ops: a command would
+    otherwise show it, mid-run, as if something had failed. Nothing is lost: those ops
+    run on TensorFlow's own kernels either way."""
+    tf.transpose(tf.zeros([1, 1], tf.int64))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 import sys
 
 
@@ -23,7 +24,15 @@ def write_atomically(path: str, data: bytes) -> None:
     (0o644 under the usual 022, readable by another user such as the model server;
     `tempfile.mkstemp` would give 0o600). A link is written through to its file. On any
     failure the temporary file is removed and the error raised.
+
+    A `path` that is neither a regular file nor a folder (a device such as /dev/null, a named
+    pipe, /dev/stdout) is written to as it is, never replaced: a rename over it would put a
+    regular file in its place (as root, over /dev/null itself).
     """
+    if is_special_file(path):
+        with open(path, "wb") as file:
+            file.write(data)
+        return
     path = os.path.realpath(path)
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
@@ -39,6 +48,16 @@ def write_atomically(path: str, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temporary)
         raise
+
+
+def is_special_file(path: str) -> bool:
+    """True if `path` exists (links followed) and is neither a regular file nor a folder: a
+    device, a named pipe or a socket."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def write_output(path: str, text: str) -> None:

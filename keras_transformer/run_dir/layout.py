@@ -39,7 +39,7 @@ from keras_transformer.run_dir import atomic_files, best_checkpoints, readable_c
 from keras_transformer.config import TransformerConfig
 from keras_transformer.model import Transformer
 
-CONFIG_FILE = "model_config.json"
+CONFIG_FILE = files.RUN_SETTINGS_FILE  # defined where commands check it before TensorFlow starts
 TOKENIZER_DIR = "tokenizer"
 CHECKPOINT_DIR = "checkpoints"
 AVERAGED_DIR = "averaged"

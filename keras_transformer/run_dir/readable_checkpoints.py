@@ -103,8 +103,10 @@ def listed_checkpoints(directory: str, warn: Callable[[str], None] = warn_on_std
     (relative entries come back joined to `directory`).
 
     Without a readable `checkpoint` state file (lost, or damaged: TensorFlow then ignores the
-    folder, and a resume would silently start again at step 0), the `ckpt-<N>.index` files
-    on disk are listed instead, by step, with one `warn` line; [] if there are none.
+    folder, and a resume would silently start again at step 0), or with one that lists only
+    checkpoints whose files are gone (a stale state beside checkpoints copied or restored by
+    hand), the `ckpt-<N>.index` files on disk are listed instead, by step, with one `warn`
+    line; [] if there are none.
     """
     try:
         state = tf.train.get_checkpoint_state(directory)
@@ -113,13 +115,15 @@ def listed_checkpoints(directory: str, warn: Callable[[str], None] = warn_on_std
     paths = list(state.all_model_checkpoint_paths) if state is not None else []
     if state is not None and state.model_checkpoint_path and state.model_checkpoint_path not in paths:
         paths.append(state.model_checkpoint_path)
-    if paths:
+    if any(os.path.isfile(path + ".index") for path in paths):
         return paths
     found = indexed_checkpoints(directory)
     if found:
-        warn(f"warning: {os.path.join(directory, 'checkpoint')} is missing or unreadable; using the "
+        why = "lists only checkpoints whose files are gone" if paths else "is missing or unreadable"
+        warn(f"warning: {os.path.join(directory, 'checkpoint')} {why}; using the "
              f"{len(found)} checkpoint file(s) found in {directory}")
-    return found
+        return found
+    return paths  # listed, none on disk: the reader names the missing files
 
 
 def indexed_checkpoints(directory: str) -> list[str]:

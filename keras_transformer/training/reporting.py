@@ -187,12 +187,22 @@ class Reporter:
 
 
 def read_eval_history(model_dir: str) -> list[dict]:
-    """The evaluations recorded in MODEL_DIR/eval/history.json (oldest first)."""
+    """The evaluations recorded in MODEL_DIR/eval/history.json (oldest first); a damaged file
+    (not JSON, not `{"evaluations": [{"step": N, ...}, ...]}`) is a one-line ValueError naming it."""
     path = os.path.join(model_dir, layout.EVAL_DIR, layout.HISTORY_FILE)
     if not os.path.isfile(path):
         return []
     with open(path, encoding="utf-8") as file:
-        return json.load(file)["evaluations"]
+        try:
+            records = json.load(file)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            records = error
+    evaluations = records.get("evaluations") if isinstance(records, dict) else None
+    if not isinstance(evaluations, list) or not all(isinstance(r, dict) and isinstance(r.get("step"), int)
+                                                    for r in evaluations):
+        found = f"not valid JSON ({records})" if isinstance(records, Exception) else "not a run's evaluation history"
+        raise ValueError(f"{path}: {found}; restore it from a backup, or move it away to start the history again")
+    return evaluations
 
 
 class EvalHistory:

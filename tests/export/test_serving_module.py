@@ -395,6 +395,11 @@ def test_n_best_equals_the_in_process_search_and_its_first_is_serving_default(ex
     assert n_best["translations"].shape == (5, 1)
     assert n_best["translations"][:, 0].tolist() == default["translations"].tolist()
     np.testing.assert_allclose(n_best["scores"][:, 0], default["scores"], rtol=1e-5, atol=1e-5)
+    # In Python (TF2 loader) the loaded function takes the options as optional, as the README says;
+    # an empty batch without options too.
+    loaded_default = loaded.translate_n_best(tf.constant(sentences))
+    assert loaded_default["translations"].numpy().tolist() == n_best["translations"].tolist()
+    assert loaded.translate_n_best(tf.zeros([0], tf.string))["translations"].shape[0] == 0
 
 
 def test_n_best_options_per_sentence_equal_each_sentence_alone(exported, model_dir):

@@ -79,6 +79,9 @@ def test_row3_translate_output_that_is_the_input_or_the_reference_is_refused(fin
         result = run_command("-m", "keras_transformer.translate", f"--model_dir={finished / 'run'}",
                              f"--input={source}", f"--reference={reference}", f"--output={output}", env=no_tensorflow)
         assert_one_error_line(result, f"--output={output}: is the input --{flag}=")
+    both = run_command("-m", "keras_transformer.translate", f"--model_dir={finished / 'run'}", "--input=-",
+                       "--reference=-", f"--output={tmp_path / 'hyp.txt'}", stdin="A dog runs .\n", env=no_tensorflow)
+    assert_one_error_line(both, "--reference=-: must be a file (stdin is for --input)")  # stdin is read once
     parse = run_command("-m", "keras_transformer.parse", "--baseline=right_branching", f"--input={source}",
                         f"--output={tmp_path / 'link.txt'}", env=no_tensorflow)
     assert_one_error_line(parse, f"--output={tmp_path / 'link.txt'}: is the input --input={source}")
@@ -168,6 +171,8 @@ def fake_export(folder: pathlib.Path, beam_size: int) -> pathlib.Path:
     ("--eval_max_extra_length=1000000000", "eval_max_extra_length"),
     ("--train_files=,", "--train_files=,: names no corpus"),
     ("--cpu_replicas=-1", "cpu_replicas"),
+    ("--eval_max_sentences=-5", "--eval_max_sentences=-5: -5 is not integer >= -1"),  # was: no BLEU, silently
+    ("--data_dir=", "--data_dir=: an empty path; give a file or folder"),
     ("--init_from=/nonexistent/run", "--init_from=/nonexistent/run: no such training directory or checkpoint "
      "prefix (e.g. RUN/checkpoints/ckpt-1000)"),
 ])
@@ -194,7 +199,7 @@ def test_row6_bad_serving_flags_are_one_error_line_before_tensorflow(finished, n
     assert_one_error_line(reference, "three.txt has 3 lines but the input")
     missing = run_command(*train_args(tmp_path / "no_run", "--evaluate_only", flagfile=finished / "tiny.flags"),
                           env=no_tensorflow)
-    assert_one_error_line(missing, "no such training directory to evaluate")
+    assert_one_error_line(missing, "no such training directory")
     assert snapshot(run) == before and not (tmp_path / "hyp.txt").exists() and not (tmp_path / "no_run").exists()
 
 
@@ -294,7 +299,7 @@ def remove_temporaries(folder: pathlib.Path) -> None:
         shutil.rmtree(path)
 
 
-def test_row10_a_full_or_read_only_disk_is_one_error_line_naming_the_path(finished, small_disk, tmp_path):
+def test_row10_a_full_or_read_only_disk_is_one_error_line_naming_the_path(finished, small_disk, no_tensorflow):
     run = small_disk / "run"
     shutil.copytree(finished / "run", run)
     shutil.rmtree(run / "averaged")
@@ -330,6 +335,9 @@ def test_row10_a_full_or_read_only_disk_is_one_error_line_naming_the_path(finish
     assert_one_error_line(read_only, f"--output={small_disk}: {small_disk} is not writable")
     evaluated = run_command(*train_args(run, "--evaluate_only", flagfile=flagfile))
     assert_one_error_line(evaluated, f"--model_dir={run}: {run} is not writable")
+    averaged = run_command("-m", "keras_transformer.average_checkpoints", f"--model_dir={run}", "--num_checkpoints=2",
+                           env=no_tensorflow)  # before TensorFlow starts, not after reading the checkpoints
+    assert_one_error_line(averaged, f"--model_dir={run}: {run} is not writable")
     assert not (small_disk / "hyp.txt").exists()
 
 
@@ -365,14 +373,17 @@ def test_row10_every_command_turns_a_file_systems_refusal_into_one_error_line(ca
 
 # Rough edges: refusals that came only after TensorFlow started ---------------------------------------
 
-
-@pytest.mark.parametrize("command", [
+# The commands that read a run with a model_dir, {run}, and files in {out}.
+RUN_READERS = (
     ("-m", "export", "--model_dir={run}", "--export_dir={out}/serving"),
     ("-m", "keras_transformer.translate", "--model_dir={run}", "--input={out}/source.txt", "--output={out}/hyp.txt"),
     ("-m", "keras_transformer.parse", "--model_dir={run}", "--input={out}/source.txt", "--output={out}/hyp.txt"),
     ("-m", "keras_transformer.score", "--model_dir={run}", "--source={out}/source.txt", "--target={out}/source.txt",
      "--output={out}/hyp.txt"),
-])
+)
+
+
+@pytest.mark.parametrize("command", RUN_READERS)
 def test_a_checkpoint_that_does_not_exist_is_one_error_line_before_tensorflow(no_tensorflow, tmp_path, command):
     """`--checkpoint` (tasks.flags.define_checkpoint_flag) is checked as the flags are parsed."""
     run = tmp_path / "run"
@@ -449,3 +460,72 @@ def test_parse_refuses_the_export_of_a_translation_model_before_tensorflow(no_te
                           f"--input={tmp_path / 'sentences.txt'}", f"--output={tmp_path / 'trees.txt'}",
                           env=no_tensorflow)
     assert "TensorFlow was imported" in parsing.stderr  # a parsing export goes on to TensorFlow
+
+
+@pytest.mark.parametrize("command", RUN_READERS + (
+    ("-m", "keras_transformer.average_checkpoints", "--model_dir={run}"),
+    ("-m", "keras_transformer.train", "--model_dir={run}", "--evaluate_only"),
+), ids=["export", "translate", "parse", "score", "average_checkpoints", "evaluate_only"])
+def test_a_model_dir_that_is_not_a_training_directory_is_one_error_line_before_tensorflow(no_tensorflow, tmp_path,
+                                                                                           command):
+    """`cli.check_training_directory`, one wording for every command that reads a run: export and
+    translate found a missing run only once TensorFlow had started."""
+    (tmp_path / "source.txt").write_text("A dog runs .\n", encoding="utf-8")
+    (tmp_path / "not_a_run").mkdir()  # e.g. an export's base folder given as --model_dir
+    before = snapshot(tmp_path)
+    for run, fragment in ((tmp_path / "missing", "no such training directory"),
+                          (tmp_path / "source.txt", "is a file, not a training directory"),
+                          (tmp_path / "not_a_run", "not a training directory (no model_config.json in it)")):
+        result = run_command(*[part.format(run=run, out=tmp_path) for part in command], env=no_tensorflow)
+        assert_one_error_line(result, f"--model_dir={run}: {fragment}")
+    assert snapshot(tmp_path) == before
+
+
+def test_an_export_dir_without_a_saved_model_or_with_damaged_settings_is_refused_before_tensorflow(no_tensorflow,
+                                                                                                   tmp_path):
+    (tmp_path / "source.txt").write_text("A dog runs .\n", encoding="utf-8")
+    translate = ("-m", "keras_transformer.translate", f"--input={tmp_path / 'source.txt'}",
+                 f"--output={tmp_path / 'hyp.txt'}")
+    (tmp_path / "empty").mkdir()
+    for export_dir in (tmp_path / "missing", tmp_path / "empty"):
+        result = run_command(*translate, f"--export_dir={export_dir}", env=no_tensorflow)
+        assert_one_error_line(result, f"{export_dir}: no saved_model.pb in it or in a version folder")
+    exported = fake_export(tmp_path / "serving", beam_size=4)
+    settings = exported / "1" / "assets.extra" / "export.json"
+    for text, fragment in (("[1, 2]", "not an export's settings (a JSON object expected)"),
+                           ('{"decoding": 4}', "not an export's settings (a JSON object whose decoding is expected)"),
+                           ("{", "not valid JSON"),
+                           ('{"decoding": {"beam": 4}}', "its \"decoding\" is not an export's")):
+        settings.write_text(text)
+        for command in (translate + (f"--export_dir={exported}", "--n_best=2"),
+                        ("-m", "keras_transformer.parse", f"--export_dir={exported}",
+                         f"--input={tmp_path / 'source.txt'}")):
+            if command[1] == "keras_transformer.parse" and "beam" in text:
+                continue  # parse reads only the task
+            result = run_command(*command, env=no_tensorflow)
+            assert_one_error_line(result, f"{settings}: {fragment}")
+    assert not (tmp_path / "hyp.txt").exists()
+
+
+def test_summary_and_average_checkpoints_refuse_bad_flags_before_tensorflow(no_tensorflow, tmp_path):
+    for argv, fragment in ((("--preset=bogus",), "unknown preset 'bogus'"),
+                           (("--preset=tiny", "--vocab_size=-5"), "vocab_size must be a positive integer, got -5")):
+        assert_one_error_line(run_command("-m", "keras_transformer.summary", *argv, env=no_tensorflow), fragment)
+    result = run_command("-m", "keras_transformer.average_checkpoints", f"--model_dir={tmp_path}", "--num_checkpoints=0",
+                         env=no_tensorflow)
+    assert_one_error_line(result, "--num_checkpoints=0: 0 is not a positive integer")
+
+
+@pytest.mark.parametrize("command, fragment", [
+    (("-m", "keras_transformer.train", "--model_dir="), "--model_dir=: an empty path"),  # would train into the cwd
+    (("-m", "export", "--model_dir=run", "--export_dir="), "--export_dir=: an empty path"),
+    (("-m", "keras_transformer.translate", "--model_dir=", "--input=x.txt"), "--model_dir=: an empty path"),  # TypeError
+    (("-m", "keras_transformer.score", "--model_dir=run", "--source=x", "--target=y", "--output="),
+     "--output=: an empty path"),
+    (("-m", "pipelines", "train_tokenizer", "--tokenizer_dir="), "--tokenizer_dir=: an empty path"),
+], ids=["train", "export", "translate", "score", "pipelines"])
+def test_an_empty_path_flag_is_one_error_line_before_tensorflow(no_tensorflow, tmp_path, command, fragment):
+    """`cli.run` refuses a path flag given empty (an unset shell variable), for every command."""
+    result = run_command(*command, env=no_tensorflow, cwd=tmp_path)
+    assert_one_error_line(result, fragment)
+    assert os.listdir(tmp_path) == []  # nothing written in the current folder

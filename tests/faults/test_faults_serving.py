@@ -95,6 +95,16 @@ def test_translate_file_checks_every_path_before_the_model(root, monkeypatch):
     assert not (root / "new").exists()
 
 
+def test_translate_with_a_damaged_saved_model_is_one_error_line(root):
+    """serving/1 holds a saved_model.pb that does not parse: was an OSError traceback from
+    TensorFlow's loader (`export.client.load_saved_model`)."""
+    before = snapshot(root / "hyp.txt")
+    result = run_command("-m", "keras_transformer.translate", f"--export_dir={root}/serving",
+                         f"--input={root}/source.txt", f"--output={root}/hyp.txt")
+    assert_one_error_line(result, f"{root}/serving/1: not a readable SavedModel (", "export the model again")
+    assert snapshot(root / "hyp.txt") == before
+
+
 # python -m export ---------------------------------------------------------------------------------
 
 

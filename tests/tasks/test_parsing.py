@@ -271,9 +271,9 @@ def test_bad_flags_are_one_error_line_and_write_nothing(tmp_path):
                               f"--reference={tmp_path / 'missing.trees'}: no such file"),
         "reference_folder": ((baseline, given, f"--reference={tmp_path / 'folder'}"),
                              f"--reference={tmp_path / 'folder'}: is a folder, not a file"),
-        "reference_stdin": ((baseline, given, "--reference=-"), "--reference=-: the gold trees must be a file"),
+        "reference_stdin": ((baseline, given, "--reference=-"), "--reference=-: must be a file (stdin is for --input)"),
         "missing_model_dir": ((f"--model_dir={tmp_path / 'no_run'}", given),
-                              f"--model_dir={tmp_path / 'no_run'}: no such folder"),
+                              f"--model_dir={tmp_path / 'no_run'}: no such training directory"),
         "output_folder": ((baseline, given, f"--output={tmp_path / 'folder'}"),
                           f"--output={tmp_path / 'folder'}: is a folder, not a file"),
     }

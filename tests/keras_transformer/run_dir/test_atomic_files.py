@@ -24,3 +24,24 @@ def test_output_file_is_replaced_atomically(tmp_path, monkeypatch):
     atomic_files.write_atomically(str(path), b"new\n")
     assert path.read_text(encoding="utf-8") == "new\n" and os.listdir(tmp_path) == ["hyp.txt"]
     assert path.stat().st_mode & 0o777 == 0o600  # an existing file keeps its mode, as with open()
+
+
+def test_a_named_pipe_or_device_is_written_to_never_replaced(tmp_path):
+    """`--output=/dev/null`, /dev/stdout or a named pipe: a rename over it would put a regular file in
+    its place (as root, over /dev/null itself). A named pipe stands in for a device here; the output
+    check passes it without probing its folder."""
+    import threading
+
+    from keras_transformer import cli
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    cli.check_output_path(str(fifo), inputs={"input": str(tmp_path / "source.txt")})
+    atomic_files.write_output(str(fifo), "ein Hund\n")
+    reader.join(timeout=30)
+    assert received == [b"ein Hund\n"]
+    assert atomic_files.is_special_file(str(fifo)) and os.listdir(tmp_path) == ["pipe"]  # no temporary left
+    assert not atomic_files.is_special_file(str(tmp_path)) and not atomic_files.is_special_file(str(tmp_path / "no"))

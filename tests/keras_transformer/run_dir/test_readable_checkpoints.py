@@ -24,3 +24,18 @@ def test_checkpoint_problem_names_the_file_at_fault(tmp_path):
     assert readable_checkpoints.checkpoint_problem(older).startswith("ckpt-2.data-00000-of-00001: ")
     with pytest.raises(ValueError, match=r"checkpoint .*ckpt-2 is damaged: ckpt-2.data-00000-of-00001: "):
         readable_checkpoints.check_readable(older)
+
+
+def test_a_state_file_that_lists_only_missing_checkpoints_falls_back_to_the_files(tmp_path):
+    """A stale `checkpoint` state (naming ckpt-99, gone) beside intact ckpt-2 and ckpt-4: the files
+    on disk are read, with a warning (was: "none of its 1 checkpoint(s) is readable", the run stuck)."""
+    older, newest = saved_twice(tmp_path)
+    folder = tmp_path / "checkpoints"
+    (folder / "checkpoint").write_text('model_checkpoint_path: "ckpt-99"\nall_model_checkpoint_paths: "ckpt-99"\n')
+    warnings = []
+    assert readable_checkpoints.listed_checkpoints(str(folder), warnings.append) == [older, newest]
+    assert warnings == [f"warning: {folder / 'checkpoint'} lists only checkpoints whose files are gone; using "
+                        f"the 2 checkpoint file(s) found in {folder}"]
+    os.remove(older + ".index")
+    os.remove(newest + ".index")
+    assert readable_checkpoints.listed_checkpoints(str(folder)) == [str(folder / "ckpt-99")]  # nothing to fall back on

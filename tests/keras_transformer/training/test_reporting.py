@@ -141,3 +141,13 @@ def test_the_history_is_kept_across_resumes(tmp_path):
     worker = reporting.EvalHistory(str(tmp_path / "worker"), write=False)
     worker.append(100, {"loss": 2.0})
     assert worker.records == [{"step": 100, "loss": 2.0}] and not (tmp_path / "worker").exists()
+
+
+@pytest.mark.parametrize("text", ["garbage{", "{}", "[]", '{"evaluations": [{"loss": 1.0}]}'])
+def test_a_damaged_history_is_one_line_naming_the_file(tmp_path, text):
+    """Was a bare "Expecting value: line 1 column 1" (or a KeyError traceback) on every resume."""
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "history.json").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{tmp_path / 'eval' / 'history.json'}: not .*move it away") as error:
+        reporting.EvalHistory(str(tmp_path))
+    assert "\n" not in str(error.value)
