@@ -427,6 +427,7 @@ def greedy_search(
     eos_id: int,
     memory: Any = None,
     prefix: Optional[tf.Tensor] = None,
+    choose: Optional[Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor]] = None,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Greedy decoding: the most probable next token at every step.
 
@@ -444,6 +445,9 @@ def greedy_search(
         memory: None, or a nested structure of tensors with leading dimension B that
             `symbols_to_logits_fn` receives as its 4th argument (module docstring).
         prefix: None, or int32 (B, P), a forced target prefix per example (as in `beam_search`).
+        choose: None (the argmax), or how the next token is picked: `choose(log_probs, live,
+            step)` -> int32 (n,), given the (n, V) log-probabilities (the prefix already forced),
+            the int32 (n,) example of each row and the int32 step; `sampling.sample` draws there.
 
     Returns:
         sequences: int32 (B, T), without the start token, up to and including EOS, then 0s.
@@ -478,7 +482,10 @@ def greedy_search(
         log_probs = _log_probs(logits)  # (n, V)
         if prefix is not None:
             log_probs = force_prefix(log_probs, tf.gather(prefix, state["live"]), state["step"])
-        token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)  # (n,)
+        if choose is None:
+            token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)  # (n,)
+        else:
+            token = choose(log_probs, state["live"], state["step"])  # (n,)
         step = state["step"] + 1
         hypotheses = {
             "seq": tf.concat([hypotheses["seq"], token[:, None]], axis=1),  # (n, step + 1)

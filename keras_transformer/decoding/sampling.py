@@ -14,9 +14,10 @@ in that order (p is taken over the tempered top-k distribution, as Hugging Face'
 CTranslate2's samplers do). The score of a sample is its log P(Y) under the model itself
 (no temperature, no truncation), the score greedy search gives.
 
-The module follows `beam_search`'s contract: the model is `fn(ids, step, cache, memory)`, a
-finished example leaves the batch, everything is one `tf.while_loop` of core TF ops. The
-draws are stateless (`tf.random.stateless_categorical` with the seed `[seed, step]`), so the
+The loop is `beam_search.greedy_search`'s, with this module's draw in place of the argmax: the
+model is `fn(ids, step, cache, memory)`, a finished example leaves the batch, everything is one
+`tf.while_loop` of core TF ops, and a forced prefix's tokens are taken, not drawn. The draws are
+stateless (`tf.random.stateless_categorical` with the seed `[seed, step]`), so the
 same sentences in the same batch with the same seed give the same samples eagerly, under
 `tf.function` and in a SavedModel; a sentence's sample also depends on the others of its batch
 (they share one draw per step).
@@ -103,74 +104,15 @@ def sample(
         sequences: int32 (B, T), without the start token, up to and including EOS, then 0s.
         scores: float32 (B,), log P(Y) under the model.
     """
-    initial_ids = tf.cast(initial_ids, tf.int32)
-    initial_cache = tf.nest.map_structure(tf.convert_to_tensor, initial_cache)
-    model, memory = beam_search_lib._with_memory(symbols_to_logits_fn, memory)  # pylint: disable=protected-access
     batch_size = tf.shape(initial_ids)[0]
-    settings = {
-        "max_len": _per_example(max_decode_length, tf.int32, batch_size),
-        "topk": _per_example(topk, tf.int32, batch_size),
-        "topp": _per_example(topp, tf.float32, batch_size),
-        "temperature": _per_example(temperature, tf.float32, batch_size),
-    }
-    if prefix is not None:
-        settings["prefix"] = tf.cast(prefix, tf.int32)
+    settings = [_per_example(topk, tf.int32, batch_size), _per_example(topp, tf.float32, batch_size),
+                _per_example(temperature, tf.float32, batch_size)]
     seed = tf.cast(seed, tf.int64)
-    store, split, keep_rows = (beam_search_lib._store, beam_search_lib._split,  # pylint: disable=protected-access
-                               beam_search_lib._keep_rows)  # pylint: disable=protected-access
 
-    def leave(state, step, hypotheses, done, cache):
-        live = state["live"]
-        stay, gone = split(done)
-        shrinks = tf.size(gone) > 0
-        return {
-            "step": step,
-            "live": tf.gather(live, stay),
-            "hypotheses": tf.nest.map_structure(lambda t: tf.gather(t, stay), hypotheses),
-            "results": store(state["results"], hypotheses, live, gone),
-            "cache": keep_rows(cache, stay, shrinks),
-            "memory": keep_rows(state["memory"], stay, shrinks),
-        }
+    def choose(log_probs, live, step):
+        own_topk, own_topp, own_temperature = (tf.gather(setting, live) for setting in settings)
+        draw_seed = tf.stack([seed, tf.cast(step, tf.int64)])  # (2,): one draw per step
+        return choose_tokens(log_probs, own_topk, own_topp, own_temperature, draw_seed)
 
-    def body(state):
-        hypotheses, step, live = state["hypotheses"], state["step"], state["live"]
-        own = {key: tf.gather(value, live) for key, value in settings.items()}
-        logits, cache = model(hypotheses["seq"][:, -1], step, state["cache"], state["memory"])
-        log_probs = beam_search_lib._log_probs(logits)  # (n, V)  pylint: disable=protected-access
-        token = choose_tokens(log_probs, own["topk"], own["topp"], own["temperature"],
-                              tf.stack([seed, tf.cast(step, tf.int64)]))  # (n,)
-        if prefix is not None:
-            forced = beam_search_lib.prefix_tokens(own["prefix"], step)  # (n,), -1: none
-            token = tf.where(forced >= 0, forced, token)
-        step += 1
-        hypotheses = {
-            "seq": tf.concat([hypotheses["seq"], token[:, None]], axis=1),  # (n, step + 1)
-            "log_probs": hypotheses["log_probs"] + tf.gather(log_probs, token, batch_dims=1),
-            "lengths": hypotheses["lengths"] + 1,
-        }
-        done = tf.logical_or(tf.equal(token, eos_id), step >= own["max_len"])
-        return (leave(state, step, hypotheses, done, cache),)
-
-    start = {
-        "seq": initial_ids[:, None],  # (B, 1)
-        "log_probs": tf.zeros([batch_size], tf.float32),
-        "lengths": tf.zeros([batch_size], tf.int32),
-    }
-    state = {"live": tf.range(batch_size), "results": start, "memory": memory}
-    state = leave(state, tf.constant(0, tf.int32), start, settings["max_len"] <= 0, initial_cache)
-    shapes = {"seq": tf.TensorShape([None, None]), "log_probs": tf.TensorShape([None]),
-              "lengths": tf.TensorShape([None])}
-    loose = beam_search_lib._loose_shape  # pylint: disable=protected-access
-    invariants = {
-        "step": tf.TensorShape([]),
-        "live": tf.TensorShape([None]),
-        "hypotheses": shapes,
-        "results": shapes,
-        "cache": tf.nest.map_structure(loose, state["cache"]),
-        "memory": tf.nest.map_structure(loose, state["memory"]),
-    }
-    (state,) = tf.while_loop(lambda state: tf.size(state["live"]) > 0, body, loop_vars=(state,),
-                             shape_invariants=(invariants,), parallel_iterations=1)
-    results = state["results"]
-    sequences = results["seq"][:, 1: 1 + beam_search_lib._max_or_zero(results["lengths"])]  # pylint: disable=protected-access
-    return tf.stop_gradient(sequences), tf.stop_gradient(results["log_probs"])
+    return beam_search_lib.greedy_search(symbols_to_logits_fn, initial_ids, initial_cache, max_decode_length,
+                                         eos_id=eos_id, memory=memory, prefix=prefix, choose=choose)
