@@ -13,13 +13,10 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
+from export.versions import PREFIX_SIGNATURE, SAMPLED_SIGNATURE
 from keras_transformer import cli
 from keras_transformer.config import DecodingConfig, SamplingConfig
 
-# Signatures of the export that a command asks for by name before TensorFlow starts
-# (`check_export_signature`); `export.serving_module` defines them under these names.
-SAMPLED_SIGNATURE = "translate_sampled"
-PREFIX_SIGNATURE = "translate_with_prefix"
 # Batch i of a sampled file is drawn with seed * BATCH_SEEDS + i: batches get their own draws.
 BATCH_SEEDS = 2**20
 

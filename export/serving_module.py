@@ -99,7 +99,7 @@ import numpy as np
 import tensorflow as tf
 
 from export import ensemble_members, opened_run, ops, versions, warmup
-from export.client import PREFIX_SIGNATURE, SAMPLED_SIGNATURE
+from export.versions import PREFIX_SIGNATURE, SAMPLED_SIGNATURE
 from keras_transformer.decoding import beam_search, ensemble, search, sequence_scores
 from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.config import DecodingConfig, SamplingConfig

@@ -38,6 +38,10 @@ from keras_transformer import cli
 SAVED_MODEL_FILE = "saved_model.pb"
 ASSETS_EXTRA = "assets.extra"  # a version's folder for files beside the SavedModel (TF Serving reads its warm-up here)
 SETTINGS_FILE = "export.json"  # an export's model and decoding settings (SavedModel: in assets.extra/)
+# Signatures a command asks an export for by name before TensorFlow starts (export.json lists an
+# export's signatures; older exports lack these): `export.serving_module` defines them under these names.
+SAMPLED_SIGNATURE = "translate_sampled"
+PREFIX_SIGNATURE = "translate_with_prefix"
 _VERSION = re.compile(r"^[0-9]+$")
 _TEMPORARY = re.compile(r"^\.tmp-(?P<version>[0-9]+)-(?P<host>.+)-(?P<pid>[0-9]+)-[0-9a-f]{8}$")
 

@@ -109,12 +109,12 @@ def main(argv):
         raise ValueError("--target_prefix_file: not with sampling (--sampling_*)")
     if FLAGS.target_prefix_file and FLAGS.n_best > 1:
         raise ValueError("--target_prefix_file: not with --n_best above 1")
-    from export import client  # pylint: disable=g-import-not-at-top  (no TensorFlow yet)
+    from export import client, versions  # pylint: disable=g-import-not-at-top  (no TensorFlow yet)
 
     if sampling is not None or FLAGS.target_prefix_file:
         if FLAGS.export_dir:  # an older export lacks the signature
-            client.check_export_signature(FLAGS.export_dir, client.SAMPLED_SIGNATURE if sampling else
-                                          client.PREFIX_SIGNATURE)
+            client.check_export_signature(FLAGS.export_dir, versions.SAMPLED_SIGNATURE if sampling else
+                                          versions.PREFIX_SIGNATURE)
     elif FLAGS.model_dir:
         client.check_n_best(FLAGS.n_best, decoding.beam_size, "--beam_size")
     # The paths, before TensorFlow starts: a bad one must not cost a model load (translate_file

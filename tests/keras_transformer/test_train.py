@@ -35,7 +35,12 @@ def test_batch_tokens_per_replica_smaller_than_one_sentence(tmp_path, flagfile):
 
 def test_tiny_run_learns_resumes_and_refuses_another_model(tmp_path, flagfile):
     model_dir = tmp_path / "run"
-    first = run_command(*train_args(model_dir, "--train_steps=60", "--eval_every_steps=20", flagfile=flagfile))
+    # float32 on every host: with --precision=auto (mixed bfloat16 where the CPU has AVX512_BF16) this
+    # tiny model at the tiny recipe's peak rate (6.5e-2) stalls near the unigram loss on an Intel host
+    # (4.90 -> 4.78 in 60 updates, float32 4.91 -> 4.00; docs/BENCHMARKS.md), so the margin below would
+    # test the host's bfloat16 kernels, not that a run learns.
+    first = run_command(*train_args(model_dir, "--train_steps=60", "--eval_every_steps=20", "--precision=float32",
+                                    flagfile=flagfile))
     assert first.returncode == 0, first.stderr[-2000:]
     history = json.loads((model_dir / "eval" / "history.json").read_text())["evaluations"]
     assert [h["step"] for h in history] == [20, 40, 60]
@@ -47,7 +52,8 @@ def test_tiny_run_learns_resumes_and_refuses_another_model(tmp_path, flagfile):
     tokenizer = model_dir / "tokenizer" / "tokenizer.model"
     stamp = tokenizer.stat().st_mtime_ns
 
-    second = run_command(*train_args(model_dir, "--train_steps=70", "--eval_every_steps=0", flagfile=flagfile))
+    second = run_command(*train_args(model_dir, "--train_steps=70", "--eval_every_steps=0", "--precision=float32",
+                                     flagfile=flagfile))
     assert second.returncode == 0, second.stderr[-2000:]
     assert "resumed at step 60" in second.stdout
     assert "step 70/70" in second.stdout and "step 10/70" not in second.stdout
