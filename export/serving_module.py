@@ -187,6 +187,10 @@ class Translator(tf.Module):
         # Hidden from tf tracking too: numpy tables, made constants where the search is traced.
         self.__dict__["grammar"] = (linearized_trees.tree_grammar(target_tokenizer.pieces(), config.output_vocab_size)
                                     if decoding_config.tree_constraint else None)
+        if self.grammar is not None:
+            # A tree-constrained search takes no prefix: no `translate_with_prefix` (the saver
+            # traces every tf.function the module holds, signature or not).
+            self.__dict__["translate_with_prefix"] = None
         paths = {t.asset_path for t in (source_tokenizer, target_tokenizer) if t.asset_path}
         self.tokenizer_assets = [tf.saved_model.Asset(path) for path in sorted(paths)]
 
