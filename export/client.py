@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
-from export.versions import PREFIX_SIGNATURE, SAMPLED_SIGNATURE
+from export.versions import N_BEST_SIGNATURE, PREFIX_SIGNATURE, SAMPLED_SIGNATURE
 from keras_transformer import cli
 from keras_transformer.config import DecodingConfig, SamplingConfig
 
@@ -110,18 +110,15 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
             return translator.serving_default(sentences)
 
         return serving_default, source
-    from export import serving_module, versions  # pylint: disable=g-import-not-at-top
+    from export import versions  # pylint: disable=g-import-not-at-top
 
     source = versions.saved_model_path(export_dir)
-    if sampling is not None or prefixed:
-        name = SAMPLED_SIGNATURE if sampling is not None else PREFIX_SIGNATURE
-        check_export_signature(export_dir, name)
-    if n_best > 1:
-        settings = versions.read_settings(source)
-        if serving_module.N_BEST_SIGNATURE not in settings.get("signatures", []):
-            raise ValueError(f"{source} has no {serving_module.N_BEST_SIGNATURE} signature (an older export): "
-                             "export the model again for --n_best")
-        exported = _exported_decoding(settings, n_best, source)
+    name = (SAMPLED_SIGNATURE if sampling is not None else PREFIX_SIGNATURE if prefixed
+            else N_BEST_SIGNATURE if n_best > 1 else None)
+    if name:  # export.json read once, before the SavedModel is loaded
+        settings = _settings_with_signature(source, name)
+        if n_best > 1:
+            exported = _exported_decoding(settings, n_best, source)
     loaded = load_saved_model(source)
     if sampling is not None:
         fn = _sampled_fn(loaded.signatures[SAMPLED_SIGNATURE], sampling)
@@ -135,7 +132,7 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
         return fn, source
     if n_best == 1:
         return loaded.signatures["serving_default"], source
-    signature, options = loaded.signatures[serving_module.N_BEST_SIGNATURE], _n_best_options(n_best, exported)
+    signature, options = loaded.signatures[N_BEST_SIGNATURE], _n_best_options(n_best, exported)
 
     def loaded_n_best(sentences):
         return signature(sentences=sentences, **options)
@@ -166,9 +163,18 @@ def check_export_signature(export_dir: str, name: str) -> None:
     signature `name` (older exports lack the newer ones). Reads export.json only."""
     from export import versions  # pylint: disable=g-import-not-at-top
 
-    source = versions.saved_model_path(export_dir)
-    if name not in versions.read_settings(source).get("signatures", []):
+    _settings_with_signature(versions.saved_model_path(export_dir), name)
+
+
+def _settings_with_signature(source: str, name: str) -> dict:
+    """The export.json settings of the SavedModel folder `source`; a one-line `ValueError`
+    unless it lists the signature `name`."""
+    from export import versions  # pylint: disable=g-import-not-at-top
+
+    settings = versions.read_settings(source)
+    if name not in settings.get("signatures", []):
         raise ValueError(f"{source} has no {name} signature (an older export): export the model again")
+    return settings
 
 
 def load_saved_model(source: str):
@@ -200,12 +206,15 @@ def check_n_best(n_best: int, beam_size: int, beam_name: str) -> None:
 
 def check_export_n_best(export_dir: str, n_best: int) -> Optional[DecodingConfig]:
     """A one-line error unless `export_dir` (a version folder or its base folder) holds a
-    SavedModel and, for `n_best` > 1, its export.json's beam keeps `n_best` hypotheses (then its
-    `DecodingConfig`, else None). Reads files only: a command calls it before TensorFlow starts."""
+    SavedModel and, for `n_best` > 1, its export.json lists `translate_n_best` (an older export
+    does not) and its beam keeps `n_best` hypotheses (then its `DecodingConfig`, else None).
+    Reads files only: a command calls it before TensorFlow starts."""
     from export import versions  # pylint: disable=g-import-not-at-top
 
     source = versions.saved_model_path(export_dir)
-    return _exported_decoding(versions.read_settings(source), n_best, source) if n_best > 1 else None
+    if n_best == 1:
+        return None
+    return _exported_decoding(_settings_with_signature(source, versions.N_BEST_SIGNATURE), n_best, source)
 
 
 def _exported_decoding(settings: dict, n_best: int, source: str) -> DecodingConfig:

@@ -99,7 +99,7 @@ import numpy as np
 import tensorflow as tf
 
 from export import ensemble_members, opened_run, ops, versions, warmup
-from export.versions import PREFIX_SIGNATURE, SAMPLED_SIGNATURE
+from export.versions import N_BEST_SIGNATURE, PREFIX_SIGNATURE, SAMPLED_SIGNATURE
 from keras_transformer.decoding import beam_search, ensemble, search, sequence_scores
 from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.config import DecodingConfig, SamplingConfig
@@ -111,7 +111,6 @@ from pipelines import tokenizers as tokenizers_lib
 
 SIGNATURE_INPUT = "sentences"
 ATTENTION_SIGNATURE = "translate_with_attention"
-N_BEST_SIGNATURE = "translate_n_best"
 SCORE_SIGNATURE = "score"
 EOS_LABEL = "</s>"
 MAX_BEAM_SIZE = 16  # the widest beam a request may ask for (translate_n_best)

@@ -40,6 +40,7 @@ ASSETS_EXTRA = "assets.extra"  # a version's folder for files beside the SavedMo
 SETTINGS_FILE = "export.json"  # an export's model and decoding settings (SavedModel: in assets.extra/)
 # Signatures a command asks an export for by name before TensorFlow starts (export.json lists an
 # export's signatures; older exports lack these): `export.serving_module` defines them under these names.
+N_BEST_SIGNATURE = "translate_n_best"
 SAMPLED_SIGNATURE = "translate_sampled"
 PREFIX_SIGNATURE = "translate_with_prefix"
 _VERSION = re.compile(r"^[0-9]+$")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import math
 import re
 from typing import Callable, Optional, Sequence
@@ -231,7 +232,7 @@ class Grammar:
     def parse(self, words: Sequence[str]):
         """The most probable tree over `words` (phrase labels over the words, no tags); None if
         the grammar derives none (or `words` is empty)."""
-        tree, _ = self.viterbi(words) if words else (None, None)
+        tree, _ = self.viterbi(words)  # no words: no tree (the chart's only span is empty)
         return None if tree is None else debinarized(tree)
 
     def viterbi(self, words: Sequence[str]) -> tuple:
@@ -273,12 +274,17 @@ class Grammar:
             return None, _NEG_INF
         return self._build(won, rule_of, split_of, words, 0, n, self.start), float(chart[0, n, self.start])
 
+    @functools.cached_property
+    def _binary_rules(self) -> dict:
+        """{(parent, left, right) ids: log-probability} of the binary rules."""
+        return {tuple(r): float(lp) for r, lp in zip(self.binary.tolist(), self.binary_log_p)}
+
     def log_score(self, tree, words: Sequence[str]) -> float:
         """The score `viterbi` gives a tree in the grammar's binarized form (-inf if it uses a rule
         the grammar lacks)."""
         import nltk  # pylint: disable=g-import-not-at-top
 
-        binary = {tuple(r): float(lp) for r, lp in zip(self.binary.tolist(), self.binary_log_p)}
+        binary = self._binary_rules
         total = 0.0
         for position, leaf in enumerate(tree.treepositions("leaves")):
             tag = self.ids[tree[leaf[:-1]].label()]

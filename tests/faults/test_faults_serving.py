@@ -7,6 +7,7 @@ a second each); the two found later (a reference of another length, a missing ch
 still fail before a model is built or loaded.
 """
 
+import json
 import os
 import pathlib
 import socket
@@ -103,6 +104,27 @@ def test_translate_with_a_damaged_saved_model_is_one_error_line(root):
                          f"--input={root}/source.txt", f"--output={root}/hyp.txt")
     assert_one_error_line(result, f"{root}/serving/1: not a readable SavedModel (", "export the model again")
     assert snapshot(root / "hyp.txt") == before
+
+
+@pytest.mark.parametrize("flags, signature", [
+    (("--n_best=2",), versions.N_BEST_SIGNATURE),
+    (("--sampling_topk=5", "--seed=1"), versions.SAMPLED_SIGNATURE),
+    (("--target_prefix_file={root}/short.txt",), versions.PREFIX_SIGNATURE),
+], ids=["n_best", "sampling", "prefix"])
+def test_an_export_older_than_the_signature_asked_for_is_refused_before_tensorflow(root, tmp_path, flags, signature):
+    """An export made before a signature existed lists only the older ones in its export.json:
+    the flag that needs the newer one is one line naming it, found from export.json alone (the
+    SavedModel here would not even load)."""
+    version = tmp_path / "older" / "1"
+    (version / versions.ASSETS_EXTRA).mkdir(parents=True)
+    (version / versions.SAVED_MODEL_FILE).write_bytes(b"\x08\x01 an older export")
+    settings = {"decoding": {"beam_size": 4}, "signatures": ["serving_default", "translate_with_attention"]}
+    (version / versions.ASSETS_EXTRA / versions.SETTINGS_FILE).write_text(json.dumps(settings), encoding="utf-8")
+    result = run_command("-m", "keras_transformer.translate", f"--export_dir={tmp_path}/older",
+                         f"--input={root}/short.txt", *(flag.format(root=root) for flag in flags),
+                         f"--output={tmp_path}/hyp.txt")
+    assert_one_error_line(result, f"{version} has no {signature} signature (an older export)")
+    assert not (tmp_path / "hyp.txt").exists()
 
 
 # python -m export ---------------------------------------------------------------------------------
