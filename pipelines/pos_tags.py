@@ -22,17 +22,15 @@ Three settings (`SOURCE_TAGS`, `DataConfig.source_tags`, `--source_tags`):
   gold       the treebank's own tags: an upper bound on what tags can give, never a headline
              number (raw text has no gold tags, so such a model parses only treebank splits).
 
-    tagger = tagger_for("../shared/data/ptb_sample")        # trained on its training split
-    tagged_source(words, tag_words(tagger, words))          # "The <DT> dog <NN> ..."
+    tagger = train_tagger(treebank.read_split(data_dir, "train"))   # or treebank.tagger_for(data_dir)
+    tagged_source(words, tag_words(tagger, words))                  # "The <DT> dog <NN> ..."
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import random
-from typing import Optional, Sequence
+from typing import Sequence
 
 SOURCE_TAGS = ("none", "predicted", "gold")
 TAGGER_FILE = "tagger.json"  # in a training directory: the tagger of a --source_tags=predicted run
@@ -65,20 +63,6 @@ def train_tagger(sentences):
         tagger.train([list(zip(s.words, s.tags)) for s in sentences if all(s.tags)], nr_iter=TRAINING_ITERATIONS)
     finally:
         random.setstate(state)
-    return tagger
-
-
-@functools.lru_cache(maxsize=4)
-def tagger_for(data_dir: str, path: Optional[str] = None):
-    """The tagger of the treebank in `data_dir`, trained on its training split only; with `path`,
-    the one saved there, or trained and saved there if there is none yet (cached per process)."""
-    from pipelines import treebank  # pylint: disable=g-import-not-at-top
-
-    if path and os.path.isfile(path):
-        return load(path)
-    tagger = train_tagger(treebank.read_split(data_dir, "train"))
-    if path:
-        save(tagger, path)
     return tagger
 
 

@@ -23,7 +23,7 @@ def test_each_word_is_followed_by_its_tag_token():
 @pytest.fixture(scope="module")
 def tagger(ptb):
     """The tagger of the sample's training split (what a --source_tags=predicted run trains)."""
-    return pos_tags.tagger_for(str(ptb))
+    return treebank.tagger_for(str(ptb))
 
 
 def test_the_tagger_of_the_training_split_tags_validation_words_well(tagger, sample):
