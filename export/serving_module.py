@@ -106,7 +106,7 @@ from keras_transformer.config import DecodingConfig, SamplingConfig
 from keras_transformer.model import Transformer
 from keras_transformer.run_dir import layout
 from keras_transformer.special_ids import EOS_ID
-from pipelines import linearized_trees, sources
+from pipelines import linearized_trees, pos_tags, sources
 from pipelines import tokenizers as tokenizers_lib
 
 SIGNATURE_INPUT = "sentences"
@@ -151,6 +151,10 @@ class Translator(tf.Module):
         target_tokenizer: the target side's, or None for a shared vocabulary.
         decoding_config: a `keras_transformer.config.DecodingConfig` (n_best is ignored:
             the signatures return the best hypothesis).
+        source_tags: a parsing model's source tags (`pipelines.pos_tags`: "none", "predicted",
+            "gold"): its inputs are then tagged sentences, "The <DT> dog <NN> ...", which the
+            client tags (the tagger is Python; `python -m keras_transformer.parse` tags with
+            the tagger this export holds in assets.extra), and the tree constraint skips the tags.
 
     Attributes:
         serving_default, translate_with_attention: `tf.function`s, see the module docstring.
@@ -163,8 +167,10 @@ class Translator(tf.Module):
         target_tokenizer: Optional[tokenizers_lib.Tokenizer] = None,
         decoding_config: DecodingConfig = DecodingConfig(),
         name: Optional[str] = None,
+        source_tags: str = "none",
     ):
         super().__init__(name=name)
+        self.__dict__["source_tags"] = source_tags
         target_tokenizer = target_tokenizer or source_tokenizer
         config = model.config
         if source_tokenizer.vocab_size > config.vocab_size:
@@ -184,7 +190,8 @@ class Translator(tf.Module):
         self.target_tokenizer = target_tokenizer
         self.decoding_config = decoding_config
         # Hidden from tf tracking too: numpy tables, made constants where the search is traced.
-        self.__dict__["grammar"] = (linearized_trees.tree_grammar(target_tokenizer.pieces(), config.output_vocab_size)
+        self.__dict__["grammar"] = (linearized_trees.tree_grammar(target_tokenizer.pieces(), config.output_vocab_size,
+                                                                  source_tags=source_tags != "none")
                                     if decoding_config.tree_constraint else None)
         if self.grammar is not None:
             # A tree-constrained search takes no prefix: no `translate_with_prefix` (the saver
@@ -387,6 +394,7 @@ class Translator(tf.Module):
             "source_tokenizer": self.source_tokenizer.settings(),
             "target_tokenizer": self.target_tokenizer.settings(),
             "signatures": sorted(self.signatures()),
+            "source_tags": self.source_tags,
             "tensorflow": tf.__version__,
         }
 
@@ -422,7 +430,9 @@ def from_model_dir(
             members.append(precision_lib.decoding_model(member, precision))
             checkpoints.append(member_checkpoint)
         model, checkpoint = ensemble.Ensemble(members), ",".join(checkpoints)
-    return Translator(model, run.source_tokenizer, run.target_tokenizer, decoding_config), checkpoint
+    source_tags = run.settings.get("data", {}).get("source_tags", "none")
+    return Translator(model, run.source_tokenizer, run.target_tokenizer, decoding_config,
+                      source_tags=source_tags), checkpoint
 
 
 # Writing the TF Serving layout --------------------------------------------------
@@ -434,6 +444,7 @@ def export_saved_model(
     extra: Optional[dict] = None,
     check: Optional[Callable[[str], None]] = None,
     log: Callable[[str], None] = print,
+    extra_files: Sequence[str] = (),
 ) -> str:
     """Saves `module` as `export_dir/<version>/` (TF Serving's layout), atomically.
 
@@ -457,6 +468,7 @@ def export_saved_model(
             into place (`versions.publish_version`: concurrent exports get distinct numbers).
             An existing version is never overwritten.
         extra: more JSON-able settings for assets.extra/export.json (e.g. the checkpoint).
+        extra_files: files copied into assets.extra (a parsing model's tagger).
         check: called with the temporary SavedModel folder before it is renamed into place;
             raise to abandon the export (e.g. `check_servable`).
         log: where the line about each removed stale temporary folder goes.
@@ -481,6 +493,8 @@ def export_saved_model(
         with open(versions.settings_path(temporary), "w", encoding="utf-8") as file:
             json.dump({**module.settings(), **(extra or {})}, file, indent=2, sort_keys=True)
             file.write("\n")
+        for path in extra_files:
+            shutil.copyfile(path, os.path.join(temporary, versions.ASSETS_EXTRA, os.path.basename(path)))
         warmup.write(temporary, warmup.warmup_requests(module.warmup_batches()))
         if check is not None:
             check(temporary)
@@ -528,7 +542,9 @@ def export_model_dir(
     translator, checkpoint = from_model_dir(model_dir, decoding_config, checkpoint, precision, ensemble_model_dirs)
     dataset = layout.read_settings(model_dir).get("data", {}).get("dataset", "")
     extra = {"checkpoint": checkpoint, "task": sources.task_of(dataset)}  # parse refuses a translation export
-    path = export_saved_model(translator, export_dir, version, extra=extra,
+    tagger = os.path.join(model_dir, pos_tags.TAGGER_FILE)
+    extra_files = [tagger] if translator.source_tags == "predicted" else []  # parse tags raw text with it
+    path = export_saved_model(translator, export_dir, version, extra=extra, extra_files=extra_files,
                               check=check_servable if check_ops else None, log=log)
     return path, checkpoint, translator
 

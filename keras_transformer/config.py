@@ -25,6 +25,9 @@ from keras_transformer.special_ids import PAD_ID
 POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
 LAYER_NORMS = ("post", "pre")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# The dev metrics that may rank checkpoints (`run_dir.best_checkpoints.METRICS` says which way is better):
+# BLEU (section 6.1), the dev loss, and a parsing run's labelled EVALB F1 (section 6.3).
+BEST_CHECKPOINT_METRICS = ("bleu", "loss", "f1")
 # The longest output beyond its source a search may make (section 6.3 uses 300): beyond this, a
 # typo such as 1000000000 would run (and size the CTranslate2 export's position table) unbounded.
 MAX_EXTRA_LENGTH = 4096
@@ -339,7 +342,8 @@ class TrainingConfig:
             `average_last` of them instead of the last ones, and translation and export use
             the best one when nothing is averaged (fairseq `--keep-best-checkpoints`).
         best_checkpoint_metric: the dev metric that ranks checkpoints and early stopping
-            watches: "bleu" (higher is better) or "loss" (the dev loss, lower is better).
+            watches: "bleu" (higher is better), "loss" (the dev loss, lower is better) or "f1"
+            (a parsing run's labelled EVALB F1 of its dev trees, section 6.3; higher is better).
         max_train_minutes: stop cleanly (and checkpoint) after this much training time in
             this process (0: no limit).
         log_every_steps: console lines and TensorBoard scalars every this many updates.
@@ -394,8 +398,9 @@ class TrainingConfig:
             raise ValueError(f"learning_rate_scale must be positive, got {self.learning_rate_scale}")
         if self.precision not in PRECISIONS + ("auto",):
             raise ValueError(f"precision must be \"auto\" or one of {PRECISIONS}, got {self.precision!r}")
-        if self.best_checkpoint_metric not in ("bleu", "loss"):
-            raise ValueError(f"best_checkpoint_metric must be \"bleu\" or \"loss\", got {self.best_checkpoint_metric!r}")
+        if self.best_checkpoint_metric not in BEST_CHECKPOINT_METRICS:
+            raise ValueError(f"best_checkpoint_metric must be one of {', '.join(BEST_CHECKPOINT_METRICS)}, got "
+                             f"{self.best_checkpoint_metric!r}")
         kept, flag = ((self.keep_best_checkpoints, "keep_best_checkpoints") if self.keep_best_checkpoints
                       else (self.keep_checkpoints, "keep_checkpoints"))
         if self.average_last > kept:

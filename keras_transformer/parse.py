@@ -19,6 +19,13 @@ within the length limit, and a decoded sequence that is not one (decoded with --
 or a limit too short for the sentence) is repaired (`pipelines.linearized_trees.to_tree`); the
 share of repaired outputs is reported.
 
+A model trained with part-of-speech tags in its source (`--source_tags=predicted`, Vinyals et al.
+2015; `pipelines.pos_tags`) reads each word followed by its tag: the input stays plain words,
+tagged here with the tagger the run saved (MODEL_DIR/tagger.json, or the copy in an export's
+assets.extra). A model trained with gold tags parses only sentences with gold trees
+(--treebank_split or --reference), whose tags it reads. A TF Serving client of a tagged export
+sends the tagged sentence itself ("The <DT> dog <NN> barks <VBZ> . <.>").
+
 With gold trees, `--reference` (one bracketed tree per line, tags included, of the input's
 sentences) or `--treebank_split` (a split of the treebank under --data_dir, whose sentences are
 then the input), EVALB's labelled bracketing F1 with COLLINS.prm (all sentences and those of at

@@ -98,8 +98,9 @@ flags.DEFINE_integer("average_checkpoints", 0, "At the end, average the last K c
 flags.DEFINE_integer("keep_best_checkpoints", 0, "Keep the K best checkpoints by --best_checkpoint_metric in "
                      "MODEL_DIR/best (every evaluated step is saved); translate and export use their average "
                      "(--average_checkpoints) or the best one (0: none).", lower_bound=0)
-flags.DEFINE_enum("best_checkpoint_metric", "bleu", ["bleu", "loss"], "The dev metric that ranks checkpoints "
-                  "and that --early_stopping_patience watches: bleu (higher is better) or loss (lower is better).")
+flags.DEFINE_enum("best_checkpoint_metric", "bleu", ["bleu", "loss", "f1"], "The dev metric that ranks "
+                  "checkpoints and that --early_stopping_patience watches: bleu (higher is better), loss (lower is "
+                  "better) or f1 (parsing runs, --dataset=ptb: labelled EVALB F1 of the dev trees; higher is better).")
 # Evaluation (section 6.1) -----------------------------------------------------------------------
 flags.DEFINE_integer("eval_every_steps", 1000, "Dev loss, perplexity and BLEU every this many updates (0: at the end).")
 task_flags.define_decoding_flags(prefix="eval_")
@@ -142,6 +143,25 @@ def training_config():
         best_checkpoint_metric=FLAGS.best_checkpoint_metric, seed=FLAGS.seed, ema_decay=FLAGS.ema_decay)
 
 
+def _check_selection(training, data, bleu_sentences) -> None:
+    """A one-line `ValueError` when --best_checkpoint_metric names a score the dev evaluation will
+    not compute and a flag ranks by it: BLEU and F1 need decoded dev sentences, F1 a parsing run."""
+    from pipelines import sources  # pylint: disable=g-import-not-at-top  (no TensorFlow)
+
+    metric = training.best_checkpoint_metric
+    if not (training.keep_best_checkpoints or training.early_stopping_patience) or metric == "loss":
+        return
+    name = {"bleu": "BLEU", "f1": "EVALB F1"}[metric]
+    if metric == "f1" and sources.task_of(data.dataset) != "parsing":
+        raise ValueError(f"--best_checkpoint_metric=f1 ranks by the dev EVALB F1 of a parsing run, but --dataset="
+                         f"{data.dataset} is not a treebank (no F1 is computed): pass --best_checkpoint_metric=bleu "
+                         "or loss")
+    if bleu_sentences == 0:
+        raise ValueError(f"--keep_best_checkpoints and --early_stopping_patience rank by dev {name}, which "
+                         "--eval_max_sentences=-1 turns off: decode some dev sentences, or pass "
+                         "--best_checkpoint_metric=loss")
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -151,11 +171,7 @@ def main(argv):
     decoding = task_flags.decoding_config(prefix="eval_")
     training = training_config()
     bleu_sentences = {0: None, -1: 0}.get(FLAGS.eval_max_sentences, max(FLAGS.eval_max_sentences, 0))
-    selecting = training.keep_best_checkpoints or training.early_stopping_patience
-    if selecting and training.best_checkpoint_metric == "bleu" and bleu_sentences == 0:
-        raise ValueError("--keep_best_checkpoints and --early_stopping_patience rank by dev BLEU, which "
-                         "--eval_max_sentences=-1 turns off: translate some dev sentences, or pass "
-                         "--best_checkpoint_metric=loss")
+    _check_selection(training, data, bleu_sentences)
     if FLAGS.evaluate_only:
         cli.check_training_directory(FLAGS.model_dir)
         cli.check_writable_folder(FLAGS.model_dir, "model_dir")  # the translations are written there

@@ -93,6 +93,12 @@ class DataConfig:
         cache: "auto", "memory", "disk" or "none": where tokenized training pairs are kept
             between epochs (`cache_mode`).
         shuffle_buffer: training pairs shuffled at a time (per corpus), each held in memory.
+        source_tags: a treebank's source sentences with part-of-speech tags after the words
+            (`pipelines.pos_tags`): "none", "predicted" (a tagger trained on the training
+            split) or "gold" (the treebank's; an upper bound only).
+        tagger_file: with "predicted", the saved tagger to use, trained on the training split
+            and saved there when the file does not exist yet (a run's MODEL_DIR/tagger.json);
+            None: trained in memory.
     """
 
     dataset: str = "embedded"
@@ -112,6 +118,8 @@ class DataConfig:
     train_files: tuple = ()
     cache: str = "auto"
     shuffle_buffer: int = 200_000
+    source_tags: str = "none"
+    tagger_file: Optional[str] = None
 
     def __post_init__(self):
         kind = sources.spec(self.dataset).kind
@@ -125,6 +133,13 @@ class DataConfig:
             if self.lowercase:
                 raise ValueError(f"lowercase with dataset {self.dataset}: it would fold the trees' labels and "
                                  "the placeholder XX, which must stay as they are")
+        from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
+
+        if self.source_tags not in pos_tags.SOURCE_TAGS:
+            raise ValueError(f"source_tags must be one of {', '.join(pos_tags.SOURCE_TAGS)}, got {self.source_tags!r}")
+        if self.source_tags != "none" and kind != "treebank":
+            raise DataError(f"source_tags={self.source_tags}: part-of-speech tags come from a treebank (dataset ptb), "
+                            f"not dataset {self.dataset}")
         if kind == "files" and not (self.source_file and self.target_file):
             raise DataError("dataset 'files' needs both source_file and target_file")
         if self.max_length < 1 or self.vocab_size < 1:
@@ -140,6 +155,20 @@ class DataConfig:
                             f"{', '.join(sources.SPLITS)}")
         object.__setattr__(self, "train_files", tuple(
             c if isinstance(c, corpora_lib.Corpus) else corpora_lib.Corpus(**c) for c in self.train_files))
+
+    def for_run(self, model_dir: str) -> "DataConfig":
+        """This data as the run in `model_dir` reads it: with predicted source tags, by the
+        tagger saved there (`pipelines.pos_tags.TAGGER_FILE`, written by the first run)."""
+        from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
+
+        if self.source_tags != "predicted":
+            return self
+        return dataclasses.replace(self, tagger_file=os.path.join(model_dir, pos_tags.TAGGER_FILE))
+
+    @property
+    def tagged(self) -> bool:
+        """Whether each source word is followed by its part-of-speech tag (`pipelines.pos_tags`)."""
+        return self.source_tags != "none"
 
     @property
     def kind(self) -> str:
@@ -160,7 +189,7 @@ class DataConfig:
         if kind == "wmt14":
             return dict(data_dir=self.data_dir or self.tfds_dir)
         if kind == "treebank":
-            return dict(data_dir=self.data_dir)
+            return dict(data_dir=self.data_dir, source_tags=self.source_tags, tagger_file=self.tagger_file)
         return dict(seed=self.seed)
 
     def corpus_files(self, corpus) -> tuple[str, str]:

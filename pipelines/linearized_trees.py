@@ -145,7 +145,7 @@ def _drop_empty(node, repairs):
 SENTENCEPIECE_SPACE = "\u2581"  # sentencepiece's mark of a piece that follows a space
 
 
-def tree_grammar(pieces: Sequence[str], vocab_size: int):
+def tree_grammar(pieces: Sequence[str], vocab_size: int, source_tags: bool = False):
     """The `keras_transformer.decoding.tree_constraint.TreeGrammar` of a sentencepiece vocabulary.
 
     Args:
@@ -153,6 +153,8 @@ def tree_grammar(pieces: Sequence[str], vocab_size: int):
             with "\u2581" (sentencepiece's convention).
         vocab_size: the model's output vocabulary, >= len(pieces) (ids past the pieces are
             never allowed).
+        source_tags: the sources carry a part-of-speech tag after each word (`pipelines.pos_tags`),
+            which the constraint does not copy.
 
     An opening bracket is a piece "\u2581(LABEL", its closing one "\u2581)LABEL"; a label whose
     brackets are not whole pieces cannot be decoded under the constraint (train the tokenizer
@@ -176,5 +178,6 @@ def tree_grammar(pieces: Sequence[str], vocab_size: int):
             closing[i] = ids.get(SENTENCEPIECE_SPACE + ")" + opening.group(1), -1)
         elif token is not None and not _CLOSE.fullmatch(token):  # also a bare space piece, ""
             word_starts[i] = True
-    return tree_constraint.TreeGrammar(closing=closing, word_starts=word_starts, max_depth=MAX_DEPTH)
+    return tree_constraint.TreeGrammar(closing=closing, word_starts=word_starts, max_depth=MAX_DEPTH,
+                                       source_tags=source_tags)
 

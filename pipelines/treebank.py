@@ -175,8 +175,42 @@ def read_split(data_dir: str, split: str) -> tuple:
     return tuple(s for s in cleaned if s is not None)
 
 
-def pair_list(data_dir: str, split: str) -> list[tuple[str, str]]:
-    """(sentence, linearized tree) str pairs of one split."""
-    from pipelines import linearized_trees  # pylint: disable=g-import-not-at-top
+@functools.lru_cache(maxsize=4)
+def tagger_for(data_dir: str, path: Optional[str] = None):
+    """The part-of-speech tagger of the treebank in `data_dir` (`pipelines.pos_tags`), trained on
+    its training split only; with `path`, the one saved there, or trained and saved there if
+    there is none yet (cached per process)."""
+    from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
 
-    return [(s.sentence, linearized_trees.linearize(s.tree)) for s in read_split(data_dir, split)]
+    if path and os.path.isfile(path):
+        return pos_tags.load(path)
+    tagger = pos_tags.train_tagger(read_split(data_dir, "train"))
+    if path:
+        pos_tags.save(tagger, path)
+    return tagger
+
+
+def pair_list(data_dir: str, split: str, source_tags: str = "none",
+              tagger_file: Optional[str] = None) -> list[tuple[str, str]]:
+    """(sentence, linearized tree) str pairs of one split; with `source_tags` "predicted" or
+    "gold", each source word followed by its tag (`pipelines.pos_tags`; the tagger of
+    `tagger_file`, trained on the training split if the file does not exist yet). The
+    targets are the same whatever `source_tags` is."""
+    return list(_pairs(data_dir, split, source_tags, tagger_file))
+
+
+@functools.lru_cache(maxsize=16)
+def _pairs(data_dir: str, split: str, source_tags: str, tagger_file: Optional[str]) -> tuple:
+    """`pair_list`'s pairs, made once per process (tagging a split takes seconds)."""
+    from pipelines import linearized_trees, pos_tags  # pylint: disable=g-import-not-at-top
+
+    sentences = read_split(data_dir, split)
+    targets = [linearized_trees.linearize(s.tree) for s in sentences]
+    if source_tags == "none":
+        return tuple(zip((s.sentence for s in sentences), targets))
+    if source_tags == "gold":
+        tags = [s.tags for s in sentences]
+    else:
+        tagger = tagger_for(data_dir, tagger_file)
+        tags = [pos_tags.tag_words(tagger, s.words) for s in sentences]
+    return tuple((pos_tags.tagged_source(s.words, t), target) for s, t, target in zip(sentences, tags, targets))

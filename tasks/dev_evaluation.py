@@ -42,7 +42,8 @@ def build_evaluator(data: DataConfig, decoding: DecodingConfig, model: Transform
         from tasks import parsing  # pylint: disable=g-import-not-at-top
 
         task_scores = parsing.Gold.from_treebank(data.data_dir, data.dev_split).take(len(pairs)).dev_scores
-    grammar = (linearized_trees.tree_grammar(target_tokenizer.pieces(), model.output_vocab_size)
+    grammar = (linearized_trees.tree_grammar(target_tokenizer.pieces(), model.output_vocab_size,
+                                             source_tags=data.tagged)
                if decoding.tree_constraint else None)
     return Evaluator(loss_batches, [row[: data.max_length] for row in rows], [t for _, t in pairs],
                      target_tokenizer.detokenize, decoding, model.label_smoothing, task_scores=task_scores,
@@ -63,6 +64,7 @@ def evaluate(model_dir: str, data: DataConfig, decoding: DecodingConfig, bleu_se
     if os.path.isdir(model_dir) and not os.path.isfile(os.path.join(model_dir, layout.CONFIG_FILE)):
         raise FileNotFoundError(f"{model_dir}: no {layout.CONFIG_FILE}; train first")
     run = opened_run.open_run(model_dir)  # the layout (eval/ a folder), config, tokenizer and its fingerprint
+    data = data.for_run(model_dir)
     source_tok, target_tok = run.source_tokenizer, run.target_tokenizer
     model, checkpoint = run.restore()
     evaluator = build_evaluator(data, decoding, model.config, source_tok, target_tok,

@@ -188,6 +188,10 @@ def define_data_flags() -> None:
                       "kept between epochs: memory (fastest, grows with the corpus), disk (a tf.data cache in "
                       "MODEL_DIR/cache), none (re-read each epoch; flat memory); auto: memory up to 256 MiB "
                       "of training text, else none.")
+    flags.DEFINE_enum("source_tags", "none", ["none", "predicted", "gold"], "ptb: each source word followed by "
+                      "its part-of-speech tag as a token <TAG> (Vinyals et al. 2015): predicted by a tagger trained "
+                      "on the training split (saved as MODEL_DIR/tagger.json; parse tags raw text with it), or the "
+                      "treebank's gold tags (an upper bound only). The targets stay trees over the words.")
     flags.DEFINE_integer("shuffle_buffer", 200_000, "Training pairs shuffled at a time, per corpus (held in "
                          "memory whatever --cache is).", lower_bound=1)
 
@@ -205,4 +209,4 @@ def data_config(dev_split: str = "validation"):
         split_by_script=FLAGS.split_by_script,
         batch_tokens=FLAGS.batch_tokens, max_length=FLAGS.max_length, seed=FLAGS.seed,
         train_files=corpora.parse_train_files(FLAGS.train_files), cache=FLAGS.cache,
-        shuffle_buffer=FLAGS.shuffle_buffer)
+        shuffle_buffer=FLAGS.shuffle_buffer, source_tags=FLAGS.source_tags)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import os
 import sys
 import time
 from typing import Optional, Sequence
@@ -115,13 +116,52 @@ def trees_from_outputs(outputs: Sequence[str], sentences: Sequence[Sequence[str]
 
 
 def parse_sentences(translate_fn, sentences: Sequence[Sequence[str]], batch_size: int = 16,
-                    progress: Optional[bool] = None) -> Parses:
-    """Parses tokenized sentences with a `serving_default` (tf.string [N] -> {"translations", ...})."""
+                    progress: Optional[bool] = None, sources: Optional[Sequence[str]] = None) -> Parses:
+    """Parses tokenized sentences with a `serving_default` (tf.string [N] -> {"translations", ...}),
+    which reads `sources` (default: the words; a tagged model's, the words with their tags,
+    `source_sentences`)."""
     from export import client  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
-    outputs, _ = client.translate_lines(translate_fn, [" ".join(w).encode("utf-8") for w in sentences], batch_size,
-                                        progress)
+    sources = sources if sources is not None else [" ".join(w) for w in sentences]
+    outputs, _ = client.translate_lines(translate_fn, [s.encode("utf-8") for s in sources], batch_size, progress)
     return trees_from_outputs(outputs, sentences)
+
+
+def model_source_tags(model_dir: Optional[str], export_dir: Optional[str]):
+    """(source tags, tagger) of a parsing model (`pipelines.pos_tags`): "none", "predicted" with
+    the tagger the run saved (an export holds a copy in assets.extra), or "gold" (tagger None)."""
+    from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
+
+    if model_dir:
+        from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top  (TensorFlow)
+
+        folder, tags = model_dir, layout.read_settings(model_dir).get("data", {}).get("source_tags", "none")
+    else:
+        from export import versions  # pylint: disable=g-import-not-at-top
+
+        saved = versions.saved_model_path(export_dir)
+        folder, tags = os.path.join(saved, versions.ASSETS_EXTRA), versions.read_settings(saved).get("source_tags",
+                                                                                                     "none")
+    return tags, pos_tags.load(os.path.join(folder, pos_tags.TAGGER_FILE)) if tags == "predicted" else None
+
+
+def source_sentences(sentences: Sequence[Sequence[str]], source_tags: str, tagger=None,
+                     gold: Optional["Gold"] = None) -> list[str]:
+    """What a model trained with `source_tags` reads for each sentence: its words, or its words
+    each followed by its tag, by `tagger` ("predicted") or by the gold trees ("gold"; a
+    `DataError` without them: raw text has no gold tags)."""
+    from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
+
+    if source_tags == "none":
+        return [" ".join(words) for words in sentences]
+    if source_tags == "gold":
+        if gold is None:
+            raise DataError("the model was trained with --source_tags=gold: it parses only sentences whose gold "
+                            "trees give the tags (--treebank_split or --reference)")
+        tags = [s.tags for s in gold.sentences]
+    else:
+        tags = [pos_tags.tag_words(tagger, words) for words in sentences]
+    return [pos_tags.tagged_source(words, t) for words, t in zip(sentences, tags)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,9 +305,13 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
     else:
         from export import client  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
+        source_tags, tagger = model_source_tags(model_dir, export_dir)
+        inputs = source_sentences(sentences, source_tags, tagger, gold)  # refused before the model loads
         translate_fn, parser = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint)
+        if source_tags != "none":
+            parser += f", source tags {source_tags}"
         print(f"parsing {len(sentences)} sentences of {source} with {parser}", file=sys.stderr)
-        parses = parse_sentences(translate_fn, sentences, batch_size, progress)
+        parses = parse_sentences(translate_fn, sentences, batch_size, progress, inputs)
     for tree, words in zip(parses.trees, sentences):  # the contract, whatever the decoder emitted
         if (tree.leaves() if tree is not None else []) != list(words):
             raise AssertionError(f"a tree over other words than its sentence's: {format_tree(tree)}")

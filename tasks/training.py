@@ -84,6 +84,7 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         training, precision=distribution.resolve_precision(training.precision, use_gpus=num_gpus != 0))
     check_batch_tokens(data.batch_tokens, data.max_length, replicas, training.accumulation_steps)
     layout.check_layout(model_dir)  # no file where a folder belongs (checkpoints/, eval/, .lock, ...)
+    data = data.for_run(model_dir)  # predicted source tags: the tagger saved in the run (trained once)
     init = None
     if not has_checkpoints(model_dir):
         init = InitSource.resolve(init_from, model_dir) if init_from else recorded_init(model_dir)

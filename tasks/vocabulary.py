@@ -17,9 +17,10 @@ from pipelines.data_config import DataConfig
 
 _print = functools.partial(print, flush=True)
 
-# The data flags a tokenizer is trained with (`DataConfig.tokenizer_config`): a run's saved
-# tokenizer is reused, so these cannot change on a resume or a run started from it.
-TOKENIZER_FLAGS = ("tokenizer", "vocab_size", "shared_vocab", "lowercase", "split_by_script")
+# The data flags a tokenizer is trained with (`DataConfig.tokenizer_config`; source_tags: on
+# tagged sources): a run's saved tokenizer is reused, so these cannot change on a resume or a
+# run started from it.
+TOKENIZER_FLAGS = ("tokenizer", "vocab_size", "shared_vocab", "lowercase", "split_by_script", "source_tags")
 
 
 def load_tokenizers(model_dir: str, data: DataConfig, save: bool = True, log: Callable[[str], None] = _print):

@@ -18,6 +18,12 @@ copied so far and the stack of open brackets, and allows as the next token:
   bracket), and it is not the root while words remain (one root);
 * EOS, once every piece is copied and every bracket closed.
 
+A source may carry part-of-speech tags (`TreeGrammar.source_tags`; Vinyals et al. 2015 fed
+them to their parser): each word followed by one tag token, "The <DT> dog <NN>". The tree is
+over the words only, so the pieces of every second source word (counted by the pieces that
+begin a word) are taken out of the source before the rules see it: the rules below then copy
+and count the words' pieces alone.
+
 Some token is always allowed, so a search never runs dry. The length limit (the search ends
 a hypothesis that reaches it wherever it is) is kept by counting: the fewest tokens that finish
 a hypothesis are its pieces still to copy, a closing bracket for each open one and EOS. Copying
@@ -52,10 +58,13 @@ class TreeGrammar:
             id of its closing bracket (")NP"); -1 for every other id.
         word_starts: bool `(V,)`: the ids that begin a word (a piece after a space).
         max_depth: brackets open at once, at most.
+        source_tags: every second word of a source is a part-of-speech tag, not a word of
+            the tree (`pipelines.pos_tags`): it is never copied.
     """
     closing: np.ndarray
     word_starts: np.ndarray
     max_depth: int = 100
+    source_tags: bool = False
 
     def __post_init__(self):
         if len(self.closing) != len(self.word_starts):
@@ -93,6 +102,8 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
     closing = tf.constant(grammar.closing, tf.int32)  # (V,)
     opens = closing >= 0
     word_starts = tf.constant(grammar.word_starts, tf.bool)
+    if grammar.source_tags:
+        source_ids = without_tags(source_ids, word_starts, eos_id, pad_id)
     vocabulary = tf.range(vocab_size)[None, :]  # (1, V)
     # Pieces to copy: the source's up to (not including) its EOS.
     pieces = tf.reduce_sum(tf.cast(tf.logical_and(source_ids != pad_id, source_ids != eos_id), tf.int32), axis=1)
@@ -146,3 +157,21 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
         return logits, {"model": model_cache, "tree": {"copied": copied, "depth": depth, "stack": stack}}
 
     return step, cache, memory
+
+
+def without_tags(source_ids, word_starts, eos_id: int, pad_id: int):
+    """int32 `(B, S)`: each row's pieces of its 1st, 3rd, 5th... word, in order, then its EOS,
+    then PAD: a tagged source ("The <DT> dog <NN>") without its tags' pieces.
+
+    Args:
+        source_ids: int32 `(B, S)`: source pieces, EOS, PAD.
+        word_starts: bool `(V,)`: the ids that begin a word.
+        eos_id, pad_id: the end-of-sequence and padding ids.
+    """
+    real = (source_ids != pad_id) & (source_ids != eos_id)  # (B, S)
+    starts = tf.gather(word_starts, source_ids) & real
+    word = tf.maximum(tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1, 0)  # (B, S): the piece's word number
+    tag = real & tf.equal(word % 2, 1)
+    order = tf.argsort(tf.cast(tag, tf.int32), axis=1, stable=True)  # (B, S): the kept pieces first, in order
+    kept = tf.gather(source_ids, order, batch_dims=1)
+    return tf.where(tf.gather(tag, order, batch_dims=1), pad_id, kept)

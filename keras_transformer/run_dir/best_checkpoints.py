@@ -15,7 +15,9 @@ MODEL_DIR/best/best.json holds `{"metric": "bleu", "checkpoints": [{"step", "val
 best first, written atomically after the files it names are complete, and the files of a
 checkpoint that leaves the list are removed only after the list no longer names them. So a kill
 at any point leaves a list whose every entry is whole; files it does not name (a copy cut short)
-are removed when the run resumes. A higher BLEU is better, a lower loss; ties keep the earlier step.
+are removed when the run resumes. A higher BLEU is better, a lower loss, a higher F1 (a parsing
+run's labelled EVALB F1 of its dev trees, section 6.3, which the dev evaluation of a treebank run
+computes: `tasks.parsing.Gold.dev_scores`); ties keep the earlier step.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from typing import Callable, Optional
 from keras_transformer.run_dir import atomic_files, readable_checkpoints
 
 LIST_FILE = "best.json"
-METRICS = {"bleu": 1.0, "loss": -1.0}  # the sign that makes larger better
+# The sign that makes larger better, for each of `BEST_CHECKPOINT_METRICS`.
+METRICS = {"bleu": 1.0, "loss": -1.0, "f1": 1.0}
 
 
 def is_better(value: float, than: Optional[float], metric: str) -> bool:
@@ -37,7 +40,7 @@ def is_better(value: float, than: Optional[float], metric: str) -> bool:
 
 
 def metric_value(results: dict, metric: str) -> Optional[float]:
-    """The `metric` of a dev evaluation's results ("bleu" or "loss"), None if it was not computed."""
+    """The `metric` of a dev evaluation's results ("bleu", "loss" or "f1"), None if it was not computed."""
     if metric not in METRICS:
         raise ValueError(f"the selection metric must be one of {sorted(METRICS)}, got {metric!r}")
     value = results.get(metric)
@@ -92,7 +95,8 @@ class BestCheckpoints:
     Args:
         directory: where the copies and best.json live (created on the first copy).
         keep: how many to keep (>= 1).
-        metric: "bleu" (higher is better) or "loss" (the dev loss; lower is better).
+        metric: "bleu" (higher is better), "loss" (the dev loss; lower is better) or "f1" (a
+            parsing run's dev EVALB F1; higher is better).
         write: False on the workers of a cluster that are not the chief: they only read.
         log: where the line about each checkpoint entering the list goes.
     """

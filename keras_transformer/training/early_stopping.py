@@ -11,7 +11,8 @@ the dev set long before `train_steps`, and stopping then saves the remaining tim
         print(stopper.message(step))
 
 The metric is the one that ranks the best checkpoints (`run_dir.best_checkpoints`): dev BLEU,
-higher is better, or the dev loss, lower is better.
+higher is better, the dev loss, lower is better, or a parsing run's dev EVALB F1 (section 6.3),
+higher is better.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Iterable, Optional
 
 from keras_transformer.run_dir.best_checkpoints import is_better, metric_value
 
-_NAMES = {"bleu": "BLEU", "loss": "loss"}
+_NAMES = {"bleu": "BLEU", "loss": "loss", "f1": "F1"}
 
 
 class EarlyStopping:
@@ -31,7 +32,7 @@ class EarlyStopping:
         history: earlier evaluation records (`{"step", "bleu", "loss", ...}`, oldest first,
             e.g. MODEL_DIR/eval/history.json), replayed so that a resumed run keeps its best
             score and its count; records without the metric are skipped.
-        metric: "bleu" (higher is better) or "loss" (lower is better).
+        metric: "bleu" or "f1" (higher is better), or "loss" (lower is better).
 
     Attributes:
         best_value, best_step: the best score so far and its step (None before any).
@@ -67,7 +68,7 @@ class EarlyStopping:
         return bool(self.patience) and self.evaluations_since_best >= self.patience
 
     def _best(self) -> str:
-        return f"{self.best_value:.{2 if self.metric == 'bleu' else 4}f} at step {self.best_step}"
+        return f"{self.best_value:.{4 if self.metric == 'loss' else 2}f} at step {self.best_step}"
 
     def describe_best(self) -> str:
         """e.g. "best BLEU 37.20 at step 2100"."""

@@ -77,7 +77,7 @@ class LoopState:
         stop_reason: "train_steps", "time budget", "early stopping" or "interrupted".
         signal: the signal number that interrupted the run (SIGINT, SIGTERM), else None.
         evaluation: the last evaluation's results (empty if none).
-        best_metric: the dev metric that ranks checkpoints and early stopping watches ("bleu", "loss").
+        best_metric: the dev metric that ranks checkpoints and early stopping watches ("bleu", "loss", "f1").
         best_value, best_step: the best dev score by it so far (resumes included).
         evaluations_since_best: evaluations without a better score since then.
         train_seconds: wall time of this call.

@@ -1,8 +1,11 @@
 """Parsing end to end (section 6.3): train on the treebank, dev F1 in the log, parse, export, parse again.
 
 One tiny parsing run per module, trained by the training command on the sample treebank's
-(sentence, linearized tree) pairs. Checked: the dev evaluation reports EVALB F1 and the repair
-share beside BLEU (console and eval/history.json); `python -m keras_transformer.parse` from the
+(sentence, linearized tree) pairs, with the levers of issue 32 on: predicted part-of-speech tags
+in the source (`--source_tags=predicted`, Vinyals et al. 2015) and the best checkpoint by dev
+EVALB F1 (`--best_checkpoint_metric=f1`). Checked: the dev evaluation reports EVALB F1 and the
+repair share beside BLEU (console and eval/history.json), and that F1 ranks MODEL_DIR/best; the
+run keeps its tagger, and its export a copy; `python -m keras_transformer.parse` from the
 training directory and from its SavedModel writes the same trees, each over exactly its
 sentence's words, and the F1 it prints is the one recomputed from the trees it wrote; both use
 section 6.3's decoding (beam 21, alpha 0.3, input + 300) without being told. Needs
@@ -35,7 +38,8 @@ def run_dir(ptb, tmp_path_factory):
     result = run("keras_transformer.train", "--flagfile=configs/tiny.flags", "--dataset=ptb", f"--data_dir={ptb}",
                  f"--model_dir={model_dir}", "--split_by_script=false", "--vocab_size=1000", "--max_length=200",
                  "--batch_tokens=2400", "--train_steps=40", "--eval_every_steps=40", "--eval_max_sentences=8",
-                 "--eval_max_extra_length=40", "--checkpoint_every_steps=40")
+                 "--eval_max_extra_length=40", "--checkpoint_every_steps=40", "--source_tags=predicted",
+                 "--keep_best_checkpoints=1", "--best_checkpoint_metric=f1")
     return model_dir, result.stdout + result.stderr
 
 
@@ -56,6 +60,11 @@ def test_dev_evaluation_reports_evalb_f1_and_repairs(run_dir):
     assert re.search(r"BLEU [\d.]+ .* f1 [\d.]+ repaired [\d.]+", line), line
     history = json.loads((model_dir / "eval" / "history.json").read_text())["evaluations"]
     assert 0.0 <= history[-1]["f1"] <= 100.0 and 0.0 <= history[-1]["repaired"] <= 100.0
+    best = json.loads((model_dir / "best" / "best.json").read_text())
+    assert best["metric"] == "f1" and best["checkpoints"] == [{"step": 40, "value": history[-1]["f1"],
+                                                               "name": "ckpt-40"}]
+    assert (model_dir / "tagger.json").is_file()
+    assert json.loads((model_dir / "model_config.json").read_text())["data"]["source_tags"] == "predicted"
 
 
 def printed_f1(text):
@@ -73,6 +82,10 @@ def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, fi
     assert "beam_size=21 alpha=0.3 max_extra_length=300 tree_constraint" in exported.stdout, exported.stdout
     run("keras_transformer.parse", f"--export_dir={tmp_path / 'export'}", f"--input={root / 'sentences.txt'}",
         f"--output={tmp_path / 'export.trees'}")
+    (version,) = (tmp_path / "export").iterdir()
+    assert json.loads((version / "assets.extra" / "export.json").read_text())["source_tags"] == "predicted"
+    assert (version / "assets.extra" / "tagger.json").read_bytes() == (model_dir / "tagger.json").read_bytes()
+    assert "source tags predicted" in from_run.stderr
 
     written = (tmp_path / "run.trees").read_text(encoding="utf-8")
     assert written == (tmp_path / "export.trees").read_text(encoding="utf-8")

@@ -154,3 +154,17 @@ def test_ranking_by_bleu_without_dev_bleu_is_refused_before_any_work(tmp_path, f
                                      flagfile=flagfile), timeout=120)
     assert_one_error_line(result, "--eval_max_sentences=-1 turns off")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--best_checkpoint_metric=f1", "--keep_best_checkpoints=2"],
+     "--best_checkpoint_metric=f1 ranks by the dev EVALB F1 of a parsing run, but --dataset=embedded"),
+    (["--best_checkpoint_metric=f1", "--early_stopping_patience=3", "--dataset=ptb", "--data_dir={ptb}",
+      "--eval_max_sentences=-1"], "rank by dev EVALB F1, which --eval_max_sentences=-1 turns off"),
+])
+def test_ranking_by_f1_without_a_parsing_dev_evaluation_is_refused_before_any_work(tmp_path, flagfile, ptb, flags,
+                                                                                  fragment):
+    result = run_command(*train_args(tmp_path / "run", *[f.format(ptb=ptb) for f in flags], flagfile=flagfile),
+                         timeout=120)
+    assert_one_error_line(result, fragment)
+    assert not (tmp_path / "run").exists()

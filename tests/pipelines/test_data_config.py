@@ -32,6 +32,8 @@ def test_data_dir_means_where_the_data_is_for_every_kind(tmp_path):
     (dict(dataset="nope"), "unknown dataset 'nope'"),
     (dict(batch_tokens=100, max_length=256), "batch_tokens=100 is smaller than one sentence but pairs of up to "
                                              "max_length=256"),
+    (dict(source_tags="predicted"), "source_tags=predicted: part-of-speech tags come from a treebank"),
+    (dict(dataset="ptb", data_dir=".", source_tags="noun"), "source_tags must be one of none, predicted, gold"),
 ])
 def test_bad_configs_are_one_line_errors(values, message):
     with pytest.raises(ValueError, match=message):

@@ -127,6 +127,11 @@ def test_a_folder_of_mrg_files_is_read_and_split(tmp_path):
                                                      ("Run !", "(S (VP Run )VP ! )S")]
     with pytest.raises(DataError, match=r"no files of the test split$"):
         treebank.read_split(data_dir, "test")
+    # Gold part-of-speech tags in the source (pipelines.pos_tags): each word followed by its tag's
+    # token; the targets are the same trees over the words.
+    assert treebank.pair_list(data_dir, "train", "gold") == [
+        ("The <DT> dog <NN> barks <VBZ> . <.>", "(S (NP The dog )NP (VP barks )VP . )S"),
+        ("Run <VB> ! <.>", "(S (VP Run )VP ! )S")]
 
 
 # pipelines.treebank on NLTK's sample ----------------------------------------------------------

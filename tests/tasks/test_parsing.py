@@ -106,6 +106,25 @@ def test_gold_scores_of_the_hand_made_trees(hand):
     assert gold.dev_scores(outputs) == {"f1": pytest.approx(100 / 3), "repaired": pytest.approx(100 / 3)}
 
 
+def test_what_a_tagged_model_reads(hand, sample):
+    """`source_sentences`: the words, the words with a tagger's tags, or with the gold trees' tags
+    (only where gold trees are given: raw text has none)."""
+    from pipelines import pos_tags
+
+    gold = parsing.Gold.from_file(str(hand / "gold.trees"))
+    sentences = parsing.read_sentences(str(hand / "sentences.txt"))
+    assert parsing.source_sentences(sentences, "none") == HAND_SENTENCES
+    assert parsing.source_sentences(sentences, "gold", gold=gold) == [
+        pos_tags.tagged_source(s.words, s.tags) for s in gold.sentences]
+    tagger = pos_tags.train_tagger(sample["train"][:100])
+    predicted = parsing.source_sentences(sentences, "predicted", tagger)
+    assert [line.split()[0::2] for line in predicted] == sentences
+    assert [line.split()[1::2] for line in predicted] == [
+        [pos_tags.tag_token(t) for t in pos_tags.tag_words(tagger, words)] for words in sentences]
+    with pytest.raises(DataError, match="trained with --source_tags=gold: it parses only sentences whose gold"):
+        parsing.source_sentences(sentences, "gold")
+
+
 def test_gold_check_words_errors(hand):
     gold = parsing.Gold.from_file(str(hand / "gold.trees"))
     with pytest.raises(DataError, match=r"^ref: 3 gold trees but 2 sentences$"):

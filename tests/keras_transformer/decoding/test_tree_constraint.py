@@ -231,3 +231,51 @@ def test_every_output_ends_as_a_tree_within_a_tight_limit(grammar, monkeypatch):
     monkeypatch.setattr(tree_constraint, "constrain",
                         lambda *args, limits=None: constrain(*args))
     assert sum(repairs != () for repairs in repairs_of(4)) >= 24  # of 48 (43 when written)
+
+
+# Sources with a part-of-speech tag after each word (`pipelines.pos_tags`): a tag is a token of
+# its own, here of one piece ("<NN>") or two ("<V" "B>"), and the tree is over the words only.
+TAGGED_PIECES = PIECES + [S + "<NN>", S + "<V", "B>"]
+TAGGED_ID = {piece: i for i, piece in enumerate(TAGGED_PIECES)}
+NN, VB = [S + "<NN>"], [S + "<V", "B>"]
+TAGGED_SOURCES = [  # (tagged source pieces, the words' pieces)
+    ([S + "the"] + NN + [S + "dog", "s"] + NN + [S + "bark"] + VB + [S + "."] + NN,
+     [S + "the", S + "dog", "s", S + "bark", S + "."]),
+    ([S + "cat", "s", "ing"] + VB, [S + "cat", "s", "ing"]),
+    ([S, "s"] + NN + [S + "dog"] + VB, [S, "s", S + "dog"]),
+    ([S + "bark"] + NN, [S + "bark"]),
+]
+
+
+def tagged_source_ids():
+    width = max(len(s) for s, _ in TAGGED_SOURCES) + 1
+    return np.array([[TAGGED_ID[p] for p in s] + [EOS_ID] + [PAD_ID] * (width - len(s) - 1)
+                     for s, _ in TAGGED_SOURCES], np.int32)
+
+
+def test_the_tags_of_a_tagged_source_are_taken_out_in_order():
+    grammar = linearized_trees.tree_grammar(TAGGED_PIECES, VOCAB, source_tags=True)
+    compact = tree_constraint.without_tags(tf.constant(tagged_source_ids()), tf.constant(grammar.word_starts),
+                                           EOS_ID, PAD_ID).numpy()
+    width = compact.shape[1]
+    for row, (_, words) in zip(compact, TAGGED_SOURCES):
+        assert list(row) == [TAGGED_ID[p] for p in words] + [EOS_ID] + [PAD_ID] * (width - len(words) - 1)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_with_source_tags_every_output_is_a_tree_over_the_words_alone(beam_size):
+    grammar = dataclasses.replace(linearized_trees.tree_grammar(TAGGED_PIECES, VOCAB, source_tags=True), max_depth=3)
+    sequences, scores = search.translate_ids(make_model(1), tagged_source_ids(), beam_size=beam_size, alpha=0.6,
+                                               max_extra_length=100, n_best=beam_size, grammar=grammar)
+    assert np.all(scores.numpy() > -1e6)
+    for row, (_, pieces) in zip(sequences.numpy(), TAGGED_SOURCES):
+        for hypothesis in row:
+            assert not set(hypothesis) & {TAGGED_ID[p] for p in NN + VB}  # no tag piece is ever written
+            text = "".join(TAGGED_PIECES[i] for i in hypothesis if i not in (PAD_ID, EOS_ID)).replace(S, " ")
+            tree, repairs = linearized_trees.to_tree(text, words_of(pieces))
+            assert repairs == () and tree.leaves() == words_of(pieces), (text, repairs)
+    # The same grammar read as untagged copies the tags: its trees are over other "words".
+    untagged = dataclasses.replace(grammar, source_tags=False)
+    sequences, _ = search.translate_ids(make_model(1), tagged_source_ids(), beam_size=beam_size, alpha=0.6,
+                                        max_extra_length=100, n_best=1, grammar=untagged)
+    assert all(set(row[0]) & {TAGGED_ID[p] for p in NN + VB} for row in sequences.numpy())

@@ -62,6 +62,23 @@ def test_loss_ranks_lower_first_and_ties_keep_the_earlier_step(run):
     assert [os.path.basename(p) for p in best.prefixes()] == ["ckpt-200", "ckpt-300"]
 
 
+def test_f1_ranks_higher_first_and_is_the_trainers_list_of_metrics(run):
+    """A parsing run's dev EVALB F1 (section 6.3): higher is better, like BLEU; the config accepts
+    exactly the metrics that have a direction here."""
+    from keras_transformer.config import BEST_CHECKPOINT_METRICS
+
+    root, prefixes = run
+    best = BestCheckpoints(str(root / "best"), keep=2, metric="f1", log=lambda _: None)
+    for step, f1 in [(100, 40.0), (200, 55.5), (300, 38.0), (400, 51.0)]:
+        best.offer(step, {"bleu": 90.0 - f1, "loss": f1, "f1": f1, "repaired": 0.0}, prefixes[step])
+    assert [os.path.basename(p) for p in best.prefixes()] == ["ckpt-200", "ckpt-400"]
+    assert not best.offer(500, {"bleu": 99.0, "loss": 0.1}, prefixes[500])  # no F1 (not a parsing run)
+    assert json.loads((root / "best" / "best.json").read_text())["metric"] == "f1"
+    with pytest.raises(ValueError, match="ranks the run's checkpoints by f1, not bleu"):
+        BestCheckpoints(str(root / "best"), keep=2, metric="bleu")
+    assert sorted(best_checkpoints.METRICS) == sorted(BEST_CHECKPOINT_METRICS)
+
+
 def test_the_copies_outlive_the_rotation_of_the_last_checkpoints(run):
     root, prefixes = run
     best = BestCheckpoints(str(root / "best"), keep=1, metric="bleu", log=lambda _: None)

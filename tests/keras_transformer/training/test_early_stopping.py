@@ -37,3 +37,17 @@ def test_a_resumed_run_continues_from_the_history():
     stopper.observe(19.9, 600)
     assert stopper.should_stop
     assert EarlyStopping(patience=2, history=history).should_stop  # already spent before the resume
+
+
+def test_f1_is_better_higher_and_a_resume_replays_it():
+    """A parsing run's dev EVALB F1: records without it (an older history) are skipped."""
+    history = [{"step": 100, "f1": 30.0, "bleu": 50.0}, {"step": 200, "bleu": 60.0}, {"step": 300, "f1": 29.5}]
+    stopper = EarlyStopping(patience=2, history=history, metric="f1")
+    assert (stopper.best_value, stopper.best_step, stopper.evaluations_since_best) == (30.0, 100, 1)
+    stopper.observe_results({"f1": 30.25, "loss": 9.0}, 400)
+    assert (stopper.best_value, stopper.best_step, stopper.evaluations_since_best) == (30.25, 400, 0)
+    stopper.observe_results({"f1": 12.0}, 500)
+    stopper.observe_results({"f1": 30.25}, 600)  # equal is not better
+    assert stopper.should_stop
+    assert stopper.message(600) == ("early stopping at step 600: no better dev F1 for 2 evaluations "
+                                    "(best 30.25 at step 400)")

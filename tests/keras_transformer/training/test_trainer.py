@@ -342,34 +342,44 @@ def test_two_cpu_replicas_reach_the_same_weights_as_one(tmp_path):
 
 
 
-def test_the_best_checkpoints_by_a_dev_metric_are_saved_kept_and_survive_a_resume(tmp_path):
+# The same dev scores by two metrics: the dev loss (lower is better) and a parsing run's EVALB F1
+# (higher is better), given as 50 - 10 * loss, so that both rank the steps alike.
+@pytest.mark.parametrize("metric, score, shown, stop_line", [
+    ("loss", lambda loss: loss, "loss 1.5", "no better dev loss for 3 evaluations (best 1.5000 at step 4)"),
+    ("f1", lambda loss: 50.0 - 10.0 * loss, "f1 35", "no better dev F1 for 3 evaluations (best 35.00 at step 4)"),
+])
+def test_the_best_checkpoints_by_a_dev_metric_are_saved_kept_and_survive_a_resume(tmp_path, metric, score, shown,
+                                                                                  stop_line):
     """--keep_best_checkpoints: every evaluated step is saved (no checkpoint is due by count here),
-    the best by dev loss are copied to MODEL_DIR/best, and a resumed run goes on with the list;
+    the best by the dev metric are copied to MODEL_DIR/best, and a resumed run goes on with the list;
     early stopping watches the same metric."""
     losses = iter([3.0, 2.0, 2.5, 1.5, 2.2, 2.4, 2.6])
 
     def evaluator(_model):
-        return {"loss": next(losses), "nll": 1.0, "perplexity": 2.7, "bleu": 1.0, "signature": "sig"}
+        loss = next(losses)
+        return {"loss": loss, "nll": 1.0, "perplexity": 2.7, "bleu": 1.0, "signature": "sig",
+                **({"f1": score(loss), "repaired": 0.0} if metric == "f1" else {})}
 
     config = training_config(train_steps=4, eval_every_steps=1, keep_checkpoints=1, keep_best_checkpoints=2,
-                             best_checkpoint_metric="loss", early_stopping_patience=3)
+                             best_checkpoint_metric=metric, early_stopping_patience=3)
     lines = []
     trainer = trainer_lib.build_trainer(CONFIG, config, str(tmp_path), log=lines.append)
     state = trainer.train(input_fn_from(make_batches(4)), evaluator)
-    assert (state.step, state.best_metric, state.best_value, state.best_step) == (4, "loss", 1.5, 4)
-    best = json.loads((tmp_path / "best" / "best.json").read_text())["checkpoints"]
-    assert [(e["step"], e["value"]) for e in best] == [(4, 1.5), (2, 2.0)]
+    assert (state.step, state.best_metric, state.best_value, state.best_step) == (4, metric, score(1.5), 4)
+    listed = json.loads((tmp_path / "best" / "best.json").read_text())
+    assert listed["metric"] == metric
+    assert [(e["step"], e["value"]) for e in listed["checkpoints"]] == [(4, score(1.5)), (2, score(2.0))]
     assert sorted(os.listdir(tmp_path / "checkpoints")) == ["checkpoint", "ckpt-4.data-00000-of-00001", "ckpt-4.index"]
     # The copy of step 2 holds step 2's weights, though rotation removed checkpoints/ckpt-2.
     step_of = tf.train.load_variable(str(tmp_path / "best" / "ckpt-2"), "step/.ATTRIBUTES/VARIABLE_VALUE")
     assert int(step_of) == 2
-    assert any(line.startswith("best checkpoints: ckpt-4 (loss 1.5) is number 1 of 2") for line in lines)
-    # Resumed for more updates: the list goes on, and three evaluations without a lower loss stop it.
+    assert any(line.startswith(f"best checkpoints: ckpt-4 ({shown}) is number 1 of 2") for line in lines), lines
+    # Resumed for more updates: the list goes on, and three evaluations without a better score stop it.
     more = dataclasses.replace(config, train_steps=20)
     resumed = trainer_lib.build_trainer(CONFIG, more, str(tmp_path), log=lines.append)
     assert resumed.restore() == 4
     state = resumed.train(input_fn_from(make_batches(4)), evaluator)
-    assert (state.step, state.stop_reason, state.best_value, state.best_step) == (7, "early stopping", 1.5, 4)
+    assert (state.step, state.stop_reason, state.best_value, state.best_step) == (7, "early stopping", score(1.5), 4)
     best = json.loads((tmp_path / "best" / "best.json").read_text())["checkpoints"]
-    assert [(e["step"], e["value"]) for e in best] == [(4, 1.5), (2, 2.0)]
-    assert lines[-1] == "early stopping at step 7: no better dev loss for 3 evaluations (best 1.5000 at step 4)"
+    assert [(e["step"], e["value"]) for e in best] == [(4, score(1.5)), (2, score(2.0))]
+    assert lines[-1] == f"early stopping at step 7: {stop_line}"
