@@ -194,6 +194,14 @@ def main(argv):
     from tasks import dev_evaluation, training as training_task  # pylint: disable=g-import-not-at-top
 
     if FLAGS.evaluate_only:
+        from tasks import vocabulary  # pylint: disable=g-import-not-at-top
+
+        # The run's tokenizer is what evaluation loads, but tags in the source are data: a tagged
+        # parser evaluated on untagged sentences would score garbage without a word. (Reading the
+        # run's settings imports TensorFlow: checked before the model loads.)
+        vocabulary.check_tokenizer_flags(FLAGS.model_dir, data, FLAGS.model_dir,
+                                         advice=" (the dev sources must be what it was trained on)",
+                                         names=("source_tags",))
         dev_evaluation.evaluate(FLAGS.model_dir, data, decoding, bleu_sentences)
         return
     from keras_transformer.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top

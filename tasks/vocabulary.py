@@ -45,13 +45,15 @@ def sized_model(model: TransformerConfig, source_tokenizer, target_tokenizer) ->
                                target_vocab_size=None if shared else target_tokenizer.vocab_size)
 
 
-def check_tokenizer_flags(run_dir: str, data: DataConfig, run: str, advice: str = "") -> None:
-    """A one-line `ValueError` naming the first of `TOKENIZER_FLAGS` whose value in `data` differs
-    from the one the run in `run_dir` was trained with (its model_config.json "data" section; a
-    run that recorded none passes), and that run's value. `run` names the run in the message."""
+def check_tokenizer_flags(run_dir: str, data: DataConfig, run: str, advice: str = "",
+                          names: tuple = TOKENIZER_FLAGS) -> None:
+    """A one-line `ValueError` naming the first of `names` (default `TOKENIZER_FLAGS`) whose value
+    in `data` differs from the one the run in `run_dir` was trained with (its model_config.json
+    "data" section; a run that recorded none passes), and that run's value. `run` names the run in
+    the message."""
     recorded = layout.read_settings(run_dir).get("data", {})
     wanted = dataclasses.asdict(data)
-    for name in TOKENIZER_FLAGS:
+    for name in names:
         if name in recorded and recorded[name] != wanted[name]:
             raise ValueError(f"--{name}={_flag_value(wanted[name])}: {run} was trained with "
                              f"--{name}={_flag_value(recorded[name])}, and its tokenizer is reused: give "

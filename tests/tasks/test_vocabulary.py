@@ -8,6 +8,7 @@ import pytest
 
 from pipelines.data_config import DataConfig
 from tasks.vocabulary import check_tokenizer_flags
+from tests.helpers.commands import assert_one_error_line, run_command
 
 
 def test_a_resume_with_other_source_tags_is_refused(tmp_path):
@@ -19,3 +20,25 @@ def test_a_resume_with_other_source_tags_is_refused(tmp_path):
     older = {k: v for k, v in dataclasses.asdict(data).items() if k != "source_tags"}  # a run from before the flag
     (tmp_path / "model_config.json").write_text(json.dumps({"model": {}, "data": older}))
     check_tokenizer_flags(str(tmp_path), dataclasses.replace(data, source_tags="none"), "the run")
+
+
+def test_names_limits_the_check_to_those_flags(tmp_path):
+    data = DataConfig(dataset="ptb", data_dir=str(tmp_path), source_tags="predicted", vocab_size=1000)
+    (tmp_path / "model_config.json").write_text(json.dumps({"model": {}, "data": dataclasses.asdict(data)}))
+    other_vocabulary = dataclasses.replace(data, vocab_size=2000)
+    check_tokenizer_flags(str(tmp_path), other_vocabulary, "the run", names=("source_tags",))
+    with pytest.raises(ValueError, match="--vocab_size=2000"):
+        check_tokenizer_flags(str(tmp_path), other_vocabulary, "the run")
+
+
+def test_evaluate_only_of_a_tagged_run_without_its_tags_is_refused_before_the_model_loads(tmp_path, ptb):
+    """--evaluate_only reuses the run's tokenizer whatever the tokenizer flags say, but tags are in
+    the dev sources it builds from the flags: a tagged run given untagged sources is one line."""
+    run = tmp_path / "run"
+    run.mkdir()
+    data = DataConfig(dataset="ptb", data_dir=str(ptb), source_tags="predicted")
+    (run / "model_config.json").write_text(json.dumps({"model": {}, "data": dataclasses.asdict(data)}))
+    result = run_command("-m", "keras_transformer.train", f"--model_dir={run}", "--dataset=ptb",
+                         f"--data_dir={ptb}", "--evaluate_only")
+    assert_one_error_line(result, "--source_tags=none:", "--source_tags=predicted")
+    assert sorted(p.name for p in run.iterdir()) == ["model_config.json"]
