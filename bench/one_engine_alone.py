@@ -37,6 +37,8 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tasks import flags as task_flags  # noqa: E402  pylint: disable=wrong-import-position  (no TensorFlow)
+
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("prepare", False, "Tokenize --input and write --batches, then exit.")
 flags.DEFINE_enum("engine", None, ["ctranslate2", "saved_model"], "The engine to time alone.")
@@ -46,9 +48,9 @@ flags.DEFINE_string("ctranslate2_dir", None, "A `python -m export --format=ctran
 flags.DEFINE_string("export_dir", None, "A SavedModel version folder (`python -m export`).")
 flags.DEFINE_string("compute_type", "float32", "CTranslate2's compute_type.")
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch (length-sorted, longest first).")
-flags.DEFINE_integer("beam_size", 4, "CTranslate2's beam (the SavedModel's is its export's).")
-flags.DEFINE_float("alpha", 0.6, "CTranslate2's length_penalty.")
-flags.DEFINE_integer("max_extra_length", 50, "CTranslate2: output limit = longest source + this.")
+# CTranslate2's beam, length_penalty and output limit (longest source + max_extra_length); the
+# SavedModel's are its export's.
+task_flags.define_decoding_flags()  # --beam_size 4, --alpha 0.6, --max_extra_length 50 (section 6.1)
 flags.DEFINE_integer("threads", 2, "Threads of the engine.")
 flags.DEFINE_integer("repeats", 3, "Timed passes over all batches.")
 

@@ -116,9 +116,10 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
     name = (SAMPLED_SIGNATURE if sampling is not None else PREFIX_SIGNATURE if prefixed
             else N_BEST_SIGNATURE if n_best > 1 else None)
     if name:  # export.json read once, before the SavedModel is loaded
-        settings = _settings_with_signature(source, name)
+        settings = versions.read_settings(source)
         if n_best > 1:
-            exported = _exported_decoding(settings, n_best, source)
+            exported = _exported_decoding(settings, n_best, source)  # a damaged "decoding" named first
+        _check_signature(settings, source, name)
     loaded = load_saved_model(source)
     if sampling is not None:
         fn = _sampled_fn(loaded.signatures[SAMPLED_SIGNATURE], sampling)
@@ -163,18 +164,15 @@ def check_export_signature(export_dir: str, name: str) -> None:
     signature `name` (older exports lack the newer ones). Reads export.json only."""
     from export import versions  # pylint: disable=g-import-not-at-top
 
-    _settings_with_signature(versions.saved_model_path(export_dir), name)
+    source = versions.saved_model_path(export_dir)
+    _check_signature(versions.read_settings(source), source, name)
 
 
-def _settings_with_signature(source: str, name: str) -> dict:
-    """The export.json settings of the SavedModel folder `source`; a one-line `ValueError`
-    unless it lists the signature `name`."""
-    from export import versions  # pylint: disable=g-import-not-at-top
-
-    settings = versions.read_settings(source)
+def _check_signature(settings: dict, source: str, name: str) -> None:
+    """A one-line `ValueError` unless the export.json `settings` of the SavedModel folder `source`
+    list the signature `name`."""
     if name not in settings.get("signatures", []):
         raise ValueError(f"{source} has no {name} signature (an older export): export the model again")
-    return settings
 
 
 def load_saved_model(source: str):
@@ -214,7 +212,10 @@ def check_export_n_best(export_dir: str, n_best: int) -> Optional[DecodingConfig
     source = versions.saved_model_path(export_dir)
     if n_best == 1:
         return None
-    return _exported_decoding(_settings_with_signature(source, versions.N_BEST_SIGNATURE), n_best, source)
+    settings = versions.read_settings(source)
+    exported = _exported_decoding(settings, n_best, source)  # a damaged "decoding" named first
+    _check_signature(settings, source, N_BEST_SIGNATURE)
+    return exported
 
 
 def _exported_decoding(settings: dict, n_best: int, source: str) -> DecodingConfig:
