@@ -357,7 +357,7 @@ class Translator(tf.Module):
             SCORE_SIGNATURE: self.score,
             SAMPLED_SIGNATURE: self.translate_sampled,
         }
-        if self.grammar is None:  # a tree-constrained search takes no prefix
+        if self.translate_with_prefix is not None:  # None under a tree constraint (__init__)
             signatures[PREFIX_SIGNATURE] = self.translate_with_prefix
         return signatures
 
