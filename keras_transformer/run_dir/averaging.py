@@ -48,13 +48,15 @@ def recent_checkpoints(model_dir: str, count: int) -> list[str]:
     return paths[-count:]
 
 
-def average_into(model, paths: list[str], source: str = "the model") -> None:
+def average_into(model, paths: list[str], source: str = "the model", moving_average: bool = True) -> None:
     """Sets every float variable of `model` (built) to its mean over the checkpoints `paths`;
     the others (e.g. dropout seed states) keep the last checkpoint's value. `source` names what
-    the model was built from, for the error of a checkpoint that does not fit it."""
+    the model was built from, for the error of a checkpoint that does not fit it;
+    `moving_average` is `readable_checkpoints.read_model`'s (False: a run's trained weights, not
+    its `--ema_decay` average)."""
     sums = None
     for path in paths:
-        readable_checkpoints.read_model(model, path, source)
+        readable_checkpoints.read_model(model, path, source, moving_average=moving_average)
         values = [v.numpy().astype(np.float64) for v in model.variables]
         sums = values if sums is None else [s + v for s, v in zip(sums, values)]
     for variable, total in zip(model.variables, sums):

@@ -217,13 +217,15 @@ def has_ema(reader) -> bool:
     return any(key.split("/", 1)[0] == ema.CHECKPOINT_KEY for key in reader.get_variable_to_shape_map())
 
 
-def read_model(model, prefix: str, source: str = "the model") -> None:
+def read_model(model, prefix: str, source: str = "the model", moving_average: bool = True) -> None:
     """Reads the weights of `model` (built) from the checkpoint `prefix` (its `model` part; a
     training checkpoint's optimizer and step are left), the prefix never read as a pattern.
 
     The checkpoint of a run with `--ema_decay` gives its moving average of the trainable
     weights (`ema.read_shadow`), the one that run evaluated: translation, export, averaging and
     `--init_from` all read it (training's own resume reads both, `training.checkpoints`).
+    `moving_average=False` reads the trained weights instead (the comparison of a run with and
+    without its average, `bench/ema_against_trained_weights.py`).
 
     Raises:
         ValueError: the checkpoint does not fit `model` (`model_mismatch`; `source` names what
@@ -235,7 +237,7 @@ def read_model(model, prefix: str, source: str = "the model") -> None:
         problem = model_mismatch(model, reader)
         if problem is None:
             tf.train.Checkpoint(model=model).read(tf_path(prefix)).expect_partial().assert_existing_objects_matched()
-            if has_ema(reader):
+            if moving_average and has_ema(reader):
                 ema.read_shadow(model, tf_path(prefix)).assert_existing_objects_matched()
     except (*READ_ERRORS, AssertionError) as error:
         if not (os.path.isfile(prefix + ".index") and data_files(prefix)):

@@ -146,6 +146,9 @@ def test_evaluation_translation_and_averaging_use_the_average(tmp_path):
     assert os.path.basename(path) == "ckpt-4"
     for a, b in zip(restored.trainable_variables, shadow(trainer)):
         np.testing.assert_array_equal(a.numpy(), b)
+    readable_checkpoints.read_model(restored, path, moving_average=False)  # the trained weights instead
+    for a, b in zip(restored.trainable_variables, weights):
+        np.testing.assert_array_equal(a.numpy(), b)
     shadows = []
     for step in (2, 4):
         model, _ = layout.restore_model(model_dir, os.path.join(model_dir, "checkpoints", f"ckpt-{step}"))
