@@ -359,7 +359,7 @@ def backend_text(info: dict[str, Any], long: bool = False) -> str:
             else f"none logged for {system['compute_type']}")
     if long:
         use_mkl = info[engine_process.USE_MKL]
-        text += (f", {engine_process.USE_MKL} {'unset' if use_mkl is None else '=' + use_mkl}, CPU "
+        text += (f", {engine_process.USE_MKL}{' unset' if use_mkl is None else '=' + use_mkl}, CPU "
                  f"{system['cpu_vendor']}, ISA {system['isa']}")
     return text
 
