@@ -21,6 +21,10 @@ answers requests until its stdin closes. A spec is a JSON object:
                   piece lists for "export_path" and "plain" (tokenized once by the parent).
     threads       TensorFlow's intra- and inter-op threads, CTranslate2's intra_threads.
     compute_type, inter_threads  CTranslate2's ("float32" or "int8"; 1 for one batch at a time).
+    ct2_use_mkl   CTranslate2's engines: the value of the environment variable CT2_USE_MKL in the
+                  worker ("0": its oneDNN (DNNL) backend instead of Intel MKL), or None (the default):
+                  the variable is removed from the worker's environment, even when the parent has it,
+                  so that CTranslate2 decides as installed (MKL on a GenuineIntel CPU if built with it).
     decoding      `DecodingConfig.to_dict()` (what CTranslate2 is asked to do; a SavedModel's is built in).
 
 What each engine imports is what it needs. "plain" imports ctranslate2 and no TensorFlow.
@@ -30,11 +34,22 @@ function) and `Ctranslate2Translator` tokenizes with the export's tensorflow-tex
 "saved_model" starts TensorFlow and loads one SavedModel. A CTranslate2 engine's translator is
 `ctranslate2.Translator(path, device="cpu", compute_type, intra_threads=threads, inter_threads)`.
 
+Which matrix-product (GEMM) backend CTranslate2 uses is decided once per process, when its first
+model loads (CTranslate2's src/cpu/backend.cc: CT2_USE_MKL if set, else Intel MKL on a CPU whose
+vendor is GenuineIntel when the build has MKL, else oneDNN), and CTranslate2 says which in info-level
+log lines at that moment (src/utils.cc `log_system_config`: "CPU: GenuineIntel (...)", " - Use Intel
+MKL: true", " - SGEMM backend: MKL (packed: true)", " - GEMM_S8 backend: ...", and src/models/model.cc
+" - Selected compute type: int8_float32"). A CTranslate2 worker raises the log level to info for the
+load (`ctranslate2.set_log_level`), catches those lines off file descriptor 2 (`ctranslate2_loaded`),
+and reports them parsed (`ctranslate2_system`) with the backend of its own compute type.
+
 Protocol: one request a line on stdin, one JSON reply a line on the worker's stdout (a copy of
 file descriptor 1 made at start; fd 1 then points at stderr, so a library's print cannot break
 a reply). The first reply, sent once the engine is loaded, describes the process: pid, load
 seconds, whether TensorFlow is imported and its thread counts, CTranslate2's compute type or the
-SavedModel's precision.
+SavedModel's precision, and for CTranslate2 the CT2_USE_MKL it saw and what its log said
+(`ctranslate2_system`: CPU vendor, ISA, MKL or not, each GEMM backend, and "gemm_backend": the
+one its compute type multiplies with).
 Requests:
 
     warm_up      translate the first batch; reply {}.
@@ -51,14 +66,30 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Callable, Iterator, Optional
 
 ENGINES = ("saved_model", "export_path", "plain", "text")
 CLOSE_SECONDS = 60  # a worker whose stdin is closed exits at once; one that does not is killed
+USE_MKL = "CT2_USE_MKL"  # CTranslate2's environment variable: MKL or not (its docs/environment_variables.md)
+# CTranslate2's info lines as it loads its first model (src/utils.cc, src/models/model.cc) -> the
+# record's keys; each must be there.
+CT2_LOG_LINES = {
+    "cpu_vendor": re.compile(r"\bCPU: (\S+)"),
+    "isa": re.compile(r" - Selected ISA: (\S+)"),
+    "use_mkl": re.compile(r" - Use Intel MKL: (true|false)"),
+    "sgemm": re.compile(r" - SGEMM backend: (\S+) \(packed: (true|false)"),
+    "gemm_s16": re.compile(r" - GEMM_S16 backend: (\S+) \(packed: (true|false)"),
+    "gemm_s8": re.compile(r" - GEMM_S8 backend: (\S+) \(packed: (true|false)"),
+    "compute_type": re.compile(r" - Selected compute type: (\S+)"),
+}
+GEMMS = {"float32": "sgemm", "int16": "gemm_s16", "int8": "gemm_s8"}  # compute type (its start) -> its GEMM
 
 
 # The worker -------------------------------------------------------------------------------------
@@ -73,12 +104,14 @@ class Engine:
         as_json: such a list -> [output, score] pairs JSON can carry (not timed).
         compute_type: CTranslate2's compute type, or the SavedModel's precision (its export.json).
         count_calls: for the export path, the translate_batch calls of one pass.
+        ctranslate2: for CTranslate2, `ctranslate2_system` of its load's log.
     """
 
     run: Callable[[int], list]
     as_json: Callable[[list], list] = list
     compute_type: Optional[str] = None
     count_calls: Optional[Callable[[], int]] = None
+    ctranslate2: Optional[dict[str, Any]] = None
 
 
 def start_tensorflow(threads: int):
@@ -94,6 +127,52 @@ def start_tensorflow(threads: int):
     return tf
 
 
+def ctranslate2_system(log: str) -> dict[str, Any]:
+    """What CTranslate2's info lines at its first model load (`CT2_LOG_LINES`) say: CPU vendor,
+    ISA, whether it uses Intel MKL, the backend of each GEMM (float32 "sgemm", "gemm_s16", int8
+    "gemm_s8") and whether it packs the weights, the compute type selected, and "gemm_backend":
+    the backend of that compute type's products. Raises ValueError if a line is missing (a
+    CTranslate2 that logs otherwise): a figure without its backend could mislead."""
+    found = {key: pattern.search(log) for key, pattern in CT2_LOG_LINES.items()}
+    missing = [key for key, match in found.items() if match is None]
+    if missing:
+        raise ValueError(f"CTranslate2's load log has no line for {', '.join(missing)}; it said: {log.strip()!r}")
+    system: dict[str, Any] = {"cpu_vendor": found["cpu_vendor"][1], "isa": found["isa"][1],
+                              "use_mkl": found["use_mkl"][1] == "true", "compute_type": found["compute_type"][1]}
+    for key in ("sgemm", "gemm_s16", "gemm_s8"):
+        system[key] = {"backend": found[key][1], "packed": found[key][2] == "true"}
+    gemm = next((key for prefix, key in GEMMS.items() if system["compute_type"].startswith(prefix)), None)
+    system["gemm_backend"] = dict(system[gemm], gemm=gemm) if gemm else None  # float16, bfloat16: no such line
+    return system
+
+
+def ctranslate2_loaded(load: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+    """`load()` (which loads this process's first CTranslate2 model) with CTranslate2 logging at
+    info level and file descriptor 2 caught in a temporary file; returns its result and
+    `ctranslate2_system` of the lines caught. If `load` fails, the lines go to stderr first."""
+    import ctranslate2  # pylint: disable=g-import-not-at-top
+
+    level = ctranslate2.get_log_level()
+    ctranslate2.set_log_level(logging.INFO)
+    with tempfile.TemporaryFile() as caught:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(caught.fileno(), 2)
+        failed = True
+        try:
+            loaded = load()
+            failed = False
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            ctranslate2.set_log_level(level)
+            caught.seek(0)
+            log = caught.read().decode("utf-8", errors="replace")
+            if failed:
+                sys.stderr.write(log)
+    return loaded, ctranslate2_system(log)
+
+
 def _translator_options(spec: dict[str, Any]) -> dict[str, Any]:
     """`ctranslate2.Translator` arguments: the spec's compute type, intra_threads and inter_threads, on CPU."""
     return dict(device="cpu", compute_type=spec["compute_type"], intra_threads=spec["threads"],
@@ -107,13 +186,13 @@ def _decoding(spec: dict[str, Any]):
 
 
 def _ctranslate2_translator(spec: dict[str, Any]):
-    """The export's `Ctranslate2Translator` (TensorFlow started first: its tokenizers need it)."""
+    """The export's `Ctranslate2Translator` (TensorFlow started first: its tokenizers need it) and
+    `ctranslate2_system` of its load (sentencepiece's INFO lines as the tokenizers load are caught too)."""
     start_tensorflow(spec["threads"])
     from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
-    from keras_transformer import cli  # pylint: disable=g-import-not-at-top
 
-    with cli.silence_native_stderr():  # sentencepiece's INFO lines as the tokenizers load
-        return ctranslate2_model.Ctranslate2Translator(spec["path"], _decoding(spec), **_translator_options(spec))
+    return ctranslate2_loaded(lambda: ctranslate2_model.Ctranslate2Translator(spec["path"], _decoding(spec),
+                                                                              **_translator_options(spec)))
 
 
 def saved_model_engine(spec: dict[str, Any]) -> Engine:
@@ -151,7 +230,7 @@ def export_path_engine(spec: dict[str, Any]) -> Engine:
     tokenized beforehand; outputs stay pieces."""
     from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
 
-    ct2, decoding, batches = _ctranslate2_translator(spec), _decoding(spec), spec["batches"]
+    (ct2, system), decoding, batches = _ctranslate2_translator(spec), _decoding(spec), spec["batches"]
 
     def translate(translator, k: int) -> list:
         nbest = ctranslate2_model.translate_pieces(translator, batches[k], decoding, ct2.config, special=ct2.special)
@@ -164,7 +243,7 @@ def export_path_engine(spec: dict[str, Any]) -> Engine:
         return counting.calls
 
     return Engine(lambda k: translate(ct2.translator, k), compute_type=ct2.translator.compute_type,
-                  count_calls=count_calls)
+                  count_calls=count_calls, ctranslate2=system)
 
 
 def plain_options(decoding, batch: list[list[str]]) -> dict[str, Any]:
@@ -182,7 +261,7 @@ def plain_engine(spec: dict[str, Any]) -> Engine:
     ranking, no score. Imports ctranslate2 and no TensorFlow."""
     import ctranslate2  # pylint: disable=g-import-not-at-top
 
-    translator = ctranslate2.Translator(spec["path"], **_translator_options(spec))
+    translator, system = ctranslate2_loaded(lambda: ctranslate2.Translator(spec["path"], **_translator_options(spec)))
     decoding, batches = _decoding(spec), spec["batches"]
     options = [plain_options(decoding, batch) for batch in batches]
 
@@ -190,17 +269,17 @@ def plain_engine(spec: dict[str, Any]) -> Engine:
         results = translator.translate_batch(batches[k], **options[k])
         return [(result.hypotheses[0], None) for result in results]
 
-    return Engine(run, compute_type=translator.compute_type)
+    return Engine(run, compute_type=translator.compute_type, ctranslate2=system)
 
 
 def text_engine(spec: dict[str, Any]) -> Engine:
     """`Ctranslate2Translator.translate`: sentences in, translations out."""
-    ct2, decoding, batches = _ctranslate2_translator(spec), _decoding(spec), spec["batches"]
+    (ct2, system), decoding, batches = _ctranslate2_translator(spec), _decoding(spec), spec["batches"]
 
     def run(k: int) -> list:
         return [hypotheses[0] for hypotheses in ct2.translate(batches[k], decoding)]
 
-    return Engine(run, compute_type=ct2.translator.compute_type)
+    return Engine(run, compute_type=ct2.translator.compute_type, ctranslate2=system)
 
 
 LOADERS = {"saved_model": saved_model_engine, "export_path": export_path_engine, "plain": plain_engine,
@@ -232,7 +311,8 @@ def serve(spec_path: str) -> None:
     reply({"pid": os.getpid(), "load_seconds": time.perf_counter() - started, "tensorflow": tf is not None,
            "tensorflow_threads": ([tf.config.threading.get_intra_op_parallelism_threads(),
                                    tf.config.threading.get_inter_op_parallelism_threads()] if tf else None),
-           "compute_type": engine.compute_type})
+           "compute_type": engine.compute_type, "ctranslate2": engine.ctranslate2,
+           USE_MKL: os.environ.get(USE_MKL)})
     count = len(spec["batches"])
 
     def warm_up() -> dict[str, Any]:
@@ -248,6 +328,15 @@ def serve(spec_path: str) -> None:
 
 # The parent's handle ----------------------------------------------------------------------------
 
+def worker_environment(spec: dict[str, Any]) -> dict[str, str]:
+    """This process's environment with CT2_USE_MKL as `spec` says: its "ct2_use_mkl", or absent
+    (CTranslate2 decides as installed) when that is None or missing."""
+    environment = {key: value for key, value in os.environ.items() if key != USE_MKL}
+    if spec.get("ct2_use_mkl") is not None:
+        environment[USE_MKL] = spec["ct2_use_mkl"]
+    return environment
+
+
 class EngineProcess:
     """A worker process running one engine: started at once, `ready()` waits for it to load."""
 
@@ -259,10 +348,12 @@ class EngineProcess:
         with open(spec_path, "w", encoding="utf-8") as file:
             json.dump(spec, file)
         self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__), spec_path],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, encoding="utf-8")
+                                        env=worker_environment(spec), stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, encoding="utf-8")
 
     def ready(self) -> dict[str, Any]:
-        """The worker's first reply (pid, load seconds, TensorFlow or not, compute type)."""
+        """The worker's first reply (pid, load seconds, TensorFlow or not, compute type, CTranslate2's
+        CT2_USE_MKL and `ctranslate2_system`)."""
         self.info = self._reply()
         return self.info
 

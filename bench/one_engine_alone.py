@@ -17,7 +17,11 @@ shell, one after the other, with no other engine process alive; the batches are 
 `--engine=ctranslate2` imports ctranslate2 only (no TensorFlow) and calls
 `Translator(path, device="cpu", compute_type, intra_threads=--threads)` `.translate_batch` on the
 pieces of each batch with CTranslate2's own options (beam, `length_penalty`, the batch's longest
-source + --max_extra_length as `max_decoding_length`), as a user of CTranslate2 would.
+source + --max_extra_length as `max_decoding_length`), as a user of CTranslate2 would; its JSON line
+also says which GEMM backend CTranslate2 used, the CPU vendor it saw and the CT2_USE_MKL it ran with
+(`engine_process.ctranslate2_system`: on an Intel CPU CTranslate2 defaults to Intel MKL, and
+`CT2_USE_MKL=0 .venv/bin/python bench/one_engine_alone.py --engine=ctranslate2 ...` times its DNNL
+backend).
 `--engine=saved_model` loads the SavedModel (`tf.saved_model.load`, TensorFlow's intra- and
 inter-op threads set to --threads) and calls `serving_default` on the sentences of each batch:
 strings in, strings out, with its tokenization and detokenization. Each engine translates the first
@@ -37,6 +41,7 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import engine_process  # noqa: E402  pylint: disable=wrong-import-position  (bench/, the script's folder)
 from tasks import flags as task_flags  # noqa: E402  pylint: disable=wrong-import-position  (no TensorFlow)
 
 FLAGS = flags.FLAGS
@@ -73,8 +78,8 @@ def prepare():
 def ctranslate2_fn():
     import ctranslate2  # pylint: disable=g-import-not-at-top
 
-    translator = ctranslate2.Translator(FLAGS.ctranslate2_dir, device="cpu", compute_type=FLAGS.compute_type,
-                                        intra_threads=FLAGS.threads)
+    translator, system = engine_process.ctranslate2_loaded(lambda: ctranslate2.Translator(
+        FLAGS.ctranslate2_dir, device="cpu", compute_type=FLAGS.compute_type, intra_threads=FLAGS.threads))
 
     def translate(batch):
         pieces = batch["pieces"]
@@ -83,7 +88,9 @@ def ctranslate2_fn():
                                              max_decoding_length=limit)
         return sum(len(r.hypotheses[0]) for r in results)
 
-    return translate, {"ctranslate2": ctranslate2.__version__, "compute_type": FLAGS.compute_type}
+    return translate, {"ctranslate2": ctranslate2.__version__, "compute_type": FLAGS.compute_type,
+                       engine_process.USE_MKL: os.environ.get(engine_process.USE_MKL),
+                       "cpu_vendor": system["cpu_vendor"], "gemm_backend": system["gemm_backend"]}
 
 
 def saved_model_fn():

@@ -48,7 +48,8 @@ and no engine in the process that starts them.
    searches collect finished hypotheses by different rules (`ctranslate2_model.translation_options`);
    where they differ, the scores (both the project's log P(Y) / lp(|Y|) of their own output) say
    which search found the better one.
-2. Speed, with beam search, of eight engines (seven with --nobfloat16), one worker process each:
+2. Speed, with beam search, of eight engines (seven with --nobfloat16), one worker process each,
+   and on a CPU where CTranslate2 as installed multiplies with Intel MKL six more (below):
    * SavedModel, float32 and bfloat16: its `serving_default` (tokenization, search and
      detokenization in the graph), loaded with `tf.saved_model.load` and called through that
      signature (`export.client.load_translate_fn`): strings in, strings out;
@@ -66,6 +67,19 @@ and no engine in the process that starts them.
      suppress PAD and BOS, and has one output limit per batch;
    * CTranslate2 float32 and int8, text: `Ctranslate2Translator.translate`, strings in and
      strings out, tokenization and detokenization included as in the SavedModel.
+   CTranslate2's matrix-product (GEMM) backend. CTranslate2 multiplies with Intel MKL when its
+   build has MKL and the CPU's vendor is GenuineIntel, unless the environment variable CT2_USE_MKL
+   says otherwise; CT2_USE_MKL=0 makes it use its oneDNN backend (DNNL) instead (CTranslate2's
+   src/cpu/backend.cc and docs/environment_variables.md). It decides once per process, and the
+   choice can change its speed several times over (issue 29: 3.9x on one model), so each CTranslate2
+   worker reports what its CTranslate2 logged as it loaded the model (`engine_process.ctranslate2_system`:
+   CPU vendor, ISA, MKL or not, the backend of each GEMM) and the CT2_USE_MKL it ran with; the six
+   CTranslate2 engines above run with CT2_USE_MKL unset ("as installed", even if this process has it
+   set). If CTranslate2 float32 as installed uses MKL (the greedy fidelity worker's log says so),
+   the same six also run with CT2_USE_MKL=0, each in a worker of its own ("`CT2_USE_MKL=0`" in
+   their labels, `_no_mkl` in their JSON names), and every SavedModel ratio is given against both;
+   elsewhere (an AMD or ARM CPU, a build without MKL) CTranslate2's default is already its DNNL
+   backend, only that runs, and the notes say why.
    What each worker imports: the plain ones ctranslate2 and no TensorFlow; the export path and
    text ones also TensorFlow, which the library code they run needs (`rescore` ranks with a TF
    length penalty, `Ctranslate2Translator` tokenizes with tensorflow-text); the SavedModel one
@@ -93,8 +107,9 @@ inter_threads translates that many batches in parallel, which helps only when se
 submitted at once): `intra_threads` = --threads, `inter_threads=1`, as here, like the
 SavedModel, one batch is submitted at a time. On a 2-core CPU: inter_threads=1, intra_threads=2.
 
-Prints the steps as they run, then a Markdown table with its notes for docs/BENCHMARKS.md (CPU
-figures: the host's CPU model, cores, instruction sets that decide which precision pays
+Prints the steps as they run (each CTranslate2 worker with its CT2_USE_MKL, CPU vendor, ISA and
+GEMM backend), then a Markdown table with its notes for docs/BENCHMARKS.md (a GEMM backend column;
+CPU figures: the host's CPU model and vendor, cores, instruction sets that decide which precision pays
 (AVX2, AVX-512, AVX512_VNNI, AVX512_BF16, AMX), CTranslate2's compute types on it, and the
 load) and, last, one JSON line with every number.
 Needs ctranslate2 4.x (`pip install -e .[bench]`). Bad input (a missing or unreadable file,
@@ -143,25 +158,27 @@ flags.DEFINE_string("work_dir", None, "Where the exports go, in a new folder tha
                     "(default: a temporary folder, removed at the end).")
 flags.mark_flags_as_required(["model_dir", "input"])
 
-LABELS = {  # engine -> its row in the table, in the order the engines take turns
+COMPUTE_TYPES = {"ct2_float32": (None, "float32"), "ct2_int8": ("int8", "int8")}  # quantization, compute_type
+CT2_MODES = {  # CTranslate2 engine-name suffix -> (what its worker runs, `engine_process.ENGINES`; its label)
+    "": ("export_path", "export path (`translate_pieces`)"),
+    "_plain": ("plain", "plain `translate_batch`"),
+    "_text": ("text", "text (`Ctranslate2Translator.translate`)"),
+}
+NO_MKL = "_no_mkl"  # the suffix of the CTranslate2 engines whose process has CT2_USE_MKL=0
+CT2_USE_MKL = {"": None, NO_MKL: "0"}  # suffix -> CT2_USE_MKL in the worker (None: unset, CTranslate2 decides)
+ENGINES = {  # engine -> (what its worker runs; the export it loads; CT2_USE_MKL), in the order they take turns
+    "saved_model": ("saved_model", "saved_model", None),
+    "saved_model_bf16": ("saved_model", "saved_model_bf16", None),
+    **{f"{export}{mode}{backend}": (worker, export, use_mkl) for backend, use_mkl in CT2_USE_MKL.items()
+       for mode, (worker, _) in CT2_MODES.items() for export in COMPUTE_TYPES},
+}
+LABELS = {  # engine -> its row in the table
     "saved_model": "SavedModel, `serving_default`",
     "saved_model_bf16": "SavedModel bfloat16 (`export --precision=bfloat16`), `serving_default`",
-    "ct2_float32": "CTranslate2 float32, export path (`translate_pieces`)",
-    "ct2_int8": "CTranslate2 int8, export path (`translate_pieces`)",
-    "ct2_float32_plain": "CTranslate2 float32, plain `translate_batch`",
-    "ct2_int8_plain": "CTranslate2 int8, plain `translate_batch`",
-    "ct2_float32_text": "CTranslate2 float32, text (`Ctranslate2Translator.translate`)",
-    "ct2_int8_text": "CTranslate2 int8, text (`Ctranslate2Translator.translate`)",
-}
-ENGINES = {  # engine -> (what its worker runs, `engine_process.ENGINES`; the export it loads)
-    "saved_model": ("saved_model", "saved_model"),
-    "saved_model_bf16": ("saved_model", "saved_model_bf16"),
-    "ct2_float32": ("export_path", "ct2_float32"),
-    "ct2_int8": ("export_path", "ct2_int8"),
-    "ct2_float32_plain": ("plain", "ct2_float32"),
-    "ct2_int8_plain": ("plain", "ct2_int8"),
-    "ct2_float32_text": ("text", "ct2_float32"),
-    "ct2_int8_text": ("text", "ct2_int8"),
+    **{f"{export}{mode}{backend}": f"CTranslate2 {COMPUTE_TYPES[export][1]}, {label}"
+       + (f", `{engine_process.USE_MKL}={use_mkl}`" if use_mkl is not None else "")
+       for backend, use_mkl in CT2_USE_MKL.items() for mode, (_, label) in CT2_MODES.items()
+       for export in COMPUTE_TYPES},
 }
 PIECES_OUT = ("export_path", "plain")  # workers whose outputs are pieces, detokenized here
 BASELINE = "saved_model"  # speeds are also given over this engine's
@@ -172,7 +189,6 @@ SAVED_MODELS = (BASELINE, BFLOAT16)  # each one's speed is also given over every
 CPU_FLAGS = {  # /proc/cpuinfo flag -> its name in the output: what decides which precision pays
     "avx2": "AVX2", "avx512f": "AVX-512", "avx512_vnni": "AVX512_VNNI", "avx512_bf16": "AVX512_BF16",
     "amx_bf16": "AMX-BF16", "amx_int8": "AMX-INT8"}
-COMPUTE_TYPES = {"ct2_float32": (None, "float32"), "ct2_int8": ("int8", "int8")}  # quantization, compute_type
 CT2_INTER_THREADS = 1  # one batch at a time, as the SavedModel is called (CTranslate2's docs/parallel.md)
 # A pause before each engine's turn: the previous engine's idle threads (OpenMP's and TensorFlow's
 # pools spin a while before they sleep) are asleep before the next engine's clock starts.
@@ -185,9 +201,9 @@ SHOWN_DIFFERENCES = 3
 # Host, input ------------------------------------------------------------------------------------
 
 def host() -> dict[str, Any]:
-    """The CPU model, physical cores and instruction sets of `CPU_FLAGS` it has (/proc/cpuinfo),
-    the logical cores and the load average: what the figures depend on."""
-    cpu, cores, cpu_flags = platform.processor() or platform.machine(), set(), set()
+    """The CPU model and vendor, physical cores and instruction sets of `CPU_FLAGS` it has
+    (/proc/cpuinfo), the logical cores and the load average: what the figures depend on."""
+    cpu, vendor, cores, cpu_flags = platform.processor() or platform.machine(), None, set(), set()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as file:
             blocks = file.read().split("\n\n")  # one block per logical CPU
@@ -196,11 +212,11 @@ def host() -> dict[str, Any]:
     for block in blocks:
         fields = dict((key.strip(), value.strip()) for key, _, value in
                       (line.partition(":") for line in block.splitlines()))
-        cpu = fields.get("model name", cpu)
+        cpu, vendor = fields.get("model name", cpu), fields.get("vendor_id", vendor)
         cpu_flags.update(fields.get("flags", "").split())
         if "core id" in fields:
             cores.add((fields.get("physical id"), fields["core id"]))
-    return {"cpu": cpu, "cores": os.cpu_count(), "physical_cores": len(cores) or os.cpu_count(),
+    return {"cpu": cpu, "vendor": vendor, "cores": os.cpu_count(), "physical_cores": len(cores) or os.cpu_count(),
             "cpu_flags": {name: flag in cpu_flags for flag, name in CPU_FLAGS.items()},
             "load_average": [round(load, 2) for load in os.getloadavg()]}
 
@@ -270,25 +286,27 @@ def export_tokenizers(path: str):
     return tokenizers
 
 
-def engine_spec(engine: str, path: str, decoding, threads: int, batches: list, compute_type: Optional[str]
-                ) -> dict[str, Any]:
-    """What `engine_process` needs to run `engine` (one of `engine_process.ENGINES`) in a worker."""
+def engine_spec(engine: str, path: str, decoding, threads: int, batches: list, compute_type: Optional[str],
+                use_mkl: Optional[str] = None) -> dict[str, Any]:
+    """What `engine_process` needs to run `engine` (one of `engine_process.ENGINES`) in a worker;
+    a CTranslate2 engine (with a `compute_type`) gets CT2_USE_MKL=`use_mkl` (None: unset)."""
     spec = {"engine": engine, "path": path, "decoding": decoding.to_dict(), "threads": threads, "batches": batches}
     if compute_type:
-        spec.update(compute_type=compute_type, inter_threads=CT2_INTER_THREADS)
+        spec.update(compute_type=compute_type, inter_threads=CT2_INTER_THREADS, ct2_use_mkl=use_mkl)
     return spec
 
 
-def timed_specs(paths: dict[str, str], decoding, threads: int, text_batches: list, piece_batches: list
-                ) -> dict[str, dict[str, Any]]:
-    """The spec of each timed engine (`ENGINES` whose export is in `paths`), in the order they take turns."""
+def timed_specs(paths: dict[str, str], decoding, threads: int, text_batches: list, piece_batches: list,
+                use_mkl_values: tuple[Optional[str], ...]) -> dict[str, dict[str, Any]]:
+    """The spec of each timed engine (`ENGINES` whose export is in `paths`; CTranslate2's with a
+    CT2_USE_MKL in `use_mkl_values`), in the order they take turns."""
     specs = {}
-    for name, (engine, export) in ENGINES.items():
-        if export not in paths:
+    for name, (engine, export, use_mkl) in ENGINES.items():
+        if export not in paths or use_mkl not in use_mkl_values:
             continue
         batches = piece_batches if engine in PIECES_OUT else text_batches
         compute_type = COMPUTE_TYPES[export][1] if export in COMPUTE_TYPES else None
-        specs[name] = engine_spec(engine, paths[export], decoding, threads, batches, compute_type)
+        specs[name] = engine_spec(engine, paths[export], decoding, threads, batches, compute_type, use_mkl)
     return specs
 
 
@@ -311,9 +329,10 @@ def as_texts(engine: str, pairs: list, tokenizers) -> list[tuple[str, Optional[f
 
 
 def translate_greedy(paths: dict[str, str], greedy, threads: int, text_batches: list, piece_batches: list,
-                     batches: list[list[int]], work: str) -> dict[str, list]:
-    """The greedy SavedModel and CTranslate2 float32's export path with greedy decoding, each in a
-    worker of its own, closed before the timing: per engine its [output, score] pairs in input order."""
+                     batches: list[list[int]], work: str) -> tuple[dict[str, list], dict[str, dict[str, Any]]]:
+    """The greedy SavedModel and CTranslate2 float32's export path (as installed: CT2_USE_MKL unset)
+    with greedy decoding, each in a worker of its own, closed before the timing: per engine its
+    [output, score] pairs in input order, and its worker's first reply (`EngineProcess.ready`)."""
     specs = {
         "saved_model_greedy": engine_spec("saved_model", paths["saved_model_greedy"], greedy, threads, text_batches,
                                           None),
@@ -323,9 +342,44 @@ def translate_greedy(paths: dict[str, str], greedy, threads: int, text_batches: 
     with engine_process.started(specs, work) as processes:
         outputs = {name: in_input_order(batches, process.request("translate")["outputs"])
                    for name, process in processes.items()}
-    print("greedy search: " + ", ".join(f"{name} pid {process.info['pid']}" for name, process in processes.items()),
-          flush=True)
-    return outputs
+    infos = {name: process.info for name, process in processes.items()}
+    print("greedy search: " + ", ".join(process_text(name, info) for name, info in infos.items()), flush=True)
+    return outputs, infos
+
+
+def backend_text(info: dict[str, Any], long: bool = False) -> str:
+    """A CTranslate2 worker's GEMM backend from its first reply or its row's "process" (CTranslate2's
+    log, `engine_process.ctranslate2_system`), e.g. "MKL (SGEMM, packed)"; with `long` also
+    CT2_USE_MKL, the CPU vendor and the ISA CTranslate2 saw. "-" for a SavedModel."""
+    system = info.get("ctranslate2")
+    if not system:
+        return "-"
+    gemm = system["gemm_backend"]
+    text = (f"{gemm['backend']} ({gemm['gemm'].upper()}{', packed' if gemm['packed'] else ''})" if gemm
+            else f"none logged for {system['compute_type']}")
+    if long:
+        use_mkl = info[engine_process.USE_MKL]
+        text += (f", {engine_process.USE_MKL}{' unset' if use_mkl is None else '=' + use_mkl}, CPU "
+                 f"{system['cpu_vendor']}, ISA {system['isa']}")
+    return text
+
+
+def process_text(name: str, info: dict[str, Any]) -> str:
+    """"name pid N" and for CTranslate2 its backend (`backend_text`)."""
+    return f"{name} pid {info['pid']}" + (f" ({backend_text(info, long=True)})" if info.get("ctranslate2") else "")
+
+
+def no_mkl_variant(as_installed: dict[str, Any], timed: bool) -> str:
+    """Why CTranslate2 is (`timed`) or is not also timed with CT2_USE_MKL=0, from what CTranslate2
+    as installed logged (`engine_process.ctranslate2_system`)."""
+    said = (f"its log: CPU {as_installed['cpu_vendor']}, Use Intel MKL {str(as_installed['use_mkl']).lower()}, "
+            f"SGEMM backend {as_installed['sgemm']['backend']}, GEMM_S8 backend {as_installed['gemm_s8']['backend']}")
+    if timed:
+        return (f"CTranslate2 as installed multiplies with Intel MKL on this CPU ({said}); each CTranslate2 engine "
+                f"is also timed with {engine_process.USE_MKL}=0 (its oneDNN backend, DNNL), in processes of its own.")
+    return (f"CTranslate2 as installed does not multiply with Intel MKL on this CPU ({said}): it takes MKL only on a "
+            f"GenuineIntel CPU and when built with it (its src/cpu/backend.cc), so {engine_process.USE_MKL}=0 would "
+            "change nothing; CTranslate2 is timed as installed only.")
 
 
 def time_engines(processes: dict[str, engine_process.EngineProcess], batches: list[list[int]], repeats: int
@@ -451,19 +505,25 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
     text_batches = [[lines[i] for i in batch] for batch in batches]
 
     # 1. Fidelity: greedy search now, beam search from the first timed round.
-    greedy_outputs = translate_greedy(paths, greedy, threads, text_batches, piece_batches, batches, work)
+    greedy_outputs, greedy_infos = translate_greedy(paths, greedy, threads, text_batches, piece_batches, batches,
+                                                    work)
     sm_texts = as_texts("saved_model", greedy_outputs["saved_model_greedy"], tokenizers)
     ct2_texts = as_texts("export_path", greedy_outputs["ct2_float32_greedy"], tokenizers)
     greedy_result = agreement(sm_texts, ct2_texts)
     print("fidelity of CTranslate2 float32 (export path) to the SavedModel:", flush=True)
     report_agreement("greedy", greedy_result, lines, sm_texts, ct2_texts)
 
-    # 2. Speed, with beam search: one worker process per engine, alive across the rounds.
+    # 2. Speed, with beam search: one worker process per engine, alive across the rounds; CTranslate2
+    # also with CT2_USE_MKL=0 where, as installed, it multiplies with Intel MKL.
+    as_installed = greedy_infos[f"{FIDELITY}_greedy"]["ctranslate2"]
+    use_mkl_values = tuple(CT2_USE_MKL.values()) if as_installed["use_mkl"] else (None,)
+    no_mkl_note = no_mkl_variant(as_installed, len(use_mkl_values) > 1)
+    print(no_mkl_note, flush=True)
     started = time.perf_counter()
-    with engine_process.started(timed_specs(paths, decoding, threads, text_batches, piece_batches),
+    with engine_process.started(timed_specs(paths, decoding, threads, text_batches, piece_batches, use_mkl_values),
                                 work) as processes:
         print(f"started {len(processes)} engine processes in {time.perf_counter() - started:.0f} s: "
-              + ", ".join(f"{name} pid {process.info['pid']}" for name, process in processes.items()), flush=True)
+              + ", ".join(process_text(name, process.info) for name, process in processes.items()), flush=True)
         calls = processes[FIDELITY].request("count_calls")["calls"]
         print(f"input: {len(lines):,} sentences in {len(batches):,} batches of up to {FLAGS.batch_size}, longest "
               f"first; the export path makes {calls:,} translate_batch calls per pass (one per batch, more for "
@@ -500,18 +560,23 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
             "identical_to_ct2_float32": identical(texts[FIDELITY], texts[name]),
             "outputs_changed_in_later_rounds": changed[name],
             "process": {"pid": infos[name]["pid"], "tensorflow_imported": infos[name]["tensorflow"],
-                        "load_seconds": infos[name]["load_seconds"], "computes_in": infos[name]["compute_type"]},
+                        "load_seconds": infos[name]["load_seconds"], "computes_in": infos[name]["compute_type"],
+                        engine_process.USE_MKL: infos[name][engine_process.USE_MKL],
+                        "ctranslate2": infos[name]["ctranslate2"]},
         }
         if references is not None:
             bleu = metrics.corpus_bleu(translations, references)
             rows[name]["bleu"], bleu_signature = bleu.score, bleu.signature
-    plain = {  # the export path against CTranslate2 alone, per compute type
-        name: {"export_wall_over_plain": rows[name]["wall_seconds"] / rows[f"{name}_plain"]["wall_seconds"],
-               "identical_to_export": identical(texts[name], texts[f"{name}_plain"])}
-        for name in COMPUTE_TYPES}
-    int8_speed = {kind: rows[f"ct2_int8{suffix}"]["sentences_per_second"]
-                  / rows[f"ct2_float32{suffix}"]["sentences_per_second"]
-                  for kind, suffix in (("export_path", ""), ("plain", "_plain"), ("text", "_text"))}
+    backends = [backend for backend, use_mkl in CT2_USE_MKL.items() if use_mkl in use_mkl_values]
+    plain = {  # the export path against CTranslate2 alone, per compute type and backend
+        f"{name}{backend}": {
+            "export_wall_over_plain": rows[f"{name}{backend}"]["wall_seconds"]
+            / rows[f"{name}_plain{backend}"]["wall_seconds"],
+            "identical_to_export": identical(texts[f"{name}{backend}"], texts[f"{name}_plain{backend}"])}
+        for backend in backends for name in COMPUTE_TYPES}
+    int8_speed = {f"{worker}{backend}": rows[f"ct2_int8{mode}{backend}"]["sentences_per_second"]
+                  / rows[f"ct2_float32{mode}{backend}"]["sentences_per_second"]
+                  for backend in backends for mode, (worker, _) in CT2_MODES.items()}
     tf_threads = infos[BASELINE]["tensorflow_threads"]  # as the SavedModel's TensorFlow reports them
     return {
         "ctranslate2": ctranslate2.__version__,
@@ -520,6 +585,9 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
         "parameters": translator.model.count_params(),
         "ct2_model_bytes": {name: os.path.getsize(os.path.join(paths[name], "model.bin")) for name in COMPUTE_TYPES},
         "compute_types": {name: infos[name]["compute_type"] for name in COMPUTE_TYPES},
+        "ct2_as_installed": as_installed,
+        "ct2_use_mkl_timed": list(use_mkl_values),
+        "ct2_backend_note": no_mkl_note,
         "sentences": len(lines),
         "batch_size": FLAGS.batch_size,
         "batches": len(batches),
@@ -541,33 +609,41 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
     }
 
 
+def variant_text(key: str) -> str:
+    """"ct2_float32_no_mkl" -> "float32 with CT2_USE_MKL=0", "plain" -> "plain", for the notes."""
+    base, no_mkl = (key[:-len(NO_MKL)], True) if key.endswith(NO_MKL) else (key, False)
+    base = base[len("ct2_"):] if base.startswith("ct2_") else base
+    return base.replace("_", " ") + (f" with {engine_process.USE_MKL}={CT2_USE_MKL[NO_MKL]}" if no_mkl else "")
+
+
 def print_markdown(record: dict[str, Any]) -> None:
     """The table and its notes, as docs/BENCHMARKS.md shows a measurement."""
     machine, model, decoding, rows = record["host"], record["model"], record["decoding"], record["engines"]
     greedy, beam = record["fidelity"]["greedy"], record["fidelity"]["beam"]
     with_bleu = record["bleu_signature"] is not None
     search = f"beam {decoding['beam_size']}, alpha {decoding['alpha']:g}"
-    print(f"\n--- for docs/BENCHMARKS.md ---\n\nCPU figures: {machine['cpu']}, {machine['cores']} cores "
-          f"({machine['physical_cores']} physical; {flags_text(machine)}), load average "
+    print(f"\n--- for docs/BENCHMARKS.md ---\n\nCPU figures: {machine['cpu']} ({machine['vendor']}), "
+          f"{machine['cores']} cores ({machine['physical_cores']} physical; {flags_text(machine)}), load average "
           f"{machine['load_average'][0]:g} at the start and {record['load_average_after'][0]:g} at the end; "
           f"TensorFlow {record['tensorflow']}, CTranslate2 {record['ctranslate2']} (CPU compute types here: "
           f"{', '.join(record['ct2_cpu_compute_types'])}).\n\n    {record['command']}\n")
-    print("| engine (one process each) | sentences/s, best round | median round | target tokens/s | wall (s) | "
-          "speed over the SavedModel's | median of the rounds' ratios | identical to SavedModel |"
-          + (" BLEU |" if with_bleu else ""))
-    print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_bleu else ""))
+    print("| engine (one process each) | GEMM backend (CTranslate2's log) | sentences/s, best round | median round | "
+          "target tokens/s | wall (s) | speed over the SavedModel's | median of the rounds' ratios | "
+          "identical to SavedModel |" + (" BLEU |" if with_bleu else ""))
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_bleu else ""))
     for name, row in rows.items():
-        print(f"| {LABELS[name]} | {row['sentences_per_second']:,.1f} | {row['median_sentences_per_second']:,.1f} | "
+        print(f"| {LABELS[name]} | {backend_text(row['process'])} | {row['sentences_per_second']:,.1f} | "
+              f"{row['median_sentences_per_second']:,.1f} | "
               f"{row['target_tokens_per_second']:,.0f} | {row['wall_seconds']:,.2f} | "
               f"{row['speed_over_saved_model']:.2f}x | {row['paired_speed_over_saved_model']:.2f}x | "
               f"{row['identical_to_saved_model']:,}/{record['sentences']:,} |"
               + (f" {row['bleu']:.2f} |" if with_bleu else ""))
     ratios = record["saved_model_over_ct2"]
-    print("\n| SavedModel over (best rounds / median rounds / median of paired rounds) | "
+    print("\n| SavedModel over (best rounds / median rounds / median of paired rounds) | GEMM backend | "
           + " | ".join(SHORT_LABELS[name] for name in ratios) + " |")
-    print("|---|" + "---:|" * len(ratios))
+    print("|---|---|" + "---:|" * len(ratios))
     for peer in next(iter(ratios.values())):
-        print(f"| {LABELS[peer]} | " + " | ".join(
+        print(f"| {LABELS[peer]} | {backend_text(rows[peer]['process'])} | " + " | ".join(
             "{best:.2f}x / {median:.2f}x / {paired_median:.2f}x".format(**by_peer[peer]) for by_peer in ratios.values())
               + " |")
     megabytes = {name: size / 2**20 for name, size in record["ct2_model_bytes"].items()}
@@ -594,6 +670,14 @@ def print_markdown(record: dict[str, Any]) -> None:
           f"{threads['ct2_intra_threads']}, inter_threads {threads['ct2_inter_threads']} (its documentation's "
           f"advice for {machine['physical_cores']} physical cores), compute types "
           f"{record['compute_types']['ct2_float32']} and {record['compute_types']['ct2_int8']}.")
+    backends: dict[str, list[str]] = {}  # each process's backend (CTranslate2's log) -> its engines
+    for name, row in rows.items():
+        if row["process"]["ctranslate2"]:
+            backends.setdefault(backend_text(row["process"], long=True), []).append(name)
+    print(f"- CTranslate2's matrix products, as each process's CTranslate2 logged them when it loaded its model "
+          f"(`engine_process.ctranslate2_system`): " + "; ".join(f"{', '.join(names)}: {text}"
+                                                                 for text, names in backends.items())
+          + f". {record['ct2_backend_note']}")
     if BFLOAT16 in rows:
         native = machine["cpu_flags"]["AVX512_BF16"] or machine["cpu_flags"]["AMX-BF16"]
         print(f"- The bfloat16 SavedModel (export.json: {rows[BFLOAT16]['process']['computes_in']}): the float32 "
@@ -608,7 +692,7 @@ def print_markdown(record: dict[str, Any]) -> None:
           f"against CTranslate2 alone on the same model folder and batches ({calls['plain']:,} calls, "
           f"`translate_batch(beam_size={decoding['beam_size']}, length_penalty={decoding['alpha']:g}, "
           f"max_decoding_length=longest source + EOS + {decoding['max_extra_length']})`, its defaults otherwise): "
-          + "; ".join(f"{name.split('_')[1]} wall time {plain['export_wall_over_plain']:.3f}x plain's "
+          + "; ".join(f"{variant_text(name)} wall time {plain['export_wall_over_plain']:.3f}x plain's "
                       f"({'within' if plain['export_wall_over_plain'] <= record['export_overhead_target'] else 'over'}"
                       f" {record['export_overhead_target']:g}x), {plain['identical_to_export']:,}/"
                       f"{record['sentences']:,} identical outputs"
@@ -620,7 +704,7 @@ def print_markdown(record: dict[str, Any]) -> None:
           f"{beam['max_score_difference']:.2g}; of those that differ, CTranslate2's output scores higher on "
           f"{beam['other_scores_higher']:,} and lower on {beam['other_scores_lower']:,}).")
     print("- int8 over float32 (sentences/s): " + "; ".join(
-        f"{kind.replace('_', ' ')} {ratio:.2f}x" for kind, ratio in record["int8_speed_over_float32"].items()) + ".")
+        f"{variant_text(kind)} {ratio:.2f}x" for kind, ratio in record["int8_speed_over_float32"].items()) + ".")
     if with_bleu:
         print(f"- BLEU against {os.path.basename(record['reference'])}: sacreBLEU {record['bleu_signature']}.")
     unstable = {name: row["outputs_changed_in_later_rounds"] for name, row in rows.items()
@@ -644,7 +728,8 @@ def main(argv):
     command = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable), *sys.argv])
     machine = host()
     threads = FLAGS.threads or machine["physical_cores"]
-    print(f"CPU: {machine['cpu']}, {machine['cores']} cores ({machine['physical_cores']} physical; "
+    print(f"CPU: {machine['cpu']} ({machine['vendor']}), {machine['cores']} cores "
+          f"({machine['physical_cores']} physical; "
           f"{flags_text(machine)}), load average {machine['load_average']}; {threads} threads per engine; "
           f"command: {command}", flush=True)
 
