@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 
 import pytest
 
@@ -58,8 +59,12 @@ def test_readme_demo_on_a_fresh_clone(tmp_path):
     env = _clone_env(clone)
     _run(["git", "clone", "--quiet", str(REPO), str(clone)], tmp_path, 120, env)
 
-    where = _run([sys.executable, "-c", "import keras_transformer, pipelines, export, tasks\n"
-                  "for m in (keras_transformer, pipelines, export, tasks): print(m.__file__)"], clone, 300, env)
+    # Every top-level package of the installed distribution comes from the clone: were one missing
+    # there, this interpreter's editable install would serve it from the checkout it points at.
+    packages = metadata.distribution("keras_transformer").read_text("top_level.txt").split()
+    where = _run([sys.executable, "-c", f"import importlib\nfor name in {packages!r}: "
+                  "print(importlib.import_module(name).__file__)"], clone, 300, env)
+    assert len(packages) >= 4 and len(where.stdout.split()) == len(packages), (packages, where.stdout)
     assert all(path.startswith(str(clone) + os.sep) for path in where.stdout.split()), where.stdout
 
     demo = _run(["make", "demo", SHORT_DEMO, f"PY={sys.executable}", "STAMP="], clone, 1800, env)
