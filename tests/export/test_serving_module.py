@@ -6,6 +6,7 @@ the export is: grappler fuses MatMul and BiasAdd there, which round to bfloat16 
 eager ops round twice.
 """
 
+import contextlib
 import json
 import os
 import pathlib
@@ -359,12 +360,30 @@ def test_bfloat16_export_runs_without_bfloat16_kernels_of_onednn(exports, model_
 
 # translate_n_best and score ------------------------------------------------------------------
 
+@contextlib.contextmanager
+def session_loader(path):
+    """The export loaded once through the TF1 Session loader (TF Serving's, which loads a version
+    once and serves every request from it); yields `run(name, feeds)`, a signature fed only `feeds`."""
+    graph = tf.Graph()
+    session = tf.compat.v1.Session(graph=graph)  # not `with session`: that would make `graph` the default
+    try:
+        with graph.as_default():
+            signatures = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(path)).signature_def
+
+        def run(name, feeds):
+            signature = signatures[name]
+            fetches = {k: v.name for k, v in signature.outputs.items()}
+            return session.run(fetches, {signature.inputs[k].name: v for k, v in feeds.items()})
+
+        yield run
+    finally:
+        session.close()
+
+
 def session_run(path, name, feeds):
-    """A signature through the TF1 Session loader (TF Serving's), feeding only `feeds`."""
-    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
-        signature = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(path)).signature_def[name]
-        fetches = {k: v.name for k, v in signature.outputs.items()}
-        return session.run(fetches, {signature.inputs[k].name: v for k, v in feeds.items()})
+    """One signature through the TF1 Session loader, feeding only `feeds`."""
+    with session_loader(path) as run:
+        return run(name, feeds)
 
 
 def in_process_n_best(model_dir, sentences, beam_size, alpha, n_best, precision="float32"):
@@ -390,8 +409,9 @@ def test_n_best_equals_the_in_process_search_and_its_first_is_serving_default(ex
     assert (np.diff(out["scores"].numpy(), axis=1) <= 1e-6).all()  # best first
     # Without options (TF Serving fills the SignatureDef's defaults): the export's settings,
     # hence serving_default's result in the only slot.
-    default = session_run(path, "serving_default", {"sentences": sentences})
-    n_best = session_run(path, "translate_n_best", {"sentences": sentences})
+    with session_loader(path) as run:
+        default = run("serving_default", {"sentences": sentences})
+        n_best = run("translate_n_best", {"sentences": sentences})
     assert n_best["translations"].shape == (5, 1)
     assert n_best["translations"][:, 0].tolist() == default["translations"].tolist()
     np.testing.assert_allclose(n_best["scores"][:, 0], default["scores"], rtol=1e-5, atol=1e-5)
@@ -463,49 +483,51 @@ def test_new_signatures_take_bad_input_through_both_loaders(exported, loader):
     path, loaded = exported
     batch = [BAD_INPUTS[case] for case in sorted(BAD_INPUTS)] + [b"Der Hund bellt."]
 
-    def call(name, **feeds):
-        if loader == "load":
-            out = loaded.signatures[name](**{k: tf.constant(v) for k, v in feeds.items()})
-            return {k: v.numpy() for k, v in out.items()}
-        return session_run(path, name, feeds)
+    with session_loader(path) if loader == "session" else contextlib.nullcontext() as session:
 
-    options = {"n_best": np.array([2], np.int32), "beam_size": np.array([3], np.int32),
-               "alpha": np.array([0.6], np.float32)}
-    n_best = call("translate_n_best", sentences=np.array(batch, object), **options)
-    assert n_best["translations"].shape == (len(batch), 2)
-    for row in n_best["translations"].tolist():
-        for text in row:
-            text.decode("utf-8")  # always valid UTF-8
-    empty_rows = [i for i, case in enumerate(sorted(BAD_INPUTS)) if case in ("empty", "whitespace")]
-    for i in empty_rows:
-        assert n_best["translations"][i].tolist() == [b"", b""]
-        assert n_best["scores"][i].tolist() == [0.0, serving_module.NO_HYPOTHESIS_SCORE]
-    scored = call("score", sources=np.array(batch, object), targets=np.array(batch[::-1], object))
-    assert np.isfinite(scored["log_probs"]).all() and scored["log_probs"].shape == (len(batch),)
-    for i in empty_rows:  # an empty source is EOS alone, as in the score command: a finite score
-        assert scored["log_probs"][i] < 0 and scored["tokens"][i] > 0
-    long = sorted(BAD_INPUTS).index("long")
-    assert scored["tokens"][len(batch) - 1 - long] == MAX_LENGTH  # the long target is truncated
-    sampling = {"topk": np.array([5], np.int32), "topp": np.array([0.9], np.float32),
-                "temperature": np.array([0.0], np.float32), "seed": np.array([3], np.int64)}
-    sampled = call("translate_sampled", sentences=np.array(batch, object), **sampling)
-    prefixed = call("translate_with_prefix", sentences=np.array(batch, object),
-                    target_prefixes=np.array([b"", b"\xff Der", LONG.encode(), b"  ", b"Der"], object))
-    for out in (sampled, prefixed):
-        assert out["translations"].shape == (len(batch),)
-        for text in out["translations"].tolist():
-            text.decode("utf-8")
-        for i in empty_rows:  # an empty source gives "", prefix or not
-            assert (out["translations"][i], out["scores"][i]) == (b"", 0.0)
-    if loader == "session":  # TF Serving fills the SignatureDef's defaults of the absent options
-        defaults = call("translate_sampled", sentences=np.array(batch, object))
-        assert defaults["translations"].shape == (len(batch),)
-    none = np.zeros([0], object)
-    assert call("translate_n_best", sentences=none, **options)["translations"].shape[0] == 0
-    assert call("translate_sampled", sentences=none, **sampling)["translations"].shape == (0,)
-    assert call("translate_with_prefix", sentences=none, target_prefixes=none)["translations"].shape == (0,)
-    out = call("score", sources=none, targets=none)
-    assert out["log_probs"].shape == (0,) and out["tokens"].shape == (0,)
+        def call(name, **feeds):
+            if loader == "load":
+                out = loaded.signatures[name](**{k: tf.constant(v) for k, v in feeds.items()})
+                return {k: v.numpy() for k, v in out.items()}
+            return session(name, feeds)
+
+        options = {"n_best": np.array([2], np.int32), "beam_size": np.array([3], np.int32),
+                   "alpha": np.array([0.6], np.float32)}
+        n_best = call("translate_n_best", sentences=np.array(batch, object), **options)
+        assert n_best["translations"].shape == (len(batch), 2)
+        for row in n_best["translations"].tolist():
+            for text in row:
+                text.decode("utf-8")  # always valid UTF-8
+        empty_rows = [i for i, case in enumerate(sorted(BAD_INPUTS)) if case in ("empty", "whitespace")]
+        for i in empty_rows:
+            assert n_best["translations"][i].tolist() == [b"", b""]
+            assert n_best["scores"][i].tolist() == [0.0, serving_module.NO_HYPOTHESIS_SCORE]
+        scored = call("score", sources=np.array(batch, object), targets=np.array(batch[::-1], object))
+        assert np.isfinite(scored["log_probs"]).all() and scored["log_probs"].shape == (len(batch),)
+        for i in empty_rows:  # an empty source is EOS alone, as in the score command: a finite score
+            assert scored["log_probs"][i] < 0 and scored["tokens"][i] > 0
+        long = sorted(BAD_INPUTS).index("long")
+        assert scored["tokens"][len(batch) - 1 - long] == MAX_LENGTH  # the long target is truncated
+        sampling = {"topk": np.array([5], np.int32), "topp": np.array([0.9], np.float32),
+                    "temperature": np.array([0.0], np.float32), "seed": np.array([3], np.int64)}
+        sampled = call("translate_sampled", sentences=np.array(batch, object), **sampling)
+        prefixed = call("translate_with_prefix", sentences=np.array(batch, object),
+                        target_prefixes=np.array([b"", b"\xff Der", LONG.encode(), b"  ", b"Der"], object))
+        for out in (sampled, prefixed):
+            assert out["translations"].shape == (len(batch),)
+            for text in out["translations"].tolist():
+                text.decode("utf-8")
+            for i in empty_rows:  # an empty source gives "", prefix or not
+                assert (out["translations"][i], out["scores"][i]) == (b"", 0.0)
+        if loader == "session":  # TF Serving fills the SignatureDef's defaults of the absent options
+            defaults = call("translate_sampled", sentences=np.array(batch, object))
+            assert defaults["translations"].shape == (len(batch),)
+        none = np.zeros([0], object)
+        assert call("translate_n_best", sentences=none, **options)["translations"].shape[0] == 0
+        assert call("translate_sampled", sentences=none, **sampling)["translations"].shape == (0,)
+        assert call("translate_with_prefix", sentences=none, target_prefixes=none)["translations"].shape == (0,)
+        out = call("score", sources=none, targets=none)
+        assert out["log_probs"].shape == (0,) and out["tokens"].shape == (0,)
 
 
 # translate_sampled and translate_with_prefix ------------------------------------------------

@@ -55,8 +55,9 @@ REQUIRED_PARAMETERS = ("FAST",)
 # What CI injects beyond FAST and OUTPUT_DIR, by notebook file name, e.g.
 # {"02_training.ipynb": {"TRAIN_STEPS": 20}}. Each name must be declared in that
 # notebook's parameters cell. MODEL_DIR = "" makes 03 and 04 train their own small model
-# instead of reading a model notebook 02 may have left in ../runs/notebook_02/model; TABLE_DIR = ""
-# makes 06 build a tiny table of its own.
+# instead of reading a model notebook 02 may have left in ../runs/notebook_02/model (the pytest run
+# of all notebooks gives 03 the model its run of 02 trained: READS_MODEL_OF in
+# tests/project/test_notebooks.py); TABLE_DIR = "" makes 06 build a tiny table of its own.
 CI_PARAMETERS: dict[str, dict[str, object]] = {
     "02_train_and_translate.ipynb": {"TRAIN_STEPS": 60, "EVAL_EVERY_STEPS": 30},
     "03_attention_visualization.ipynb": {"MODEL_DIR": "", "TRAIN_STEPS": 60},

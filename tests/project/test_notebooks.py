@@ -4,10 +4,13 @@ Every notebook gets `FAST = True` and, if its parameters cell declares
 OUTPUT_DIR, a fresh temporary folder as `OUTPUT_DIR` (notebooks write there,
 never next to themselves); further CI values go in CI_PARAMETERS of
 tests/helpers/notebooks.py, which describes the convention; notebooks/README.md says how
-to run the notebooks by hand.
+to run the notebooks by hand. Notebook 03 is given the model notebook 02 trained (READS_MODEL_OF),
+as a user who runs them in order has it; 04 trains its own, so the cell that trains a model when
+there is none runs too.
 """
 
 import os
+import pathlib
 import sys
 
 import nbformat
@@ -33,6 +36,17 @@ NAMES = [path.name for path in discover()]
 # Seconds allowed for each cell; a notebook should take well under a minute with FAST = True.
 CELL_TIMEOUT = int(os.environ.get("KT_NOTEBOOK_CELL_TIMEOUT", "600"))
 
+# {notebook: the notebook whose OUTPUT_DIR/model it gets as MODEL_DIR}: notebook 02's model is 03's
+# default MODEL_DIR, and reading it saves training a second one. Run without 02 (`-k 03`), 03 keeps
+# CI_PARAMETERS' MODEL_DIR = "" and trains its own.
+READS_MODEL_OF = {"03_attention_visualization.ipynb": "02_train_and_translate.ipynb"}
+
+
+@pytest.fixture(scope="module")
+def output_dirs(tmp_path_factory):
+    """The folder holding each notebook's OUTPUT_DIR (one per notebook, named after it) in this module."""
+    return tmp_path_factory.mktemp("notebooks")
+
 
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_is_stored_without_outputs(name):
@@ -47,17 +61,25 @@ def test_notebook_is_stored_without_outputs(name):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs(name, tmp_path):
+def test_notebook_runs(name, output_dirs):
     path = NOTEBOOKS / name
     if name in NEEDS_SHARED_DATA and not SHARED_DATA.is_dir():
         pytest.skip(f"shared data folder not found: {SHARED_DATA}")
+    output_dir = output_dirs / path.stem
+    values = ci_parameters(path, output_dir)
+    if name in READS_MODEL_OF:
+        trained = output_dirs / pathlib.Path(READS_MODEL_OF[name]).stem / "model"
+        if (trained / "checkpoints" / "checkpoint").is_file():
+            values["MODEL_DIR"] = str(trained)
     before = _visible_files()
     try:
-        execute(path, ci_parameters(path, tmp_path / "output"), timeout=CELL_TIMEOUT)
+        execute(path, values, timeout=CELL_TIMEOUT)
     except NotebookError as error:
         pytest.fail(str(error), pytrace=False)
     written = sorted(_visible_files() - before)
     assert not written, f"{name} wrote {written} into notebooks/; write to OUTPUT_DIR instead"
+    if values.get("MODEL_DIR"):  # it read the model it was given, and trained none of its own
+        assert not (output_dir / "model").exists(), f"{name} trained a model though given {values['MODEL_DIR']}"
 
 
 def test_ci_parameters_name_existing_notebooks():
