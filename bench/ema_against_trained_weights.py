@@ -42,20 +42,13 @@ def main(argv):
         raise app.UsageError("--out must be outside --model_dir (its averaged/ is what translation prefers)")
     if os.path.isdir(out) and os.listdir(out):
         raise app.UsageError(f"--out {out} is not empty")
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from keras_transformer.model import Transformer  # pylint: disable=g-import-not-at-top
-    from keras_transformer.run_dir import averaging, layout, readable_checkpoints  # pylint: disable=g-import-not-at-top
+    from keras_transformer.run_dir import averaging, readable_checkpoints  # pylint: disable=g-import-not-at-top
 
     paths = _chosen(FLAGS.model_dir, FLAGS.num_checkpoints)
     if not any(readable_checkpoints.has_ema(readable_checkpoints.load_reader(p)) for p in paths):
         raise app.UsageError(f"{FLAGS.model_dir}: its checkpoints hold no moving average (a run without --ema_decay)")
-    model = Transformer(layout.read_config(FLAGS.model_dir))
-    model.build()
-    averaging.average_into(model, paths, moving_average=False)
-    step = max(averaging.checkpoint_step(p) for p in paths)
-    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=tf.Variable(step, dtype=tf.int64)),
-                                         readable_checkpoints.tf_path(out), max_to_keep=1)
-    prefix = os.path.join(out, os.path.basename(manager.save(checkpoint_number=step)))
+    step = max(averaging.checkpoint_step(p) for p in paths)  # best first: the newest is not the last
+    prefix = averaging.average_checkpoints(FLAGS.model_dir, paths, step, moving_average=False, directory=out)
     print(f"trained weights of {', '.join(os.path.basename(p) for p in paths)} averaged -> {prefix}")
 
 

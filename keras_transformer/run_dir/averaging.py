@@ -88,9 +88,12 @@ def average_recent(model_dir: str, count: int) -> tuple[str, list[str]]:
         attempt += 1
 
 
-def average_checkpoints(model_dir: str, paths: list[str], step: Optional[int] = None) -> str:
+def average_checkpoints(model_dir: str, paths: list[str], step: Optional[int] = None,
+                        moving_average: bool = True, directory: Optional[str] = None) -> str:
     """Averages the checkpoints `paths` (e.g. the best ones of MODEL_DIR/best) into
     MODEL_DIR/averaged/ckpt-<step> (default: the step of the last of `paths`); returns the prefix.
+    `moving_average` is `average_into`'s; `directory` replaces MODEL_DIR/averaged (e.g. a run's
+    trained weights averaged outside it, `bench/ema_against_trained_weights.py`).
 
     Raises:
         ValueError: one of them is damaged (nothing is written; a previous average stays).
@@ -104,9 +107,9 @@ def average_checkpoints(model_dir: str, paths: list[str], step: Optional[int] = 
         readable_checkpoints.check_readable(path)
     model = Transformer(layout.read_config(model_dir))
     model.build()
-    average_into(model, paths, os.path.join(model_dir, layout.CONFIG_FILE))
+    average_into(model, paths, os.path.join(model_dir, layout.CONFIG_FILE), moving_average=moving_average)
     step = tf.Variable(checkpoint_step(paths[-1]) if step is None else step, dtype=tf.int64)
-    directory = os.path.join(model_dir, layout.AVERAGED_DIR)
+    directory = directory or os.path.join(model_dir, layout.AVERAGED_DIR)
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step),
                                          readable_checkpoints.tf_path(directory), max_to_keep=1)
     return os.path.join(directory, os.path.basename(manager.save(checkpoint_number=int(step.numpy()))))
