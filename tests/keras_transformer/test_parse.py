@@ -118,11 +118,13 @@ def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, fi
 def test_a_placeholder_run_evaluates_parses_and_exports_its_trees(placeholder_run, files, tmp_path):
     """Trained with "XX" for each target word: the dev evaluation under the tree constraint needs
     no repair, parse from the run and from its export agree (none repaired either), and the
-    SavedModel's own outputs, "XX" and brackets, equal the in-process Translator's, one XX a word."""
+    SavedModel's own outputs through both loaders (TF Serving's TF1 Session loader too, in a
+    process without this project), "XX" and brackets, equal the in-process Translator's, one XX a word."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
     from export import client  # pylint: disable=g-import-not-at-top
     from keras_transformer.config import PARSING_DECODING  # pylint: disable=g-import-not-at-top
+    from tests.helpers.export_models import FRESH_PROCESS  # pylint: disable=g-import-not-at-top
 
     model_dir, log = placeholder_run
     line = next(line for line in log.splitlines() if line.startswith("eval step 40:"))
@@ -134,14 +136,16 @@ def test_a_placeholder_run_evaluates_parses_and_exports_its_trees(placeholder_ru
     assert f"repaired: 0 of {SENTENCES} outputs (0.0%)" in from_run.stdout
 
     _, gold = files
-    sentences = tf.constant([s.sentence for s in gold.sentences])
-    outputs = {}
-    for source in ("model_dir", "export_dir"):
-        translate, _ = client.load_translate_fn(**{source: str(model_dir if source == "model_dir" else version)},
-                                                decoding=PARSING_DECODING)
-        outputs[source] = [t.decode("utf-8") for t in translate(sentences)["translations"].numpy()]
-    assert outputs["export_dir"] == outputs["model_dir"]
-    for output, sentence in zip(outputs["model_dir"], gold.sentences):
+    sentences = [s.sentence for s in gold.sentences]
+    translate, _ = client.load_translate_fn(model_dir=str(model_dir), decoding=PARSING_DECODING)
+    expected = [t.decode("utf-8") for t in translate(tf.constant(sentences))["translations"].numpy()]
+    result = run_command("-c", FRESH_PROCESS, version, json.dumps(sentences), env={"PYTHONPATH": None},
+                         cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = json.loads(result.stdout.strip().splitlines()[-1])
+    assert served["modules"] == []
+    assert served["load"]["translations"] == served["session"]["translations"] == expected
+    for output, sentence in zip(expected, gold.sentences):
         tokens = output.split()
         assert tokens.count("XX") == len(sentence.words), output
         assert all(t == "XX" or t[0] in "()" for t in tokens), output
