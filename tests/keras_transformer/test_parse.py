@@ -1,17 +1,19 @@
 """Parsing end to end (section 6.3): train on the treebank, dev F1 in the log, parse, export, parse again.
 
-Two tiny parsing runs per module, trained by the training command on the sample treebank's
-(sentence, linearized tree) pairs, with the levers of issue 32 on: predicted part-of-speech tags
-in the source (`--source_tags=predicted`, Vinyals et al. 2015) and the best checkpoint by dev
-EVALB F1 (`--best_checkpoint_metric=f1`); and, in the second, placeholder targets
-(`--tree_targets=placeholders`, each word "XX"), evaluated during training under the tree
-constraint, whose SavedModel writes what the in-process model writes, one XX per word. Checked: the dev evaluation reports EVALB F1 and the
-repair share beside BLEU (console and eval/history.json), and that F1 ranks MODEL_DIR/best; the
-run keeps its tagger, and its export a copy; `python -m keras_transformer.parse` from the
-training directory and from its SavedModel writes the same trees, each over exactly its
-sentence's words, and the F1 it prints is the one recomputed from the trees it wrote; both use
-section 6.3's decoding (beam 21, alpha 0.3, input + 300) without being told. Needs
-../shared/data (skips without it).
+One tiny parsing run per module, trained by the training command on the sample treebank's
+(sentence, linearized tree) pairs, with the levers of issue 32 on together: predicted
+part-of-speech tags in the source (`--source_tags=predicted`, Vinyals et al. 2015), placeholder
+targets (`--tree_targets=placeholders`, each word "XX"), evaluated during training under the tree
+constraint, and the best checkpoint by dev EVALB F1 (`--best_checkpoint_metric=f1`). (Targets with
+the words kept, the recipe's form, are trained and parsed in notebook 05's test, and the
+tree-constraint tests decode both forms.)
+Checked: the dev evaluation reports EVALB F1 and no repair beside BLEU (console and
+eval/history.json), and that F1 ranks MODEL_DIR/best; the run keeps its tagger, and its export a
+copy; `python -m keras_transformer.parse` from the training directory and from its SavedModel
+writes the same trees, each over exactly its sentence's words, none repaired, and the F1 it
+prints is the one recomputed from the trees it wrote; both use section 6.3's decoding (beam 21,
+alpha 0.3, input + 300) without being told; the SavedModel's own outputs through both loaders
+equal the in-process Translator's, one XX per word. Needs ../shared/data (skips without it).
 """
 
 import json
@@ -44,16 +46,11 @@ def train_tiny_parser(ptb, model_dir, *flags):
 
 @pytest.fixture(scope="module")
 def run_dir(ptb, tmp_path_factory):
-    """A tiny parsing model with source tags, its best checkpoint by dev F1."""
+    """A tiny parsing model with source tags and placeholder targets, its best checkpoint by dev F1
+    under the tree constraint."""
     return train_tiny_parser(ptb, tmp_path_factory.mktemp("parse") / "run", "--source_tags=predicted",
+                             "--tree_targets=placeholders", "--eval_tree_constraint",
                              "--keep_best_checkpoints=1", "--best_checkpoint_metric=f1")
-
-
-@pytest.fixture(scope="module")
-def placeholder_run(ptb, tmp_path_factory):
-    """A tiny parsing model of placeholder targets, evaluated under the tree constraint."""
-    return train_tiny_parser(ptb, tmp_path_factory.mktemp("parse_xx") / "run", "--tree_targets=placeholders",
-                             "--eval_tree_constraint")
 
 
 @pytest.fixture(scope="module")
@@ -70,14 +67,15 @@ def files(ptb, tmp_path_factory):
 def test_dev_evaluation_reports_evalb_f1_and_repairs(run_dir):
     model_dir, log = run_dir
     line = next(line for line in log.splitlines() if line.startswith("eval step 40:"))
-    assert re.search(r"BLEU [\d.]+ .* f1 [\d.]+ repaired [\d.]+", line), line
+    assert re.search(r"BLEU [\d.]+ .* f1 [\d.]+ repaired 0\.00", line), line
     history = json.loads((model_dir / "eval" / "history.json").read_text())["evaluations"]
     assert 0.0 <= history[-1]["f1"] <= 100.0 and 0.0 <= history[-1]["repaired"] <= 100.0
     best = json.loads((model_dir / "best" / "best.json").read_text())
     assert best["metric"] == "f1" and best["checkpoints"] == [{"step": 40, "value": history[-1]["f1"],
                                                                "name": "ckpt-40"}]
     assert (model_dir / "tagger.json").is_file()
-    assert json.loads((model_dir / "model_config.json").read_text())["data"]["source_tags"] == "predicted"
+    data = json.loads((model_dir / "model_config.json").read_text())["data"]
+    assert data["source_tags"] == "predicted" and data["tree_targets"] == "placeholders"
 
 
 def printed_f1(text):
@@ -108,30 +106,21 @@ def parse_with_the_run_and_its_export(model_dir, files, tmp_path):
 
 
 def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, files, tmp_path):
-    model_dir, _ = run_dir
-    from_run, version = parse_with_the_run_and_its_export(model_dir, files, tmp_path)
-    assert json.loads((version / "assets.extra" / "export.json").read_text())["source_tags"] == "predicted"
-    assert (version / "assets.extra" / "tagger.json").read_bytes() == (model_dir / "tagger.json").read_bytes()
-    assert "source tags predicted" in from_run.stderr
-
-
-def test_a_placeholder_run_evaluates_parses_and_exports_its_trees(placeholder_run, files, tmp_path):
-    """Trained with "XX" for each target word: the dev evaluation under the tree constraint needs
-    no repair, parse from the run and from its export agree (none repaired either), and the
-    SavedModel's own outputs through both loaders (TF Serving's TF1 Session loader too, in a
-    process without this project), "XX" and brackets, equal the in-process Translator's, one XX a word."""
+    """Parse from the run and from its export agree (none repaired); the SavedModel's own outputs
+    through both loaders (TF Serving's TF1 Session loader too, in a process without this project),
+    "XX" and brackets, equal the in-process Translator's, one XX a word."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
     from export import client  # pylint: disable=g-import-not-at-top
     from keras_transformer.config import PARSING_DECODING  # pylint: disable=g-import-not-at-top
     from tests.helpers.export_models import FRESH_PROCESS  # pylint: disable=g-import-not-at-top
 
-    model_dir, log = placeholder_run
-    line = next(line for line in log.splitlines() if line.startswith("eval step 40:"))
-    assert re.search(r" f1 [\d.]+ repaired 0\.00", line), line
-    assert json.loads((model_dir / "model_config.json").read_text())["data"]["tree_targets"] == "placeholders"
+    model_dir, _ = run_dir
     from_run, version = parse_with_the_run_and_its_export(model_dir, files, tmp_path)
-    assert json.loads((version / "assets.extra" / "export.json").read_text())["tree_targets"] == "placeholders"
+    settings = json.loads((version / "assets.extra" / "export.json").read_text())
+    assert settings["tree_targets"] == "placeholders" and settings["source_tags"] == "predicted"
+    assert (version / "assets.extra" / "tagger.json").read_bytes() == (model_dir / "tagger.json").read_bytes()
+    assert "source tags predicted" in from_run.stderr
     assert "placeholder targets" in from_run.stderr
     assert f"repaired: 0 of {SENTENCES} outputs (0.0%)" in from_run.stdout
 
