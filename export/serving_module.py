@@ -155,6 +155,10 @@ class Translator(tf.Module):
             "gold"): its inputs are then tagged sentences, "The <DT> dog <NN> ...", which the
             client tags (the tagger is Python; `python -m keras_transformer.parse` tags with
             the tagger this export holds in assets.extra), and the tree constraint skips the tags.
+        tree_targets: a parsing model's targets (`pipelines.linearized_trees.TREE_TARGETS`):
+            "words", or "placeholders", whose outputs write each word as "XX" (the tree
+            constraint writes one per input word; `python -m keras_transformer.parse` puts the
+            input's words back, as `linearized_trees.to_tree` does for any client).
 
     Attributes:
         serving_default, translate_with_attention: `tf.function`s, see the module docstring.
@@ -168,9 +172,11 @@ class Translator(tf.Module):
         decoding_config: DecodingConfig = DecodingConfig(),
         name: Optional[str] = None,
         source_tags: str = "none",
+        tree_targets: str = "words",
     ):
         super().__init__(name=name)
         self.__dict__["source_tags"] = source_tags
+        self.__dict__["tree_targets"] = tree_targets
         target_tokenizer = target_tokenizer or source_tokenizer
         config = model.config
         if source_tokenizer.vocab_size > config.vocab_size:
@@ -191,7 +197,8 @@ class Translator(tf.Module):
         self.decoding_config = decoding_config
         # Hidden from tf tracking too: numpy tables, made constants where the search is traced.
         self.__dict__["grammar"] = (linearized_trees.tree_grammar(target_tokenizer.pieces(), config.output_vocab_size,
-                                                                  source_tags=source_tags != "none")
+                                                                  source_tags=source_tags != "none",
+                                                                  placeholders=tree_targets == "placeholders")
                                     if decoding_config.tree_constraint else None)
         if self.grammar is not None:
             # A tree-constrained search takes no prefix: no `translate_with_prefix` (the saver
@@ -395,6 +402,7 @@ class Translator(tf.Module):
             "target_tokenizer": self.target_tokenizer.settings(),
             "signatures": sorted(self.signatures()),
             "source_tags": self.source_tags,
+            "tree_targets": self.tree_targets,
             "tensorflow": tf.__version__,
         }
 
@@ -430,9 +438,10 @@ def from_model_dir(
             members.append(precision_lib.decoding_model(member, precision))
             checkpoints.append(member_checkpoint)
         model, checkpoint = ensemble.Ensemble(members), ",".join(checkpoints)
-    source_tags = run.settings.get("data", {}).get("source_tags", "none")
+    data = run.settings.get("data", {})
     return Translator(model, run.source_tokenizer, run.target_tokenizer, decoding_config,
-                      source_tags=source_tags), checkpoint
+                      source_tags=data.get("source_tags", "none"),
+                      tree_targets=data.get("tree_targets", "words")), checkpoint
 
 
 # Writing the TF Serving layout --------------------------------------------------

@@ -26,6 +26,11 @@ assets.extra). A model trained with gold tags parses only sentences with gold tr
 (--treebank_split or --reference), whose tags it reads. A TF Serving client of a tagged export
 sends the tagged sentence itself ("The <DT> dog <NN> barks <VBZ> . <.>").
 
+A model trained on placeholder targets (`--tree_targets=placeholders`: each word "XX", Vinyals et
+al. 2015) decodes one XX per input word under the constraint; its trees get the input's words back
+here, as any other model's (a TF Serving client of its export reads "XX" in the output and puts its
+words there in order, `pipelines.linearized_trees.to_tree`).
+
 With gold trees, `--reference` (one bracketed tree per line, tags included, of the input's
 sentences) or `--treebank_split` (a split of the treebank under --data_dir, whose sentences are
 then the input), EVALB's labelled bracketing F1 with COLLINS.prm (all sentences and those of at

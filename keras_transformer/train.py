@@ -196,12 +196,13 @@ def main(argv):
     if FLAGS.evaluate_only:
         from tasks import vocabulary  # pylint: disable=g-import-not-at-top
 
-        # The run's tokenizer is what evaluation loads, but tags in the source are data: a tagged
-        # parser evaluated on untagged sentences would score garbage without a word. (Reading the
+        # The run's tokenizer is what evaluation loads, but tags in the source and placeholders in
+        # the targets are data: a tagged parser evaluated on untagged sentences (or a placeholder
+        # parser under the words' tree constraint) would score garbage without a word. (Reading the
         # run's settings imports TensorFlow: checked before the model loads.)
         vocabulary.check_tokenizer_flags(FLAGS.model_dir, data, FLAGS.model_dir,
                                          advice=" (the dev sources must be what it was trained on)",
-                                         names=("source_tags",))
+                                         names=("source_tags", "tree_targets"))
         dev_evaluation.evaluate(FLAGS.model_dir, data, decoding, bleu_sentences)
         return
     from keras_transformer.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top

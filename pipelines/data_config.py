@@ -99,6 +99,9 @@ class DataConfig:
         tagger_file: with "predicted", the saved tagger to use, trained on the training split
             and saved there when the file does not exist yet (a run's MODEL_DIR/tagger.json);
             None: trained in memory.
+        tree_targets: a treebank's target trees with their words ("words") or each word
+            written as the placeholder "XX" ("placeholders", Vinyals et al. 2015;
+            `pipelines.linearized_trees`), which the tokenizer then keeps one piece.
     """
 
     dataset: str = "embedded"
@@ -120,6 +123,7 @@ class DataConfig:
     shuffle_buffer: int = 200_000
     source_tags: str = "none"
     tagger_file: Optional[str] = None
+    tree_targets: str = "words"
 
     def __post_init__(self):
         kind = sources.spec(self.dataset).kind
@@ -140,6 +144,14 @@ class DataConfig:
         if self.source_tags != "none" and kind != "treebank":
             raise DataError(f"source_tags={self.source_tags}: part-of-speech tags come from a treebank (dataset ptb), "
                             f"not dataset {self.dataset}")
+        from pipelines import linearized_trees  # pylint: disable=g-import-not-at-top
+
+        if self.tree_targets not in linearized_trees.TREE_TARGETS:
+            raise ValueError(f"tree_targets must be one of {', '.join(linearized_trees.TREE_TARGETS)}, got "
+                             f"{self.tree_targets!r}")
+        if self.tree_targets != "words" and kind != "treebank":
+            raise DataError(f"tree_targets={self.tree_targets}: the targets are trees only with a treebank (dataset "
+                            f"ptb), not dataset {self.dataset}")
         if kind == "files" and not (self.source_file and self.target_file):
             raise DataError("dataset 'files' needs both source_file and target_file")
         if self.max_length < 1 or self.vocab_size < 1:
@@ -189,7 +201,8 @@ class DataConfig:
         if kind == "wmt14":
             return dict(data_dir=self.data_dir or self.tfds_dir)
         if kind == "treebank":
-            return dict(data_dir=self.data_dir, source_tags=self.source_tags, tagger_file=self.tagger_file)
+            return dict(data_dir=self.data_dir, source_tags=self.source_tags, tagger_file=self.tagger_file,
+                        tree_targets=self.tree_targets)
         return dict(seed=self.seed)
 
     def corpus_files(self, corpus) -> tuple[str, str]:
@@ -309,8 +322,10 @@ class DataConfig:
 
     def tokenizer_config(self):
         """The `pipelines.tokenizers.TokenizerConfig` to train this run's vocabulary with."""
-        from pipelines import tokenizers  # pylint: disable=g-import-not-at-top  (TensorFlow)
+        from pipelines import linearized_trees, tokenizers  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
+        whole = (linearized_trees.PLACEHOLDER_PIECE,) if self.tree_targets == "placeholders" else ()
         return tokenizers.TokenizerConfig(type=self.tokenizer, vocab_size=self.vocab_size,
                                           shared=self.shared_vocab, lowercase=self.lowercase,
-                                          split_by_script=self.split_by_script, seed=self.seed)
+                                          split_by_script=self.split_by_script, seed=self.seed,
+                                          user_defined_symbols=whole)

@@ -7,10 +7,13 @@ words, a closing bracket repeating the label; part-of-speech tags are left out:
     (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .))
     -> (S (NP The dog )NP (VP barks )VP . )S
 
-Vinyals et al. replaced each word by a placeholder, "XX" (the input has the words). Here the
-words are kept: the decoder copies the word it has reached, and so knows where it is in the
+Vinyals et al. replaced each word by a placeholder, "XX" (the input has the words). By default
+the words are kept: the decoder copies the word it has reached, and so knows where it is in the
 sentence instead of counting placeholders (the targets grow by about a tenth: words are a piece
-or two each, as "XX" is one). A tree is made of the decoded brackets and the input's words in
+or two each, as "XX" is one). `TREE_TARGETS` names the two (`DataConfig.tree_targets`,
+`--tree_targets`): "words", or "placeholders", Vinyals et al.'s, `(S (NP XX XX )NP (VP XX )VP XX )S`
+(`linearize(placeholders=True)`), whose "XX" the tokenizer keeps one piece (`PLACEHOLDER_PIECE`).
+A tree is made of the decoded brackets and the input's words in
 order (`to_tree`): a decoded word only marks a word's place (a placeholder "XX" is read the same
 way), so a miscopied word never changes the input. Repeating the label on the closing bracket costs no extra tokens
 over a bare ")" and tells the decoder which constituent it closes.
@@ -39,6 +42,7 @@ import re
 from typing import Sequence
 
 WORD = "XX"
+TREE_TARGETS = ("words", "placeholders")  # what stands for a word in a target tree (module docstring)
 FALLBACK_ROOT = "S"  # the label of a root added by repair (the most frequent root label of the WSJ)
 _OPEN = re.compile(r"\(([^()\s]+)")  # "(NP"
 _CLOSE = re.compile(r"\)([^()\s]*)")  # ")NP", or a bare ")"
@@ -47,15 +51,16 @@ REPAIRS = ("unclosed", "extra_close", "label_mismatch", "extra_word", "missing_w
            "empty", "root", "too_deep")
 
 
-def linearize(tree) -> str:
-    """The target sentence of a tree without part-of-speech level (leaves are words), words kept."""
+def linearize(tree, placeholders: bool = False) -> str:
+    """The target sentence of a tree without part-of-speech level (leaves are words): words kept,
+    or with `placeholders` each word written as `WORD`, "XX" (Vinyals et al. 2015)."""
     import nltk  # pylint: disable=g-import-not-at-top
 
     tokens = []
 
     def walk(node):
         if not isinstance(node, nltk.Tree):
-            tokens.append(node)
+            tokens.append(WORD if placeholders else node)
             return
         tokens.append("(" + node.label())
         for child in node:
@@ -143,9 +148,13 @@ def _drop_empty(node, repairs):
 
 
 SENTENCEPIECE_SPACE = "\u2581"  # sentencepiece's mark of a piece that follows a space
+# The placeholder as one sentencepiece piece, a word of its own: a user-defined symbol of the
+# tokenizer of a run with placeholder targets (`DataConfig.tokenizer_config`), so that "XX" is
+# never split or merged with what follows ("XXL" in a source is this piece and "L").
+PLACEHOLDER_PIECE = SENTENCEPIECE_SPACE + WORD
 
 
-def tree_grammar(pieces: Sequence[str], vocab_size: int, source_tags: bool = False):
+def tree_grammar(pieces: Sequence[str], vocab_size: int, source_tags: bool = False, placeholders: bool = False):
     """The `keras_transformer.decoding.tree_constraint.TreeGrammar` of a sentencepiece vocabulary.
 
     Args:
@@ -155,12 +164,14 @@ def tree_grammar(pieces: Sequence[str], vocab_size: int, source_tags: bool = Fal
             never allowed).
         source_tags: the sources carry a part-of-speech tag after each word (`pipelines.pos_tags`),
             which the constraint does not copy.
+        placeholders: the targets write each word as "XX" (`linearize(placeholders=True)`): the
+            constraint writes the id of `PLACEHOLDER_PIECE` once per source word.
 
     An opening bracket is a piece "\u2581(LABEL", its closing one "\u2581)LABEL"; a label whose
     brackets are not whole pieces cannot be decoded under the constraint (train the tokenizer
     with `--split_by_script=false`, as configs/ptb_parsing.flags does, so that they are).
     Raises ValueError if the vocabulary has no such pair (e.g. a WordPiece vocabulary, which
-    splits "(" from its label).
+    splits "(" from its label), or, with `placeholders`, no piece `PLACEHOLDER_PIECE`.
     """
     import numpy as np  # pylint: disable=g-import-not-at-top
 
@@ -178,6 +189,12 @@ def tree_grammar(pieces: Sequence[str], vocab_size: int, source_tags: bool = Fal
             closing[i] = ids.get(SENTENCEPIECE_SPACE + ")" + opening.group(1), -1)
         elif token is not None and not _CLOSE.fullmatch(token):  # also a bare space piece, ""
             word_starts[i] = True
+    placeholder = -1
+    if placeholders:
+        if PLACEHOLDER_PIECE not in ids:
+            raise ValueError(f"the vocabulary has no piece {PLACEHOLDER_PIECE!r}, the placeholder of the targets' "
+                             "words: not the tokenizer of a run trained with --tree_targets=placeholders")
+        placeholder = ids[PLACEHOLDER_PIECE]
     return tree_constraint.TreeGrammar(closing=closing, word_starts=word_starts, max_depth=MAX_DEPTH,
-                                       source_tags=source_tags)
+                                       source_tags=source_tags, placeholder=placeholder)
 

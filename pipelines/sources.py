@@ -134,7 +134,7 @@ def pairs_dataset(pairs):
 def load_pairs(dataset: str, split: str = "train", *, data_dir: Optional[str] = None,
                manual_dir: Optional[str] = None, source_file: Optional[str] = None,
                target_file: Optional[str] = None, seed: int = 0, download: bool = True,
-               source_tags: str = "none", tagger_file: Optional[str] = None):
+               source_tags: str = "none", tagger_file: Optional[str] = None, tree_targets: str = "words"):
     """(source, target) `tf.string` scalar pairs of one split of a registered data set.
 
     Args:
@@ -146,8 +146,8 @@ def load_pairs(dataset: str, split: str = "train", *, data_dir: Optional[str] = 
         source_file, target_file: the parallel files for dataset "files".
         seed: the embedded corpus' generator seed.
         download: let tfds build a missing data set (wmt14 needs the network).
-        source_tags, tagger_file: a treebank's sources with part-of-speech tags
-            (`pipelines.treebank.pair_list`).
+        source_tags, tagger_file, tree_targets: a treebank's sources with part-of-speech tags,
+            its targets with words or placeholders (`pipelines.treebank.pair_list`).
 
     Returns:
         `tf.data.Dataset` of `(source, target)` scalar `tf.string` pairs, in a
@@ -158,7 +158,7 @@ def load_pairs(dataset: str, split: str = "train", *, data_dir: Optional[str] = 
                  target_file=target_file, data_dir=data_dir)
     if data.kind == "treebank":
         from pipelines import treebank  # pylint: disable=g-import-not-at-top
-        return pairs_dataset(treebank.pair_list(data_dir, split, source_tags, tagger_file))
+        return pairs_dataset(treebank.pair_list(data_dir, split, source_tags, tagger_file, tree_targets))
     if data.kind == "embedded":
         if split not in SPLITS:
             raise DataError(f"embedded corpus has splits {SPLITS}, not {split!r}")
@@ -185,6 +185,6 @@ def load_pair_list(dataset: str, split: str = "train", **kwargs) -> list[tuple[s
     if data.kind == "treebank":
         from pipelines import treebank  # pylint: disable=g-import-not-at-top
         return treebank.pair_list(kwargs.get("data_dir"), split, kwargs.get("source_tags", "none"),
-                                  kwargs.get("tagger_file"))
+                                  kwargs.get("tagger_file"), kwargs.get("tree_targets", "words"))
     from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
     return list(tokenizers.iter_pairs(load_pairs(dataset, split, **kwargs)))

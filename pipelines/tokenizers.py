@@ -80,6 +80,9 @@ class TokenizerConfig:
             is read once, never held in memory), train the model.
         seed: seed for that sampling.
         num_threads: sentencepiece training threads.
+        user_defined_symbols: pieces always kept whole, "\u2581" marking one that begins a word
+            (sentencepiece's user_defined_symbols; a WordPiece vocabulary gets each as a word):
+            the placeholder "\u2581XX" of linearized trees (`pipelines.linearized_trees`).
     """
     type: str = "bpe"
     vocab_size: int = 37000
@@ -90,6 +93,7 @@ class TokenizerConfig:
     input_sentence_size: int = 2_000_000
     seed: int = 0
     num_threads: int = 2
+    user_defined_symbols: tuple = ()
 
     def __post_init__(self):
         if self.type not in TYPES:
@@ -288,6 +292,8 @@ class WordPieceTokenizer(Tokenizer):
 def _train_sentencepiece(sentences: Iterable[str], model_type: str, vocab_size: int,
                          config: TokenizerConfig, **extra) -> bytes:
     model = io.BytesIO()
+    if config.user_defined_symbols:
+        extra["user_defined_symbols"] = list(config.user_defined_symbols)
     spm.set_random_generator_seed(config.seed)
     try:
         spm.SentencePieceTrainer.train(

@@ -191,21 +191,22 @@ def tagger_for(data_dir: str, path: Optional[str] = None):
 
 
 def pair_list(data_dir: str, split: str, source_tags: str = "none",
-              tagger_file: Optional[str] = None) -> list[tuple[str, str]]:
+              tagger_file: Optional[str] = None, tree_targets: str = "words") -> list[tuple[str, str]]:
     """(sentence, linearized tree) str pairs of one split; with `source_tags` "predicted" or
     "gold", each source word followed by its tag (`pipelines.pos_tags`; the tagger of
     `tagger_file`, trained on the training split if the file does not exist yet). The
-    targets are the same whatever `source_tags` is."""
-    return list(_pairs(data_dir, split, source_tags, tagger_file))
+    targets are the same whatever `source_tags` is; with `tree_targets` "placeholders", each
+    of their words is "XX" (`pipelines.linearized_trees`)."""
+    return list(_pairs(data_dir, split, source_tags, tagger_file, tree_targets))
 
 
 @functools.lru_cache(maxsize=16)
-def _pairs(data_dir: str, split: str, source_tags: str, tagger_file: Optional[str]) -> tuple:
+def _pairs(data_dir: str, split: str, source_tags: str, tagger_file: Optional[str], tree_targets: str) -> tuple:
     """`pair_list`'s pairs, made once per process (tagging a split takes seconds)."""
     from pipelines import linearized_trees, pos_tags  # pylint: disable=g-import-not-at-top
 
     sentences = read_split(data_dir, split)
-    targets = [linearized_trees.linearize(s.tree) for s in sentences]
+    targets = [linearized_trees.linearize(s.tree, placeholders=tree_targets == "placeholders") for s in sentences]
     if source_tags == "none":
         return tuple(zip((s.sentence for s in sentences), targets))
     if source_tags == "gold":

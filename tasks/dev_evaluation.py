@@ -43,7 +43,8 @@ def build_evaluator(data: DataConfig, decoding: DecodingConfig, model: Transform
 
         task_scores = parsing.Gold.from_treebank(data.data_dir, data.dev_split).take(len(pairs)).dev_scores
     grammar = (linearized_trees.tree_grammar(target_tokenizer.pieces(), model.output_vocab_size,
-                                             source_tags=data.tagged)
+                                             source_tags=data.tagged,
+                                             placeholders=data.tree_targets == "placeholders")
                if decoding.tree_constraint else None)
     return Evaluator(loss_batches, [row[: data.max_length] for row in rows], [t for _, t in pairs],
                      target_tokenizer.detokenize, decoding, model.label_smoothing, task_scores=task_scores,

@@ -192,6 +192,9 @@ def define_data_flags() -> None:
                       "its part-of-speech tag as a token <TAG> (Vinyals et al. 2015): predicted by a tagger trained "
                       "on the training split (saved as MODEL_DIR/tagger.json; parse tags raw text with it), or the "
                       "treebank's gold tags (an upper bound only). The targets stay trees over the words.")
+    flags.DEFINE_enum("tree_targets", "words", ["words", "placeholders"], "ptb: what stands for a word in the target trees: the word "
+                        "itself (words), or the placeholder XX (placeholders, Vinyals et al. 2015; one piece of the "
+                        "tokenizer, one token a word, the input's words put back in the output trees).")
     flags.DEFINE_integer("shuffle_buffer", 200_000, "Training pairs shuffled at a time, per corpus (held in "
                          "memory whatever --cache is).", lower_bound=1)
 
@@ -209,4 +212,4 @@ def data_config(dev_split: str = "validation"):
         split_by_script=FLAGS.split_by_script,
         batch_tokens=FLAGS.batch_tokens, max_length=FLAGS.max_length, seed=FLAGS.seed,
         train_files=corpora.parse_train_files(FLAGS.train_files), cache=FLAGS.cache,
-        shuffle_buffer=FLAGS.shuffle_buffer, source_tags=FLAGS.source_tags)
+        shuffle_buffer=FLAGS.shuffle_buffer, source_tags=FLAGS.source_tags, tree_targets=FLAGS.tree_targets)

@@ -127,21 +127,27 @@ def parse_sentences(translate_fn, sentences: Sequence[Sequence[str]], batch_size
     return trees_from_outputs(outputs, sentences)
 
 
+def model_data(model_dir: Optional[str], export_dir: Optional[str]):
+    """(the data settings a parsing model was trained with, the folder of its tagger): a run's
+    "data" section of model_config.json and the run itself, or an export's export.json (which
+    holds "source_tags" and "tree_targets") and its assets.extra."""
+    if model_dir:
+        from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top  (TensorFlow)
+
+        return layout.read_settings(model_dir).get("data", {}), model_dir
+    from export import versions  # pylint: disable=g-import-not-at-top
+
+    saved = versions.saved_model_path(export_dir)
+    return versions.read_settings(saved), os.path.join(saved, versions.ASSETS_EXTRA)
+
+
 def model_source_tags(model_dir: Optional[str], export_dir: Optional[str]):
     """(source tags, tagger) of a parsing model (`pipelines.pos_tags`): "none", "predicted" with
     the tagger the run saved (an export holds a copy in assets.extra), or "gold" (tagger None)."""
     from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
 
-    if model_dir:
-        from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top  (TensorFlow)
-
-        folder, tags = model_dir, layout.read_settings(model_dir).get("data", {}).get("source_tags", "none")
-    else:
-        from export import versions  # pylint: disable=g-import-not-at-top
-
-        saved = versions.saved_model_path(export_dir)
-        folder, tags = os.path.join(saved, versions.ASSETS_EXTRA), versions.read_settings(saved).get("source_tags",
-                                                                                                     "none")
+    settings, folder = model_data(model_dir, export_dir)
+    tags = settings.get("source_tags", "none")
     return tags, pos_tags.load(os.path.join(folder, pos_tags.TAGGER_FILE)) if tags == "predicted" else None
 
 
@@ -310,6 +316,8 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
         translate_fn, parser = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint)
         if source_tags != "none":
             parser += f", source tags {source_tags}"
+        if model_data(model_dir, export_dir)[0].get("tree_targets", "words") != "words":
+            parser += ", placeholder targets"  # trees with "XX" for each word, given the input's words back
         print(f"parsing {len(sentences)} sentences of {source} with {parser}", file=sys.stderr)
         parses = parse_sentences(translate_fn, sentences, batch_size, progress, inputs)
     for tree, words in zip(parses.trees, sentences):  # the contract, whatever the decoder emitted

@@ -18,9 +18,10 @@ from pipelines.data_config import DataConfig
 _print = functools.partial(print, flush=True)
 
 # The data flags a tokenizer is trained with (`DataConfig.tokenizer_config`; source_tags: on
-# tagged sources): a run's saved tokenizer is reused, so these cannot change on a resume or a
-# run started from it.
-TOKENIZER_FLAGS = ("tokenizer", "vocab_size", "shared_vocab", "lowercase", "split_by_script", "source_tags")
+# tagged sources; tree_targets: on targets with placeholders, "XX" one piece): a run's saved
+# tokenizer is reused, so these cannot change on a resume or a run started from it.
+TOKENIZER_FLAGS = ("tokenizer", "vocab_size", "shared_vocab", "lowercase", "split_by_script", "source_tags",
+                   "tree_targets")
 
 
 def load_tokenizers(model_dir: str, data: DataConfig, save: bool = True, log: Callable[[str], None] = _print):
@@ -35,7 +36,24 @@ def load_tokenizers(model_dir: str, data: DataConfig, save: bool = True, log: Ca
             data.tokenizer_config(), save=save)
     if trained:
         log(f"tokenizer: {data.tokenizer}, {source.vocab_size} ids, trained in {time.time() - started:.1f} s")
+    if data.tree_targets == "placeholders":
+        check_placeholder(target)
     return source, target
+
+
+def check_placeholder(tokenizer) -> None:
+    """A one-line `ValueError` unless `tokenizer` writes the placeholder of tree targets, "XX"
+    (`pipelines.linearized_trees.WORD`), as one id of its own: else a target word is not one
+    token and the tree constraint cannot write it (a tokenizer trained before
+    --tree_targets=placeholders existed, or taken from another run by --init_from)."""
+    from keras_transformer.special_ids import UNK_ID  # pylint: disable=g-import-not-at-top
+    from pipelines import linearized_trees  # pylint: disable=g-import-not-at-top
+
+    ids = tokenizer.tokenize([linearized_trees.WORD]).to_list()[0]
+    if len(ids) != 1 or ids[0] == UNK_ID:
+        raise ValueError(f"--tree_targets=placeholders: the run's tokenizer writes the placeholder "
+                         f"{linearized_trees.WORD!r} as {len(ids)} ids {ids}, not one piece of its own; train a new "
+                         "tokenizer (a new --model_dir, without --init_from) with --tree_targets=placeholders")
 
 
 def sized_model(model: TransformerConfig, source_tokenizer, target_tokenizer) -> TransformerConfig:

@@ -24,6 +24,15 @@ over the words only, so the pieces of every second source word (counted by the p
 begin a word) are taken out of the source before the rules see it: the rules below then copy
 and count the words' pieces alone.
 
+Targets may write each word as a placeholder, "XX" (`TreeGrammar.placeholder`, Vinyals et al.
+2015; `pipelines.linearized_trees`): `(S (NP XX XX )NP (VP XX )VP XX )S`. The source (its tags
+taken out) is then replaced, before the rules see it, by one placeholder id per word (counted,
+as above, by the pieces that begin a word; pieces before the first such piece make one word):
+"the dog s bark ." (4 words) -> "XX XX XX XX". The rules below then copy one "XX" per word,
+never a source piece; a bracket may go before any of them (each is a whole word); EOS comes
+once there are as many as words and every bracket is closed; and the length limit counts one
+token per word left.
+
 Some token is always allowed, so a search never runs dry. The length limit (the search ends
 a hypothesis that reaches it wherever it is) is kept by counting: the fewest tokens that finish
 a hypothesis are its pieces still to copy, a closing bracket for each open one and EOS. Copying
@@ -60,11 +69,14 @@ class TreeGrammar:
         max_depth: brackets open at once, at most.
         source_tags: every second word of a source is a part-of-speech tag, not a word of
             the tree (`pipelines.pos_tags`): it is never copied.
+        placeholder: -1 (the words are copied), or the id the targets write for every word
+            ("XX"), a word start: written once per source word instead of the word's pieces.
     """
     closing: np.ndarray
     word_starts: np.ndarray
     max_depth: int = 100
     source_tags: bool = False
+    placeholder: int = -1
 
     def __post_init__(self):
         if len(self.closing) != len(self.word_starts):
@@ -74,6 +86,9 @@ class TreeGrammar:
             raise ValueError("the vocabulary has no whole opening and closing bracket pair: not a parsing model's")
         if self.max_depth < 1:
             raise ValueError(f"max_depth must be positive, got {self.max_depth}")
+        if self.placeholder >= 0 and not (self.placeholder < len(self.word_starts)
+                                          and self.word_starts[self.placeholder]):
+            raise ValueError(f"the placeholder id {self.placeholder} must be one of the vocabulary's word starts")
 
     @property
     def vocab_size(self) -> int:
@@ -104,6 +119,8 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
     word_starts = tf.constant(grammar.word_starts, tf.bool)
     if grammar.source_tags:
         source_ids = without_tags(source_ids, word_starts, eos_id, pad_id)
+    if grammar.placeholder >= 0:
+        source_ids = as_placeholders(source_ids, word_starts, grammar.placeholder, eos_id, pad_id)
     vocabulary = tf.range(vocab_size)[None, :]  # (1, V)
     # Pieces to copy: the source's up to (not including) its EOS.
     pieces = tf.reduce_sum(tf.cast(tf.logical_and(source_ids != pad_id, source_ids != eos_id), tf.int32), axis=1)
@@ -157,6 +174,27 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
         return logits, {"model": model_cache, "tree": {"copied": copied, "depth": depth, "stack": stack}}
 
     return step, cache, memory
+
+
+def as_placeholders(source_ids, word_starts, placeholder: int, eos_id: int, pad_id: int):
+    """int32 `(B, S)`: each row's words as `placeholder` ids, one a word, then EOS (if the
+    row had one), then PAD: what a decoder of placeholder targets copies.
+
+    Args:
+        source_ids: int32 `(B, S)`: source pieces, EOS, PAD (right-padded).
+        word_starts: bool `(V,)`: the ids that begin a word; pieces before a row's first one
+            make a word too.
+        placeholder: the id every word becomes.
+        eos_id, pad_id: the end-of-sequence and padding ids.
+    """
+    real = (source_ids != pad_id) & (source_ids != eos_id)  # (B, S)
+    starts = tf.gather(word_starts, source_ids) & real
+    leading = real[:, 0] & ~starts[:, 0]  # a first piece that begins no word still makes one
+    words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1) + tf.cast(leading, tf.int32)  # (B,)
+    ends = tf.reduce_any(tf.equal(source_ids, eos_id), axis=1)  # (B,)
+    position = tf.range(tf.shape(source_ids)[1])[None, :]
+    return tf.where(position < words[:, None], placeholder,
+                    tf.where((position == words[:, None]) & ends[:, None], eos_id, pad_id))
 
 
 def without_tags(source_ids, word_starts, eos_id: int, pad_id: int):

@@ -26,7 +26,7 @@ from keras_transformer.run_dir import layout
 from keras_transformer.config import DecodingConfig, SamplingConfig
 from pipelines import tokenizers
 from tests.helpers.commands import assert_one_error_line, run_command
-from tests.helpers.export_models import MAX_LENGTH, make_model_dir
+from tests.helpers.export_models import FRESH_PROCESS, MAX_LENGTH, make_model_dir
 
 DECODING = DecodingConfig(beam_size=4, alpha=0.6, max_extra_length=50)
 SIGNATURES = ["score", "serving_default", "translate_n_best", "translate_sampled", "translate_with_attention",
@@ -39,30 +39,6 @@ BAD_INPUTS = {
     "long": LONG.encode(),
     "invalid_utf8": b"Der Hund \xff\xfe bellt \xc3",
 }
-
-FRESH_PROCESS = textwrap.dedent(
-    """
-    import json, sys
-    import tensorflow as tf
-    import tensorflow_text  # registers the tokenizer ops
-    path, sentences = sys.argv[1], json.loads(sys.argv[2])
-    results = {}
-    loaded = tf.saved_model.load(path)
-    out = loaded.signatures["serving_default"](sentences=tf.constant(sentences))
-    results["load"] = {k: v.numpy().tolist() for k, v in out.items()}
-    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
-        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
-        results["signatures"] = sorted(k for k in meta_graph.signature_def if not k.startswith("__"))
-        signature = meta_graph.signature_def["serving_default"]
-        fetches = {k: v.name for k, v in signature.outputs.items()}
-        out = session.run(fetches, {signature.inputs["sentences"].name: sentences})
-        results["session"] = {k: v.tolist() for k, v in out.items()}
-    results["modules"] = sorted(
-        m for m in sys.modules if m.split(".")[0] in ("keras_transformer", "pipelines", "export", "sentencepiece")
-    )
-    print(json.dumps(results, default=lambda b: b.decode("utf-8")))
-    """
-)
 
 
 @pytest.fixture(scope="module")

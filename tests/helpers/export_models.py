@@ -9,6 +9,7 @@ at varied lengths (random weights only repeat one token up to the length limit).
 from __future__ import annotations
 
 import os
+import textwrap
 
 import keras
 import numpy as np
@@ -22,6 +23,32 @@ from pipelines import grammar_corpus, tokenizers
 
 VOCAB_SIZE = 500
 MAX_LENGTH = 48
+# `python -c FRESH_PROCESS PATH JSON_SENTENCES`: an export's serving_default through
+# tf.saved_model.load and through the TF1 Session loader (TF Serving's), in a process that imports
+# only tensorflow and tensorflow_text; prints {"load", "session": outputs, "signatures", "modules"}.
+FRESH_PROCESS = textwrap.dedent(
+    """
+    import json, sys
+    import tensorflow as tf
+    import tensorflow_text  # registers the tokenizer ops
+    path, sentences = sys.argv[1], json.loads(sys.argv[2])
+    results = {}
+    loaded = tf.saved_model.load(path)
+    out = loaded.signatures["serving_default"](sentences=tf.constant(sentences))
+    results["load"] = {k: v.numpy().tolist() for k, v in out.items()}
+    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as session:
+        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+        results["signatures"] = sorted(k for k in meta_graph.signature_def if not k.startswith("__"))
+        signature = meta_graph.signature_def["serving_default"]
+        fetches = {k: v.name for k, v in signature.outputs.items()}
+        out = session.run(fetches, {signature.inputs["sentences"].name: sentences})
+        results["session"] = {k: v.tolist() for k, v in out.items()}
+    results["modules"] = sorted(
+        m for m in sys.modules if m.split(".")[0] in ("keras_transformer", "pipelines", "export", "sentencepiece")
+    )
+    print(json.dumps(results, default=lambda b: b.decode("utf-8")))
+    """
+)
 
 
 def _train_briefly(model, tokenizer, pairs, steps, seed):

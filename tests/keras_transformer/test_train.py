@@ -23,6 +23,9 @@ from tests.helpers.train_runs import latest_step, train_args
     (["--train_steps=0"], "train_steps must be positive, got 0"),
     (["--keep_checkpoints=2", "--average_checkpoints=5"], "average_last (5) needs keep_checkpoints >= it"),
     (["--ema_decay=1"], "ema_decay must be in [0, 1)"),
+    (["--dataset=multi30k", "--data_dir=/nonexistent/multi30k", "--tree_targets=placeholders"],
+     "tree_targets=placeholders: the targets are trees only with a treebank (dataset ptb), not dataset multi30k_en_de"),
+    (["--tree_targets=xx"], "--tree_targets"),
 ])
 def test_bad_flags_end_with_one_error_line_and_exit_code_2(tmp_path, flags, fragment):
     assert_one_error_line(run_command(*train_args(tmp_path / "run", *flags)), fragment)

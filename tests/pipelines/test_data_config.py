@@ -34,6 +34,9 @@ def test_data_dir_means_where_the_data_is_for_every_kind(tmp_path):
                                              "max_length=256"),
     (dict(source_tags="predicted"), "source_tags=predicted: part-of-speech tags come from a treebank"),
     (dict(dataset="ptb", data_dir=".", source_tags="noun"), "source_tags must be one of none, predicted, gold"),
+    (dict(dataset="multi30k_en_de", data_dir=".", tree_targets="placeholders"),
+     "tree_targets=placeholders: the targets are trees only with a treebank"),
+    (dict(dataset="ptb", data_dir=".", tree_targets="xx"), "tree_targets must be one of words, placeholders"),
 ])
 def test_bad_configs_are_one_line_errors(values, message):
     with pytest.raises(ValueError, match=message):
@@ -61,3 +64,11 @@ def test_the_config_is_frozen_and_json_able():
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.dataset = "files"
     assert dataclasses.asdict(config)["dataset"] == "embedded"
+
+
+def test_placeholder_targets_reach_the_treebank_and_the_tokenizer():
+    words = DataConfig(dataset="ptb", data_dir="tb", split_by_script=False)
+    placeholders = dataclasses.replace(words, tree_targets="placeholders")
+    assert placeholders.source_kwargs()["tree_targets"] == "placeholders"
+    assert words.tokenizer_config().user_defined_symbols == ()
+    assert placeholders.tokenizer_config().user_defined_symbols == ("\u2581XX",)

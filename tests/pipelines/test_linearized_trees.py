@@ -101,3 +101,21 @@ def test_a_token_with_a_bracket_in_its_label_is_not_a_bracket(token):
     # Such a token would write a tree no reader parses back; it stands for a word instead.
     tree, repairs = linearized_trees.to_tree(f"(S XX {token} XX )S", WORDS)
     assert one_line(tree) == "(S a b c)" and repairs == ("not_a_word",)
+
+
+def test_linearize_with_placeholders_writes_xx_for_each_word(sample):
+    """The first training tree of the sample, golden, words kept and as placeholders; to_tree puts
+    the words back, and every tree of the sample survives placeholders as it survives words."""
+    first = sample["train"][0]
+    assert first.sentence == "Pierre Vinken , 61 years old , will join the board as a nonexecutive director Nov. 29 ."
+    assert linearized_trees.linearize(first.tree) == (
+        "(S (NP (NP Pierre Vinken )NP , (ADJP (NP 61 years )NP old )ADJP , )NP (VP will (VP join (NP the board )NP "
+        "(PP as (NP a nonexecutive director )NP )PP (NP Nov. 29 )NP )VP )VP . )S")
+    assert linearized_trees.linearize(first.tree, placeholders=True) == (
+        "(S (NP (NP XX XX )NP XX (ADJP (NP XX XX )NP XX )ADJP XX )NP (VP XX (VP XX (NP XX XX )NP "
+        "(PP XX (NP XX XX XX )NP )PP (NP XX XX )NP )VP )VP XX )S")
+    for sentences in sample.values():
+        for s in sentences:
+            target = linearized_trees.linearize(s.tree, placeholders=True)
+            assert target.split().count(linearized_trees.WORD) == len(s.words)
+            assert linearized_trees.to_tree(target, s.words) == (s.tree, ())

@@ -1,5 +1,6 @@
 """pipelines.tokenizers: special ids, exact round trips, save/load, SavedModel, WordPiece."""
 
+import dataclasses
 import json
 import os
 
@@ -216,3 +217,23 @@ def test_split_by_script_false_keeps_a_bracket_and_its_label_in_one_piece():
         pieces[split] = ids.row_lengths().numpy().tolist()
     assert pieces[False] == [len(t.split()) for t in trees[:3]]  # one piece per bracket, label and XX
     assert all(joined < split for joined, split in zip(pieces[False], pieces[True]))
+
+
+@pytest.mark.parametrize("model_type", ["bpe", "unigram", "wordpiece"])
+def test_user_defined_symbols_keep_the_placeholder_one_piece(pairs, model_type):
+    """Placeholder targets (`DataConfig.tree_targets`): "XX", which this corpus never has, is one id
+    of its own with the symbol "\u2581XX" and several pieces without it."""
+    def xx_ids(config):
+        tokenizer = tok_lib.train((s for pair in pairs[:400] for s in pair), config)
+        rows = tokenizer.tokenize(tf.constant(["XX", "Der Hund XX XX ."])).to_list()
+        return tokenizer, rows
+
+    plain = tok_lib.TokenizerConfig(type=model_type, vocab_size=400)
+    tokenizer, (alone, sentence) = xx_ids(dataclasses.replace(plain, user_defined_symbols=("\u2581XX",)))
+    assert len(alone) == 1 and alone[0] != special_ids.UNK_ID
+    assert tokenizer.pieces()[alone[0]] == ("XX" if model_type == "wordpiece" else "\u2581XX")
+    assert sentence.count(alone[0]) == 2
+    if model_type != "wordpiece":
+        assert _round_trip(tokenizer, ["Der Hund XX XX .", "XXL"]) == ["Der Hund XX XX .", "XXL"]
+    _, (alone, _) = xx_ids(plain)
+    assert len(alone) > 1 or alone == [special_ids.UNK_ID]

@@ -157,3 +157,16 @@ def test_sample_trees_are_clean(sample):
             assert "-NONE-" not in s.tags and "" not in s.tags
             assert s.tree.leaves() == list(s.words) and len(s.tags) == len(s.words)
             assert s.tagged_tree().pos() == list(zip(s.words, s.tags))
+
+
+def test_pairs_with_placeholder_targets(ptb):
+    """The same sources and brackets as the words' pairs, each target word "XX"; with tags too."""
+    words = treebank.pair_list(str(ptb), "validation")
+    placeholders = treebank.pair_list(str(ptb), "validation", tree_targets="placeholders")
+    assert [s for s, _ in placeholders] == [s for s, _ in words]
+    for (source, word_target), (_, target) in zip(words, placeholders):
+        assert target == " ".join("XX" if t[0] not in "()" else t for t in word_target.split())
+        assert target.split().count("XX") == len(source.split())
+    tagged = treebank.pair_list(str(ptb), "validation", "gold", tree_targets="placeholders")
+    assert [t for _, t in tagged] == [t for _, t in placeholders]
+    assert tagged[0][0].split()[1] == "<NNP>"

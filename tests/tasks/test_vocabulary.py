@@ -1,5 +1,6 @@
 """`tasks.vocabulary.check_tokenizer_flags`: a run's saved tokenizer is reused, so the data flags it
-was trained on, --source_tags among them (tagged sources, `pipelines.pos_tags`), cannot change."""
+was trained on, --source_tags (tagged sources, `pipelines.pos_tags`) and --tree_targets (placeholder
+targets, "XX" one piece) among them, cannot change; and a placeholder run's tokenizer must keep "XX" whole."""
 
 import dataclasses
 import json
@@ -42,3 +43,29 @@ def test_evaluate_only_of_a_tagged_run_without_its_tags_is_refused_before_the_mo
                          f"--data_dir={ptb}", "--evaluate_only")
     assert_one_error_line(result, "--source_tags=none:", "--source_tags=predicted")
     assert sorted(p.name for p in run.iterdir()) == ["model_config.json"]
+
+
+def test_a_resume_or_evaluation_with_other_tree_targets_is_refused(tmp_path, ptb):
+    """Placeholder targets change the tokenizer ("XX" one piece) and the targets: a resume (every
+    tokenizer flag) and --evaluate_only (the dev targets and the tree constraint's) must repeat them."""
+    data = DataConfig(dataset="ptb", data_dir=str(ptb), tree_targets="placeholders")
+    (tmp_path / "model_config.json").write_text(json.dumps({"model": {}, "data": dataclasses.asdict(data)}))
+    check_tokenizer_flags(str(tmp_path), data, "the run")
+    with pytest.raises(ValueError, match="--tree_targets=words: the run was trained with --tree_targets=placeholders"):
+        check_tokenizer_flags(str(tmp_path), dataclasses.replace(data, tree_targets="words"), "the run")
+    result = run_command("-m", "keras_transformer.train", f"--model_dir={tmp_path}", "--dataset=ptb",
+                         f"--data_dir={ptb}", "--evaluate_only")
+    assert_one_error_line(result, "--tree_targets=words:", "--tree_targets=placeholders")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model_config.json"]
+
+
+def test_a_tokenizer_that_splits_the_placeholder_is_refused():
+    from pipelines import tokenizers
+    from tasks.vocabulary import check_placeholder
+
+    trees = ["(S (NP XX XX )NP (VP XX )VP XX )S", "(S (NP The dog )NP (VP barks )VP . )S"] * 20
+    whole = tokenizers.TokenizerConfig(vocab_size=400, split_by_script=False, user_defined_symbols=("\u2581XX",))
+    check_placeholder(tokenizers.train(trees, whole))
+    split = tokenizers.train([t.replace("XX", "word") for t in trees], dataclasses.replace(whole, user_defined_symbols=()))
+    with pytest.raises(ValueError, match="writes the placeholder 'XX' as [2-9] ids .*not one piece of its own"):
+        check_placeholder(split)

@@ -279,3 +279,150 @@ def test_with_source_tags_every_output_is_a_tree_over_the_words_alone(beam_size)
     sequences, _ = search.translate_ids(make_model(1), tagged_source_ids(), beam_size=beam_size, alpha=0.6,
                                         max_extra_length=100, n_best=1, grammar=untagged)
     assert all(set(row[0]) & {TAGGED_ID[p] for p in NN + VB} for row in sequences.numpy())
+
+
+# Placeholder targets (`TreeGrammar.placeholder`, Vinyals et al. 2015): each word written as "XX",
+# one token whatever the word's pieces; the tree is over the input's words, put back by `to_tree`.
+XX = linearized_trees.PLACEHOLDER_PIECE
+PLACEHOLDER_PIECES = TAGGED_PIECES + [XX]  # 24 pieces: the whole output vocabulary
+PLACEHOLDER_ID = {piece: i for i, piece in enumerate(PLACEHOLDER_PIECES)}
+BRACKETS = {PLACEHOLDER_ID[p] for p in PLACEHOLDER_PIECES if p[1:2] in ("(", ")")}
+WORD_STARTS = [S + "the", S + "dog", S + "bark", S + ".", S, S + "cat", XX]  # a literal "XX" is a word too
+WORD_ENDS = ["s", "ing"]
+
+
+def placeholder_grammar(source_tags=False, max_depth=3):
+    return dataclasses.replace(linearized_trees.tree_grammar(PLACEHOLDER_PIECES, VOCAB, source_tags=source_tags,
+                                                             placeholders=True), max_depth=max_depth)
+
+
+def random_sources(rng, count, tagged=False):
+    """(source pieces, the words' pieces) of `count` random sentences of 1 to 8 words of 1 to 3
+    pieces (with a one- or two-piece tag after each word when `tagged`)."""
+    sources = []
+    for _ in range(count):
+        source, words = [], []
+        for _ in range(rng.integers(1, 9)):
+            start = WORD_STARTS[rng.integers(len(WORD_STARTS))]  # a bare space piece is never a word alone
+            word = [start] + [WORD_ENDS[rng.integers(2)] for _ in range(rng.integers(start == S, 3))]
+            words += word
+            source += word + ((NN, VB)[rng.integers(2)] if tagged else [])
+        sources.append((source, words))
+    return sources
+
+
+def ids_of(sources):
+    width = max(len(s) for s, _ in sources) + 1
+    return np.array([[PLACEHOLDER_ID[p] for p in s] + [EOS_ID] + [PAD_ID] * (width - len(s) - 1)
+                     for s, _ in sources], np.int32)
+
+
+def check_placeholder_trees(sequences, scores, sources):
+    """Every hypothesis (the best always; slots a beam found nothing allowed for have score
+    NEG_INF): brackets and exactly one XX per word, and a tree over the words needing no repair."""
+    assert np.all(scores[:, 0] > -1e6)
+    for row, row_scores, (_, pieces) in zip(sequences, scores, sources):
+        words = words_of(pieces)
+        for hypothesis in row[row_scores > -1e6]:
+            tokens = [i for i in hypothesis if i not in (PAD_ID, EOS_ID)]
+            assert set(tokens) <= BRACKETS | {PLACEHOLDER_ID[XX]}, tokens  # never a source piece
+            assert tokens.count(PLACEHOLDER_ID[XX]) == len(words)
+            text = "".join(PLACEHOLDER_PIECES[i] for i in tokens).replace(S, " ")
+            tree, repairs = linearized_trees.to_tree(text, words)
+            assert repairs == () and tree.leaves() == words, (text, repairs)
+
+
+def test_the_grammar_of_placeholder_targets_needs_the_placeholder_piece():
+    grammar = linearized_trees.tree_grammar(PLACEHOLDER_PIECES, VOCAB, placeholders=True)
+    assert grammar.placeholder == 23 and grammar.word_starts[23]
+    assert linearized_trees.tree_grammar(PLACEHOLDER_PIECES, VOCAB).placeholder == -1
+    with pytest.raises(ValueError, match="no piece '\u2581XX'.*--tree_targets=placeholders"):
+        linearized_trees.tree_grammar(TAGGED_PIECES, VOCAB, placeholders=True)
+    with pytest.raises(ValueError, match="placeholder id 14 must be one of the vocabulary's word starts"):
+        dataclasses.replace(grammar, placeholder=ID["s"])  # inside a word
+
+
+def test_a_source_as_placeholders_is_one_per_word_then_its_eos():
+    rows = [[S + "the", S + "dog", "s", S + "bark", S + ".", EOS_ID],  # 4 words, 5 pieces
+            [S + "cat", "s", "ing", EOS_ID, PAD_ID, PAD_ID],  # one word of three pieces
+            ["s", S + "dog", EOS_ID, PAD_ID, PAD_ID, PAD_ID],  # a first piece that begins no word: a word
+            [S, "s", S + "dog", S + "cat", "s", "ing"],  # cut before its EOS (a source longer than the limit)
+            [EOS_ID, PAD_ID, PAD_ID, PAD_ID, PAD_ID, PAD_ID]]  # empty
+    ids = tf.constant([[p if isinstance(p, int) else ID[p] for p in row] for row in rows])
+    x, e, p = 23, EOS_ID, PAD_ID
+    expected = [[x, x, x, x, e, p], [x, e, p, p, p, p], [x, x, e, p, p, p], [x, x, x, p, p, p], [e, p, p, p, p, p]]
+    grammar = linearized_trees.tree_grammar(PLACEHOLDER_PIECES, VOCAB, placeholders=True)
+    got = tree_constraint.as_placeholders(ids, tf.constant(grammar.word_starts), 23, EOS_ID, PAD_ID)
+    assert got.numpy().tolist() == expected
+
+
+def test_the_rules_step_by_step_with_placeholders():
+    """`(S (NP XX XX )NP XX XX )S` over "the dogs bark ." (4 words, 5 pieces), by hand: at a word
+    slot only XX, between any two of them a bracket, EOS after the 4th XX and the root's close;
+    under the limit 9 = (S + 4 XX + )S + EOS + one constituent's 2, exactly one constituent fits
+    (counted by words: by pieces, 10 would be needed)."""
+
+    def model(ids, step, cache, memory):
+        return tf.zeros([tf.shape(ids)[0], VOCAB]), cache
+
+    grammar = linearized_trees.tree_grammar(PLACEHOLDER_PIECES, VOCAB, placeholders=True)
+    source = ids_of([([S + "the", S + "dog", "s", S + "bark", S + "."], None)])
+    opens = {S + "(S", S + "(NP", S + "(VP"}
+
+    def allowed_along(tokens, limit=None):
+        fn, cache, memory = tree_constraint.constrain(grammar, model, {}, {}, source, EOS_ID, PAD_ID,
+                                                      limits=None if limit is None else tf.constant([limit]))
+        allowed = []
+        for position, token in enumerate(tokens):
+            logits, cache = fn(tf.constant([PLACEHOLDER_ID[token]]), tf.constant(position), cache, memory)
+            allowed.append({PLACEHOLDER_PIECES[i] for i in np.flatnonzero(logits.numpy()[0] > -1e6)})
+        return allowed
+
+    tokens = ["<s>", S + "(S", S + "(NP", XX, XX, S + ")NP", XX, XX, S + ")S"]
+    assert allowed_along(tokens) == [
+        opens, opens | {XX}, opens | {XX}, opens | {XX, S + ")NP"}, opens | {XX, S + ")NP"}, opens | {XX},
+        opens | {XX}, {S + ")S"}, {"</s>"}]
+    limited = allowed_along(tokens, limit=9)
+    assert limited[1] == opens | {XX} and limited[2] == {XX} and limited[5] == {XX}
+    assert allowed_along(tokens[:2], limit=8)[1] == {XX}  # the root alone fits: no room for another
+
+
+@pytest.mark.parametrize("source_tags", [False, True])
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_with_placeholders_every_output_has_one_xx_per_word_and_is_a_tree(source_tags, beam_size):
+    rng = np.random.default_rng(32 + 2 * beam_size + source_tags)
+    grammar = placeholder_grammar(source_tags)
+    for seed in (1, 2, 3):
+        sources = random_sources(rng, 12, tagged=source_tags)
+        sequences, scores = search.translate_ids(make_model(seed), ids_of(sources), beam_size=beam_size, alpha=0.6,
+                                                   max_extra_length=30, n_best=beam_size, grammar=grammar)
+        assert np.all(scores.numpy() > -1e6)  # every slot holds a finished hypothesis
+        check_placeholder_trees(sequences.numpy(), scores.numpy(), sources)
+
+
+def test_with_placeholders_the_length_limit_never_cuts_a_tree_whose_root_fits():
+    """Limits from n + 3 (the root alone: (S, n XX, )S, EOS) up: every output a whole tree, also
+    for sentences of many-piece words, whose piece count would leave the limit no room."""
+    rng = np.random.default_rng(7)
+    for seed, extra, source_tags in ((1, 0, False), (2, 1, True), (3, 2, False), (4, 5, True)):
+        grammar = placeholder_grammar(source_tags, max_depth=linearized_trees.MAX_DEPTH)
+        sources = random_sources(rng, 12, tagged=source_tags)
+        limits = np.array([len(words_of(words)) + 3 + extra for _, words in sources], np.int32)
+        for beam_size in (1, 4):
+            sequences, scores = search.translate_ids(make_model(seed), ids_of(sources), beam_size=beam_size,
+                                                     alpha=0.6, n_best=beam_size, grammar=grammar,
+                                                     max_decode_length=limits)
+            check_placeholder_trees(sequences.numpy(), scores.numpy(), sources)
+            lengths = (sequences.numpy() != PAD_ID).sum(axis=2)  # EOS included
+            assert np.all(lengths <= limits[:, None])
+
+
+def test_the_words_grammar_on_a_placeholder_vocabulary_copies_pieces_not_placeholders():
+    """The same model and sources under the grammar without `placeholder`: the outputs copy the
+    source's pieces (no XX), so the placeholder rules above are what make them XX."""
+    sources = random_sources(np.random.default_rng(5), 12)
+    grammar = dataclasses.replace(placeholder_grammar(), placeholder=-1)
+    sequences, _ = search.translate_ids(make_model(1), ids_of(sources), beam_size=4, alpha=0.6, max_extra_length=30,
+                                        grammar=grammar)
+    copied = [[i for i in row[0] if i not in BRACKETS | {EOS_ID, PAD_ID}] for row in sequences.numpy()]
+    assert copied == [[PLACEHOLDER_ID[p] for p in words] for _, words in sources]
