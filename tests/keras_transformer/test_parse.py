@@ -107,7 +107,7 @@ def parse_with_the_run_and_its_export(model_dir, files, tmp_path):
 
 def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, files, tmp_path):
     """Parse from the run and from its export agree (none repaired); the SavedModel's own outputs
-    through both loaders (TF Serving's TF1 Session loader too, in a process without this project),
+    for tagged sentences through both loaders (TF Serving's TF1 Session loader too, in a process without this project),
     "XX" and brackets, equal the in-process Translator's, one XX a word."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
@@ -124,8 +124,12 @@ def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, fi
     assert "placeholder targets" in from_run.stderr
     assert f"repaired: 0 of {SENTENCES} outputs (0.0%)" in from_run.stdout
 
+    # A TF Serving client tags its sentences itself, with the export's copy of the tagger.
+    from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
+
     _, gold = files
-    sentences = [s.sentence for s in gold.sentences]
+    tagger = pos_tags.load(str(version / "assets.extra" / "tagger.json"))
+    sentences = [pos_tags.tagged_source(s.words, pos_tags.tag_words(tagger, s.words)) for s in gold.sentences]
     translate, _ = client.load_translate_fn(model_dir=str(model_dir), decoding=PARSING_DECODING)
     expected = [t.decode("utf-8") for t in translate(tf.constant(sentences))["translations"].numpy()]
     result = run_command("-c", FRESH_PROCESS, version, json.dumps(sentences), env={"PYTHONPATH": None},
