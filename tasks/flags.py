@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from absl import flags
 
+from pipelines import linearized_trees
+
 FLAGS = flags.FLAGS
 
 _DECODING_HELP = {
@@ -192,7 +194,7 @@ def define_data_flags() -> None:
                       "its part-of-speech tag as a token <TAG> (Vinyals et al. 2015): predicted by a tagger trained "
                       "on the training split (saved as MODEL_DIR/tagger.json; parse tags raw text with it), or the "
                       "treebank's gold tags (an upper bound only). The targets stay trees over the words.")
-    flags.DEFINE_enum("tree_targets", "words", ["words", "placeholders"], "ptb: what stands for a word in the target trees: the word "
+    flags.DEFINE_enum("tree_targets", "words", list(linearized_trees.TREE_TARGETS), "ptb: what stands for a word in the target trees: the word "
                         "itself (words), or the placeholder XX (placeholders, Vinyals et al. 2015; one piece of the "
                         "tokenizer, one token a word, the input's words put back in the output trees).")
     flags.DEFINE_integer("shuffle_buffer", 200_000, "Training pairs shuffled at a time, per corpus (held in "

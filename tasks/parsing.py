@@ -141,12 +141,12 @@ def model_data(model_dir: Optional[str], export_dir: Optional[str]):
     return versions.read_settings(saved), os.path.join(saved, versions.ASSETS_EXTRA)
 
 
-def model_source_tags(model_dir: Optional[str], export_dir: Optional[str]):
-    """(source tags, tagger) of a parsing model (`pipelines.pos_tags`): "none", "predicted" with
-    the tagger the run saved (an export holds a copy in assets.extra), or "gold" (tagger None)."""
+def model_source_tags(settings: dict, folder: str):
+    """(source tags, tagger) of a parsing model (`pipelines.pos_tags`) from `model_data`'s settings
+    and folder: "none", "predicted" with the tagger the run saved (an export holds a copy in
+    assets.extra), or "gold" (tagger None)."""
     from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
 
-    settings, folder = model_data(model_dir, export_dir)
     tags = settings.get("source_tags", "none")
     return tags, pos_tags.load(os.path.join(folder, pos_tags.TAGGER_FILE)) if tags == "predicted" else None
 
@@ -311,12 +311,13 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
     else:
         from export import client  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
-        source_tags, tagger = model_source_tags(model_dir, export_dir)
+        settings, folder = model_data(model_dir, export_dir)
+        source_tags, tagger = model_source_tags(settings, folder)
         inputs = source_sentences(sentences, source_tags, tagger, gold)  # refused before the model loads
         translate_fn, parser = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint)
         if source_tags != "none":
             parser += f", source tags {source_tags}"
-        if model_data(model_dir, export_dir)[0].get("tree_targets", "words") != "words":
+        if settings.get("tree_targets", "words") != "words":
             parser += ", placeholder targets"  # trees with "XX" for each word, given the input's words back
         print(f"parsing {len(sentences)} sentences of {source} with {parser}", file=sys.stderr)
         parses = parse_sentences(translate_fn, sentences, batch_size, progress, inputs)
