@@ -16,8 +16,7 @@ from keras_transformer import cli
 from keras_transformer.config import TransformerConfig
 from keras_transformer.run_dir import layout
 from pipelines.data_config import DataConfig
-from tasks.vocabulary import check_tokenizer_flags, sized_model
-
+from tasks.vocabulary import check_placeholder, check_tokenizer_flags, sized_model
 
 
 # What may differ between a run and the model it starts from: training settings, not shapes.
@@ -83,6 +82,8 @@ class InitSource:
         diff = [f"{k}={have[k]!r} (there) vs {wanted[k]!r} (flags)" for k in wanted if have[k] != wanted[k]]
         if diff:
             raise ValueError(f"--init_from={self.run_dir}: its vocabulary differs: {'; '.join(diff)}")
+        if data.tree_targets == "placeholders":  # a run from before the flag recorded no tree_targets
+            check_placeholder(target)
         ours = os.path.join(model_dir, layout.TOKENIZER_DIR)
         if tokenizers.is_saved(ours) and tokenizers.fingerprint(*tokenizers.load_pair(ours)) != \
                 tokenizers.fingerprint(source, target):

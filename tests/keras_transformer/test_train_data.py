@@ -123,9 +123,11 @@ def test_init_from_names_a_run_or_a_checkpoint(tmp_path):
         InitSource.resolve(str(run_dir / "checkpoints" / "ckpt-3"), str(tmp_path / "new"))
 
 
-def test_best_checkpoints_through_the_command_and_a_run_started_from_them(tmp_path, flagfile):
+def test_best_checkpoints_through_the_command_and_a_run_started_from_them(tmp_path, flagfile, ptb):
     """--keep_best_checkpoints by dev loss: the list and its average at the end; a run started
-    from that run (--init_from) starts from the averaged best weights and keeps a list of its own."""
+    from that run (--init_from) starts from the averaged best weights and keeps a list of its own.
+    A placeholder parsing run cannot start from it (its tokenizer splits "XX"), refused before the
+    tokenizer is copied even where the run recorded no --tree_targets (one from before the flag)."""
     old, new = tmp_path / "old", tmp_path / "new"
     common = ["--eval_every_steps=4", "--eval_max_sentences=-1", "--keep_best_checkpoints=2",
               "--best_checkpoint_metric=loss"]
@@ -147,6 +149,15 @@ def test_best_checkpoints_through_the_command_and_a_run_started_from_them(tmp_pa
         str(old / "averaged" / "ckpt-12")
     assert {e["step"] for e in json.loads((new / "best" / "best.json").read_text())["checkpoints"]} <= {4, 8}
     assert _snapshot(old) == before
+
+    config = old / "model_config.json"
+    recorded = json.loads(config.read_text())
+    del recorded["data"]["tree_targets"]
+    config.write_text(json.dumps(recorded))
+    refused = run_command(*train_args(tmp_path / "parser", f"--init_from={old}", "--dataset=ptb", f"--data_dir={ptb}",
+                                      "--tree_targets=placeholders", flagfile=flagfile))
+    assert_one_error_line(refused, "--tree_targets=placeholders: the run's tokenizer writes the placeholder 'XX' as")
+    assert not (tmp_path / "parser" / "tokenizer").exists()
 
 
 def test_ranking_by_bleu_without_dev_bleu_is_refused_before_any_work(tmp_path, flagfile):
