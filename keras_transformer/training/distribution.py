@@ -114,24 +114,32 @@ def _cpu_flags() -> frozenset:
 @functools.cache
 def _bfloat16_speedup() -> float:
     """How many times faster this CPU multiplies bfloat16 matrices than float32 ones (> 1: bfloat16
-    is faster), timed once per process (about 0.15 s where float32 runs at 300 GFLOP/s).
+    is faster), timed once per process (12 products of 2.1 GFLOP: about 0.1 s where float32 runs
+at 300 GFLOP/s and bfloat16 at half that).
 
     A (1024 x 1024) @ (1024 x 1024) `tf.linalg.matmul` on the CPU in each dtype: one warm-up call
     each, then `_PROBE_REPEATS` calls each, the two dtypes interleaved so that a neighbour's load
-    slows both alike; the best (shortest) time of each is compared. oneDNN's bfloat16 kernels
-    accumulate in float32, so this is the product mixed_bfloat16 training runs.
+    slows both alike; the best (shortest) time of each is compared, once by the wall clock and
+    once by this process's CPU time, and the smaller of the two ratios is returned. The wall clock
+    is what training waits for, but on a loaded machine the scheduler makes it noisy either way
+    (on a 2-core Intel Xeon beside a training run, five processes timed 0.19x-1.65x); CPU time
+    stays put under load (0.60x-0.72x there) but does not see how many cores a kernel keeps busy.
+    Taking the smaller, neither a lucky wall-clock timing nor a less parallel kernel picks bfloat16.
+    oneDNN's bfloat16 kernels accumulate in float32, so this is the product mixed_bfloat16 runs.
     """
     with tf.device("/CPU:0"):  # with --num_gpus=0 on a GPU machine, still the CPU's speed
         a = tf.random.stateless_uniform((_PROBE_SHAPE, _PROBE_SHAPE), seed=(1, 2))
         operands = {dtype: tf.cast(a, dtype) for dtype in (tf.float32, tf.bfloat16)}
-        best = {}
+        clocks = (time.perf_counter, time.process_time)  # wall clock, this process's CPU time
+        best = {(clock, dtype): math.inf for clock in clocks for dtype in operands}
         for repeat in range(_PROBE_REPEATS + 1):
             for dtype, x in operands.items():
-                start = time.perf_counter()
+                started = [clock() for clock in clocks]
                 tf.linalg.matmul(x, x).numpy()  # .numpy(): the product is done, not only dispatched
                 if repeat:  # repeat 0 warms up (kernel selection, buffers)
-                    best[dtype] = min(best.get(dtype, math.inf), time.perf_counter() - start)
-    return best[tf.float32] / best[tf.bfloat16]
+                    for clock, start in zip(clocks, started):
+                        best[clock, dtype] = min(best[clock, dtype], clock() - start)
+    return min(best[clock, tf.float32] / best[clock, tf.bfloat16] for clock in clocks)
 
 
 def _auto_precision(use_gpus: bool, gpu_capabilities, cpu_flags) -> tuple[str, str]:

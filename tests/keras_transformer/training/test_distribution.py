@@ -139,6 +139,36 @@ def test_auto_with_a_single_process_strategy_is_this_process_choice(monkeypatch)
     assert resolve("auto", gpu_capabilities=[(8, 0)], cpu_flags=AVX2, strategy=strategy)[0] == "mixed_bfloat16"
 
 
+def test_the_probe_compares_the_best_times_by_the_less_favourable_clock(monkeypatch):
+    """Scripted timings (ms) per call, warm-up first: float32 and bfloat16 alternate; the best of
+    each after the warm-up is compared, by wall clock (8 / 4: 2x) and by CPU time (16 / 24:
+    0.67x); the smaller ratio is returned."""
+    script = {"float32": {"wall": [1, 8, 12, 8.5, 30, 9], "cpu": [1, 16, 17, 16.5, 18, 16]},
+              "bfloat16": {"wall": [200, 5, 4, 6, 4.5, 50], "cpu": [300, 25, 24, 26, 27, 25]}}
+    now, order = {"wall": 0.0, "cpu": 0.0}, []
+
+    def fake_matmul(a, b):
+        dtype = a.dtype.name
+        for clock in now:
+            now[clock] += script[dtype][clock][sum(d == dtype for d in order)] / 1000
+        order.append(dtype)
+        return a
+    clocks = types.SimpleNamespace(perf_counter=lambda: now["wall"], process_time=lambda: now["cpu"])
+    monkeypatch.setattr(tf.linalg, "matmul", fake_matmul)
+    monkeypatch.setattr(distribution, "time", clocks)
+    distribution._bfloat16_speedup.cache_clear()  # pylint: disable=protected-access
+    try:
+        assert distribution._bfloat16_speedup() == pytest.approx(16 / 24)  # pylint: disable=protected-access
+        assert order == ["float32", "bfloat16"] * 6
+        for dtype in script:  # clocks swapped: now the wall clock's 0.67x is the smaller, and the answer
+            script[dtype]["wall"], script[dtype]["cpu"] = script[dtype]["cpu"], script[dtype]["wall"]
+        distribution._bfloat16_speedup.cache_clear()  # pylint: disable=protected-access
+        order.clear()
+        assert distribution._bfloat16_speedup() == pytest.approx(16 / 24)  # pylint: disable=protected-access
+    finally:
+        distribution._bfloat16_speedup.cache_clear()  # pylint: disable=protected-access  (not this ratio later)
+
+
 def test_the_probe_times_this_cpu_once_per_process(monkeypatch, capsys):
     """A real timing: a positive finite ratio, measured once (a second timing would differ), and
     "auto" on this machine follows it. Not asserted: which dtype wins (hosts differ)."""
