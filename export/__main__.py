@@ -20,12 +20,15 @@ decoding flags are recorded in its export.json, as CTranslate2 takes them per ca
 attention times V, feed-forward layers, the output projection x E^T) run in bfloat16, its
 weights stored as bfloat16 variables (rounded once, at export), while softmax, layer
 normalization, log-softmax, beam scores and the length penalty stay float32
-(keras_transformer/decoding/precision.py). It pays on CPUs that multiply in bfloat16 natively
-(AVX512_BF16 or AMX); on others it runs correctly but slower than float32. Its outputs are
-mostly, not all, the float32 export's (the logits are rounded to bfloat16). `--precision=auto`
-chooses bfloat16 where this machine's CPU has AVX512_BF16 or AMX, as training's
---precision=auto does, else float32: for a model served on hosts like this one. export.json
-records the precision; the signatures are the float32 export's.
+(keras_transformer/decoding/precision.py). It pays on CPUs whose bfloat16 matrix products are
+faster than float32's: some with AVX512_BF16 or AMX, not all (an Intel Xeon with AVX512_BF16
+and no AMX multiplied bfloat16 at about half float32's speed); on CPUs without those flags it
+runs correctly but slower than float32. Its outputs are mostly, not all, the float32 export's (the logits are
+rounded to bfloat16). `--precision=auto` chooses bfloat16 where this machine's CPU has
+AVX512_BF16 or AMX and a start-up timing finds its bfloat16 matrix products at least 1.15x as
+fast as float32's, as training's --precision=auto does, else float32 (it prints the timing):
+for a model served on hosts like this one. export.json records the precision; the signatures
+are the float32 export's.
 
 A parsing model (trained with --dataset=ptb) gets section 6.3's decoding (beam 21, alpha 0.3,
 output up to input length + 300) instead of section 6.1's; decoding flags change only themselves.
@@ -76,8 +79,9 @@ flags.DEFINE_string("quantization", None, "--format=ctranslate2: weights as int8
 flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16", "auto"],
                   "--format=saved_model: what the model computes in. bfloat16: matrix products in bfloat16 "
                   "(weights stored so), softmax, layer normalization and beam scores in float32; faster on "
-                  "CPUs with AVX512_BF16 or AMX, correct but slower than float32 on others. auto: bfloat16 "
-                  "if this machine's CPU has AVX512_BF16 or AMX, else float32.")
+                  "some CPUs with AVX512_BF16 or AMX, correct but slower than float32 on others. auto: bfloat16 "
+                  "if this machine's CPU has AVX512_BF16 or AMX and a start-up timing finds its bfloat16 "
+                  "matrix products >= 1.15x as fast as float32's, else float32.")
 flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 
@@ -119,7 +123,7 @@ def main(argv):
         return
     from keras_transformer.decoding import precision as precision_lib  # pylint: disable=g-import-not-at-top
 
-    precision = precision_lib.resolve(FLAGS.precision)
+    precision = precision_lib.resolve(FLAGS.precision, log=print)
     path, checkpoint, translator = serving_module.export_model_dir(
         FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.check_ops,
         precision=precision, ensemble_model_dirs=ensemble_model_dirs)

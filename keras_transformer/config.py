@@ -328,7 +328,8 @@ class TrainingConfig:
         accumulation_steps: micro-batches per update (1: none).
         precision: "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic loss scaling);
             or "auto", which `distribution.resolve_precision` turns into one of them for the
-            devices used before the model is built.
+            devices used before the model is built (on a CPU with AVX512_BF16 or AMX, by timing
+            its bfloat16 and float32 matrix products).
         xla: compile the forward and backward pass with XLA.
         checkpoint_every_steps: save every this many updates (0: never by count).
         checkpoint_every_minutes: also save when this much time passed since the last save

@@ -46,7 +46,8 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
             tokenized pairs are kept between epochs (the log says what "auto" chose).
         model: the architecture; its vocabulary sizes are replaced by the tokenizer's.
         training: a `keras_transformer.config.TrainingConfig`; precision "auto" is resolved
-            for the devices used.
+            for the devices used, the same on every worker (`distribution.resolve_precision`,
+            which on a CPU with native bfloat16 times its matrix products; the log says why).
         decoding: the dev translations' search (section 6.1).
         bleu_sentences: dev sentences translated for BLEU (None: all; 0: none).
         num_gpus, cpu_replicas: the devices (`keras_transformer.training.distribution.create_strategy`).
@@ -80,8 +81,8 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
     strategy = distribution.create_strategy(num_gpus, cpu_replicas)
     replicas = strategy.num_replicas_in_sync
     auto = training.precision == "auto"
-    training = dataclasses.replace(
-        training, precision=distribution.resolve_precision(training.precision, use_gpus=num_gpus != 0))
+    training = dataclasses.replace(training, precision=distribution.resolve_precision(
+        training.precision, use_gpus=num_gpus != 0, strategy=strategy, log=log))
     check_batch_tokens(data.batch_tokens, data.max_length, replicas, training.accumulation_steps)
     layout.check_layout(model_dir)  # no file where a folder belongs (checkpoints/, eval/, .lock, ...)
     data = data.for_run(model_dir)  # predicted source tags: the tagger saved in the run (trained once)

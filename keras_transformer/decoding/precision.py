@@ -1,7 +1,7 @@
 """The precision a model decodes in: float32, or bfloat16 matrix products (`python -m export --precision`).
 
     model = decoding_model(model, "bfloat16")   # a copy whose matrices are bfloat16; "float32": model itself
-    resolve("auto")                              # "bfloat16" where this CPU multiplies in bfloat16 natively
+    resolve("auto")                              # "bfloat16" where this CPU multiplies in bfloat16 faster
 
 A bfloat16 decoding model is the same Transformer built under Keras' "bfloat16" dtype policy
 and given the float32 model's weights rounded to bfloat16 once, here:
@@ -28,11 +28,17 @@ than float32: with AVX-512 on oneDNN's emulated bfloat16, else (AVX2 only) on Te
 (Eigen) bfloat16 kernels, which `TF_ENABLE_ONEDNN_OPTS=0` selects on any CPU. (Capping oneDNN
 with `ONEDNN_MAX_CPU_ISA=AVX2` on an AVX-512 CPU does not imitate that host: TensorFlow still
 hands the bfloat16 products to oneDNN, which then has no kernel for them and aborts.)
-`resolve("auto")` picks float32 on such CPUs, as training's `--precision=auto` does.
+`resolve("auto")` picks float32 on such CPUs, as training's `--precision=auto` does, and on
+CPUs with the flags it picks bfloat16 only where a start-up timing finds bfloat16 products
+faster (`training.distribution.resolve_precision`): an Intel Xeon with AVX512_BF16 and no AMX
+multiplied bfloat16 at about half float32's speed.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
+from absl import logging
 import keras
 import tensorflow as tf
 
@@ -43,16 +49,18 @@ from keras_transformer.training import distribution
 PRECISIONS = ("float32", "bfloat16")
 
 
-def resolve(precision: str, cpu_flags=None) -> str:
+def resolve(precision: str, cpu_flags=None, log: Callable[[str], None] = logging.info) -> str:
     """`precision` ("float32" or "bfloat16"), or for "auto" the one this machine's CPU runs
-    fastest: bfloat16 with AVX512_BF16 or AMX, else float32, by training's rule
-    (`training.distribution.resolve_precision` for the CPU; `cpu_flags` for tests).
+    fastest, by training's rule for a CPU (`training.distribution.resolve_precision`): bfloat16
+    where the CPU has AVX512_BF16 or AMX and its bfloat16 matrix products are timed at least
+    1.15x as fast as float32's (once per process), else float32. `cpu_flags` for tests; `log`
+    gets the line saying what "auto" chose and why.
 
     Raises:
         ValueError: any other `precision`.
     """
     if precision == "auto":
-        training = distribution.resolve_precision("auto", use_gpus=False, cpu_flags=cpu_flags)
+        training = distribution.resolve_precision("auto", use_gpus=False, cpu_flags=cpu_flags, log=log)
         return "bfloat16" if training == "mixed_bfloat16" else "float32"
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be \"auto\" or one of {PRECISIONS}, got {precision!r}")

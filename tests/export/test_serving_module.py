@@ -267,11 +267,12 @@ def test_cli_errors_are_one_line(tmp_path):
 
 # Precision -----------------------------------------------------------------------------------
 
-AVX2_ONLY_EXPORT = textwrap.dedent(
+SLOW_BFLOAT16_EXPORT = textwrap.dedent(
     """
     import runpy, sys
     from keras_transformer.training import distribution
-    distribution._cpu_flags = lambda: frozenset({"avx", "avx2", "fma"})  # the detection sees an AVX2-only CPU
+    distribution._cpu_flags = lambda: frozenset({"avx2", "avx512f", "avx512_bf16"})  # host C's CPU flags
+    distribution._bfloat16_speedup = lambda: 0.55  # and its timing: bfloat16 products at 0.55x float32's speed
     sys.argv = ["export", *sys.argv[1:]]
     runpy.run_module("export", run_name="__main__", alter_sys=True)
     """
@@ -286,12 +287,14 @@ def share_identical(reference, other):
     return np.mean(same), differences.max(initial=0.0)
 
 
-def test_cli_auto_precision_follows_the_cpu_flag(model_dir, tmp_path):
-    """This host multiplies in bfloat16; with the detection shown an AVX2-only CPU, `auto` exports float32."""
+def test_cli_auto_precision_follows_the_timing_not_the_cpu_flag(model_dir, tmp_path):
+    """A CPU with AVX512_BF16 whose bfloat16 products are timed slower than float32's: `auto`
+    exports float32 and prints why (the flag alone chose bfloat16 before)."""
     out = tmp_path / "out"
-    result = run_command("-c", AVX2_ONLY_EXPORT, f"--model_dir={model_dir[0]}", f"--export_dir={out}",
+    result = run_command("-c", SLOW_BFLOAT16_EXPORT, f"--model_dir={model_dir[0]}", f"--export_dir={out}",
                          "--precision=auto", "--beam_size=2", "--max_extra_length=4", "--nocheck_ops")
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "precision auto: float32 (bfloat16 matrix products 0.55x float32's speed on this CPU" in result.stdout
     assert f"to {out / '1'} (float32, auto)" in result.stdout
     settings = versions.read_settings(str(out / "1"))
     assert settings["precision"] == "float32"

@@ -38,10 +38,10 @@ def test_batch_tokens_per_replica_smaller_than_one_sentence(tmp_path, flagfile):
 
 def test_tiny_run_learns_resumes_and_refuses_another_model(tmp_path, flagfile):
     model_dir = tmp_path / "run"
-    # float32 on every host: with --precision=auto (mixed bfloat16 where the CPU has AVX512_BF16) this
-    # tiny model at the tiny recipe's peak rate (6.5e-2) stalls near the unigram loss on an Intel host
-    # (4.90 -> 4.78 in 60 updates, float32 4.91 -> 4.00; docs/BENCHMARKS.md), so the margin below would
-    # test the host's bfloat16 kernels, not that a run learns.
+    # float32 on every host: with --precision=auto (mixed bfloat16 where the CPU has AVX512_BF16 and times
+    # bfloat16 products faster) this tiny model at the tiny recipe's peak rate (6.5e-2) in mixed bfloat16
+    # stalled near the unigram loss on an Intel host (4.90 -> 4.78 in 60 updates, float32 4.91 -> 4.00;
+    # docs/BENCHMARKS.md), so the margin below would test the host's bfloat16 kernels, not that a run learns.
     first = run_command(*train_args(model_dir, "--train_steps=60", "--eval_every_steps=20", "--precision=float32",
                                     flagfile=flagfile))
     assert first.returncode == 0, first.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""The precision a model decodes in: "auto" follows the CPU flag; a bfloat16 copy stores its matrices in
+"""The precision a model decodes in: "auto" follows the CPU flag and a timing; a bfloat16 copy stores its matrices in
 bfloat16 once (a decoding step casts no weight), keeps layer normalization and softmax in float32."""
 
 import keras
@@ -25,16 +25,25 @@ def make_model(policy="float32"):
     return model
 
 
-@pytest.mark.parametrize("flags, expected", [
-    ({"avx2", "fma"}, "float32"),  # bfloat16 emulated: slower than float32
-    ({"avx512f", "avx512_bf16"}, "bfloat16"),
-    ({"amx_bf16"}, "bfloat16"),
-    (set(), "float32"),  # flags unknown (not Linux)
+@pytest.mark.parametrize("flags, speedup, expected", [
+    ({"avx2", "fma"}, None, "float32"),  # bfloat16 emulated: slower than float32, nothing timed
+    (set(), None, "float32"),  # flags unknown (not Linux)
+    ({"avx512f", "avx512_bf16"}, 1.9, "bfloat16"),  # bfloat16 products timed faster (host A)
+    ({"avx512f", "avx512_bf16"}, 0.55, "float32"),  # the flag, but bfloat16 timed slower (host C)
+    ({"amx_bf16"}, 1.0, "float32"),  # a tie: float32
+    ({"amx_bf16"}, 3.0, "bfloat16"),
 ])
-def test_auto_follows_the_cpu_flag_as_training_does(monkeypatch, flags, expected):
+def test_auto_follows_the_cpu_flag_and_the_timing_as_training_does(monkeypatch, flags, speedup, expected):
+    calls = []
+    monkeypatch.setattr(distribution, "_bfloat16_speedup", lambda: calls.append(1) or speedup)
     monkeypatch.setattr(distribution, "_cpu_flags", lambda: frozenset(flags))
-    assert precision.resolve("auto") == expected
+    training = {"float32": "float32", "bfloat16": "mixed_bfloat16"}[expected]
+    lines = []
+    assert precision.resolve("auto", log=lines.append) == expected
+    assert lines[0].startswith(f"precision auto: {training} (")  # training's line
     assert precision.resolve("auto", cpu_flags=flags) == expected
+    assert distribution.resolve_precision("auto", use_gpus=False) == training
+    assert len(calls) == (0 if speedup is None else 3)  # timed only with AVX512_BF16 or AMX
     assert precision.resolve("float32") == "float32" and precision.resolve("bfloat16") == "bfloat16"
 
 
