@@ -32,7 +32,7 @@ def decoder_inputs(target_ids):
     return tf.concat([bos, target_ids[:, :-1]], axis=1)  # (B, T)
 
 
-def label_smoothed_cross_entropy(labels, logits, epsilon=0.1, pad_id=0):
+def label_smoothed_cross_entropy(labels, logits, epsilon=0.1, pad_id=0, compiled=False):
     """Summed label-smoothed cross-entropy and the number of tokens it covers.
 
     Args:
@@ -40,6 +40,9 @@ def label_smoothed_cross_entropy(labels, logits, epsilon=0.1, pad_id=0):
         logits: float `(B, T, V)`; computed in float32 whatever their dtype.
         epsilon: float, epsilon_ls.
         pad_id: int, the padding id.
+        compiled: compute the loss and its gradient with XLA (`_compiled_losses`): the same
+            values, fewer passes over the logits; for training, not for graphs that are
+            exported (TF Serving runs no XLA cluster).
 
     Returns:
         `(loss_sum, num_tokens)`: float32 scalars. Divide the first by the
@@ -47,7 +50,10 @@ def label_smoothed_cross_entropy(labels, logits, epsilon=0.1, pad_id=0):
         per-token loss of a global batch.
     """
     labels = tf.cast(labels, tf.int32)
-    loss = token_losses(labels, logits, epsilon)  # (B, T)
+    if compiled:
+        loss = _compiled_losses(tf.cast(logits, tf.float32), labels, float(epsilon))  # (B, T)
+    else:
+        loss = token_losses(labels, logits, epsilon)  # (B, T)
     weights = tf.cast(tf.not_equal(labels, pad_id), tf.float32)  # (B, T)
     return tf.reduce_sum(loss * weights), tf.reduce_sum(weights)
 
@@ -87,6 +93,44 @@ def _token_losses(logits, labels, epsilon):
         return loss, gradient
 
     return losses(logits)
+
+
+def _compiled_losses(logits, labels, epsilon):
+    """`_token_losses` with its forward pass and its gradient each one XLA computation.
+
+    Without XLA every step of the formula is a TensorFlow kernel that reads, and most write,
+    the whole (B, T, V) logits: about eleven passes over the largest tensor of a training step
+    (the log-sum-exp's max, subtraction, exponential and sum, the mean, then the gradient's
+    exponential, one-hot, additions and products). XLA fuses them into a few loops. Each
+    (B, T) shape is compiled once, on first use (length-bucketed batches have a few hundred).
+    """
+
+    @tf.custom_gradient
+    def losses(logits):
+        loss, log_normalizer = _xla_forward(logits, labels, epsilon)
+
+        def gradient(upstream):
+            return _xla_gradient(logits, labels, log_normalizer, upstream, epsilon)
+
+        return loss, gradient
+
+    return losses(logits)
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _xla_forward(logits, labels, epsilon):
+    log_normalizer = tf.reduce_logsumexp(logits, axis=-1)  # (B, T): log sum_k exp(logit_k)
+    nll = log_normalizer - tf.gather(logits, labels, batch_dims=2)  # -log p(y)
+    uniform = log_normalizer - tf.reduce_mean(logits, axis=-1)  # -1/V sum_k log p(k)
+    return (1.0 - epsilon) * nll + epsilon * uniform, log_normalizer
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _xla_gradient(logits, labels, log_normalizer, upstream, epsilon):
+    vocab = tf.shape(logits)[-1]
+    probabilities = tf.exp(logits - log_normalizer[..., tf.newaxis])  # (B, T, V)
+    smoothed = tf.one_hot(labels, vocab, on_value=1.0 - epsilon, off_value=0.0) + epsilon / tf.cast(vocab, tf.float32)
+    return (probabilities - smoothed) * upstream[..., tf.newaxis]
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")

@@ -195,7 +195,7 @@ class Trainer:
         with tf.GradientTape() as tape:
             logits = self.model((source_ids, decoder_inputs(target_ids)), training=True)
             loss_sum, tokens = label_smoothed_cross_entropy(
-                target_ids, logits, self.model_config.label_smoothing, self.model_config.pad_id)
+                target_ids, logits, self.model_config.label_smoothing, self.model_config.pad_id, compiled=True)
             loss = loss_sum / self.normalizer
             if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
                 loss = self.optimizer.scale_loss(loss)

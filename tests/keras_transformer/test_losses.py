@@ -1,4 +1,5 @@
-"""Label-smoothed cross-entropy (section 5.4) against a hand computation."""
+"""Label-smoothed cross-entropy (section 5.4) against a hand computation and autodiff of the formula,
+eagerly and as training computes it (`compiled=True`: XLA, in a graph whose batch shapes change)."""
 
 import math
 
@@ -8,7 +9,8 @@ import pytest
 from keras_transformer import LabelSmoothedCrossEntropy, label_smoothed_cross_entropy
 
 
-def test_hand_computed_value():
+@pytest.mark.parametrize("compiled", [False, True])
+def test_hand_computed_value(compiled):
     # One sentence, vocabulary of 3, two real tokens and one pad (id 0).
     logits = np.array([[[0.0, 1.0, 2.0], [1.0, 1.0, 1.0], [5.0, -5.0, 0.0]]], "float32")
     labels = np.array([[2, 1, 0]])
@@ -18,7 +20,7 @@ def test_hand_computed_value():
     token1 = (1 - eps) * (log_z - 2) + eps * (log_z - 1)
     # Token 2: uniform prediction, every -log p = log 3.
     token2 = math.log(3)
-    loss_sum, num_tokens = label_smoothed_cross_entropy(labels, logits, epsilon=eps, pad_id=0)
+    loss_sum, num_tokens = label_smoothed_cross_entropy(labels, logits, epsilon=eps, pad_id=0, compiled=compiled)
     assert float(num_tokens) == 2.0
     assert float(loss_sum) == pytest.approx(token1 + token2, rel=1e-6)
     assert float(LabelSmoothedCrossEntropy(eps)(labels, logits)) == pytest.approx((token1 + token2) / 2, rel=1e-6)
@@ -42,8 +44,9 @@ def test_bfloat16_logits_give_float32_loss():
     assert loss_sum.dtype == tf.float32 and np.isfinite(loss_sum.numpy())
 
 
+@pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("eps", [0.0, 0.1])
-def test_gradient_equals_autodiff_of_the_formula(eps):
+def test_gradient_equals_autodiff_of_the_formula(eps, compiled):
     """The one-pass gradient (softmax - q) against TensorFlow differentiating the plain formula."""
     import tensorflow as tf
 
@@ -59,9 +62,38 @@ def test_gradient_equals_autodiff_of_the_formula(eps):
 
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(logits)
-        ours, _ = label_smoothed_cross_entropy(labels, logits, epsilon=eps)
+        ours, _ = label_smoothed_cross_entropy(labels, logits, epsilon=eps, compiled=compiled)
         expected = reference(logits)
     np.testing.assert_allclose(ours, expected, rtol=1e-6)
     gradient = tape.gradient(ours, logits)
     np.testing.assert_allclose(gradient, tape.gradient(expected, logits), atol=1e-6)
     np.testing.assert_array_equal(gradient[0, 2:], 0.0)  # padding gets no gradient
+
+
+def test_compiled_equals_uncompiled_in_a_graph_whose_shapes_change():
+    """Training's path: a tf.function with unknown batch shapes (the trainer's reduce_retracing),
+    called with length-bucketed batches of different shapes: XLA's loss and gradient equal
+    TensorFlow's kernels' at every shape; bfloat16 logits (mixed precision) give the loss of
+    their float32 values."""
+    import tensorflow as tf
+
+    def loss_and_gradient(compiled, dtype=tf.float32):
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None, None])])
+        def run(labels, logits):
+            with tf.GradientTape() as tape:
+                tape.watch(logits)
+                loss, tokens = label_smoothed_cross_entropy(labels, tf.cast(logits, dtype), 0.1, compiled=compiled)
+            return loss, tokens, tape.gradient(loss, logits)
+        return run
+
+    eager, compiled, compiled_bf16 = loss_and_gradient(False), loss_and_gradient(True), loss_and_gradient(True, tf.bfloat16)
+    rng = np.random.default_rng(2)
+    for batch, length, vocab in ((3, 5, 11), (2, 9, 11), (4, 1, 13)):
+        logits = tf.constant(rng.normal(scale=2.0, size=(batch, length, vocab)).astype("float32"))
+        labels = tf.constant(rng.integers(0, vocab, size=(batch, length)).astype("int32"))
+        expected, got = eager(labels, logits), compiled(labels, logits)
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-6)
+        assert float(got[1]) == float(expected[1])
+        np.testing.assert_allclose(got[2], expected[2], atol=1e-6)
+        rounded = eager(labels, tf.cast(tf.cast(logits, tf.bfloat16), tf.float32))
+        np.testing.assert_allclose(compiled_bf16(labels, logits)[0], rounded[0], rtol=1e-6)
