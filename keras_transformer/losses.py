@@ -40,7 +40,7 @@ def label_smoothed_cross_entropy(labels, logits, epsilon=0.1, pad_id=0, compiled
         logits: float `(B, T, V)`; computed in float32 whatever their dtype.
         epsilon: float, epsilon_ls.
         pad_id: int, the padding id.
-        compiled: compute the loss and its gradient with XLA (`_compiled_losses`): the same
+        compiled: compute the loss and its gradient with XLA (`_token_losses`): the same
             values, fewer passes over the logits; for training, not for graphs that are
             exported (TF Serving runs no XLA cluster).
 
@@ -50,87 +50,69 @@ def label_smoothed_cross_entropy(labels, logits, epsilon=0.1, pad_id=0, compiled
         per-token loss of a global batch.
     """
     labels = tf.cast(labels, tf.int32)
-    if compiled:
-        loss = _compiled_losses(tf.cast(logits, tf.float32), labels, float(epsilon))  # (B, T)
-    else:
-        loss = token_losses(labels, logits, epsilon)  # (B, T)
+    loss = token_losses(labels, logits, epsilon, compiled)  # (B, T)
     weights = tf.cast(tf.not_equal(labels, pad_id), tf.float32)  # (B, T)
     return tf.reduce_sum(loss * weights), tf.reduce_sum(weights)
 
 
-def token_losses(labels, logits, epsilon=0.0):
+def token_losses(labels, logits, epsilon=0.0, compiled=False):
     """The loss of every position, float32 `(B, T)`, padding included: -log p(y_t) with
-    `epsilon` 0 (what `keras_transformer.decoding.sequence_scores` sums per sentence), the smoothed loss otherwise."""
-    return _token_losses(tf.cast(logits, tf.float32), tf.cast(labels, tf.int32), float(epsilon))
+    `epsilon` 0 (what `keras_transformer.decoding.sequence_scores` sums per sentence), the smoothed loss otherwise.
+    `compiled`: by XLA, for training (`label_smoothed_cross_entropy`)."""
+    return _token_losses(tf.cast(logits, tf.float32), tf.cast(labels, tf.int32), float(epsilon), compiled)
 
 
-def _token_losses(logits, labels, epsilon):
+def _token_losses(logits, labels, epsilon, compiled=False):
     """The per-token loss `(B, T)`, with its gradient in one pass over the logits.
 
     The derivative of the loss with respect to the logits is softmax(logits) - q:
     one (B, T, V) tensor, where automatic differentiation would add the gradients of
     the log-sum-exp, the gather and the mean as three. The vocabulary projection's
     output is the largest tensor of a training step, so this matters for speed.
+
+    With `compiled`, the forward pass and the gradient are each one XLA computation: without
+    XLA every step of the formula is a TensorFlow kernel that reads, and most write, the whole
+    logits (about eleven passes: the log-sum-exp's max, subtraction, exponential and sum, the
+    mean, then the gradient's exponential, one-hot, additions and products), which XLA fuses into
+    a few loops. Each (B, T) shape is compiled once, on first use (length-bucketed batches have a
+    few hundred).
     """
+    forward, backward = (_xla_forward, _xla_gradient) if compiled else (_forward, _gradient)
 
     @tf.custom_gradient
     def losses(logits):
-        log_normalizer = tf.reduce_logsumexp(logits, axis=-1)  # (B, T): log sum_k exp(logit_k)
-        nll = log_normalizer - tf.gather(logits, labels, batch_dims=2)  # -log p(y)
-        loss = nll
-        if epsilon:
-            uniform = log_normalizer - tf.reduce_mean(logits, axis=-1)  # -1/V sum_k log p(k)
-            loss = (1.0 - epsilon) * nll + epsilon * uniform
+        loss, log_normalizer = forward(logits, labels, epsilon)
 
         def gradient(upstream):  # upstream: (B, T)
-            vocab = tf.shape(logits)[-1]
-            probabilities = tf.exp(logits - log_normalizer[..., tf.newaxis])  # (B, T, V)
-            smoothed = tf.one_hot(labels, vocab, on_value=1.0 - epsilon, off_value=0.0)  # (B, T, V)
-            if epsilon:
-                smoothed += epsilon / tf.cast(vocab, tf.float32)
-            return (probabilities - smoothed) * upstream[..., tf.newaxis]
+            return backward(logits, labels, log_normalizer, upstream, epsilon)
 
         return loss, gradient
 
     return losses(logits)
 
 
-def _compiled_losses(logits, labels, epsilon):
-    """`_token_losses` with its forward pass and its gradient each one XLA computation.
-
-    Without XLA every step of the formula is a TensorFlow kernel that reads, and most write,
-    the whole (B, T, V) logits: about eleven passes over the largest tensor of a training step
-    (the log-sum-exp's max, subtraction, exponential and sum, the mean, then the gradient's
-    exponential, one-hot, additions and products). XLA fuses them into a few loops. Each
-    (B, T) shape is compiled once, on first use (length-bucketed batches have a few hundred).
-    """
-
-    @tf.custom_gradient
-    def losses(logits):
-        loss, log_normalizer = _xla_forward(logits, labels, epsilon)
-
-        def gradient(upstream):
-            return _xla_gradient(logits, labels, log_normalizer, upstream, epsilon)
-
-        return loss, gradient
-
-    return losses(logits)
-
-
-@tf.function(jit_compile=True, reduce_retracing=True)
-def _xla_forward(logits, labels, epsilon):
-    log_normalizer = tf.reduce_logsumexp(logits, axis=-1)  # (B, T): log sum_k exp(logit_k)
+def _forward(logits, labels, epsilon):
+    """The per-token loss and log sum_k exp(logit_k), both (B, T)."""
+    log_normalizer = tf.reduce_logsumexp(logits, axis=-1)
     nll = log_normalizer - tf.gather(logits, labels, batch_dims=2)  # -log p(y)
+    if not epsilon:
+        return nll, log_normalizer
     uniform = log_normalizer - tf.reduce_mean(logits, axis=-1)  # -1/V sum_k log p(k)
     return (1.0 - epsilon) * nll + epsilon * uniform, log_normalizer
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
-def _xla_gradient(logits, labels, log_normalizer, upstream, epsilon):
+def _gradient(logits, labels, log_normalizer, upstream, epsilon):
+    """(softmax(logits) - q) * upstream, (B, T, V)."""
     vocab = tf.shape(logits)[-1]
     probabilities = tf.exp(logits - log_normalizer[..., tf.newaxis])  # (B, T, V)
-    smoothed = tf.one_hot(labels, vocab, on_value=1.0 - epsilon, off_value=0.0) + epsilon / tf.cast(vocab, tf.float32)
+    smoothed = tf.one_hot(labels, vocab, on_value=1.0 - epsilon, off_value=0.0)  # (B, T, V)
+    if epsilon:
+        smoothed += epsilon / tf.cast(vocab, tf.float32)
     return (probabilities - smoothed) * upstream[..., tf.newaxis]
+
+
+_xla_forward = tf.function(_forward, jit_compile=True, reduce_retracing=True)
+_xla_gradient = tf.function(_gradient, jit_compile=True, reduce_retracing=True)
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
