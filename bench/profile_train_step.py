@@ -8,7 +8,8 @@ The step profiled is the project's own: the trainer is built by
 `keras_transformer.training.trainer.build_trainer` (model, Adam on equation (3), step counter,
 checkpoints in a temporary folder that is never written to) as `tasks.training.train` builds
 it, and each step is `Trainer.train_step(iterator)`, the compiled `update` function the training
-loop calls once per update (forward, label-smoothed loss, backward, Adam), on the default
+loop calls once per update (forward, label-smoothed loss by XLA as a run computes it after its
+first `trainer.COMPILE_LOSS_AFTER` updates, backward, Adam), on the default
 strategy, as on a CPU host. The batches are real Multi30k en-de training batches from the
 project's input pipeline (`pipelines.batching.make_input_fn` over the raw train.en.gz /
 train.de.gz of --data_dir, the files the recipe's tensorflow-datasets builder reads; shuffled,
@@ -144,8 +145,9 @@ def build(model_dir: str):
                               precision=FLAGS.precision, seed=FLAGS.seed, checkpoint_every_steps=0,
                               eval_every_steps=0)
     strategy = distribution.create_strategy(num_gpus=0)
+    # The step of a long run: the loss by XLA from the first update (the recipe's from its 201st).
     trainer = trainer_lib.build_trainer(model, training, model_dir, strategy, batch_tokens=data.batch_tokens,
-                                        log=lambda line: None)
+                                        log=lambda line: None, compile_loss_after=0)
     cache, _ = data.cache_mode()
     input_fn = batching.make_input_fn(data.training_pairs, source_tok, data.batch_tokens, target_tokenizer=target_tok,
                                       max_length=data.max_length, shuffle=True, seed=data.seed * 1_000_003,

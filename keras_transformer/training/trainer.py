@@ -64,6 +64,14 @@ __all__ = ["LoopState", "Trainer", "TrainingConfig", "TrainingDiverged", "build_
            "build_trainer", "read_eval_history"]
 
 
+# The training loss and its gradient by XLA (`losses.token_losses(compiled=True)`) make an update of
+# the Multi30k recipe about a tenth faster, but each batch shape is compiled on first use, and the
+# compilations cost a process seconds of CPU: a short run (a test, a smoke run, a fine-tune of a few
+# hundred updates) would lose more than it gains. A process trains with TensorFlow's kernels first
+# and with the compiled loss from its update number COMPILE_LOSS_AFTER + 1 on (docs/BENCHMARKS.md).
+COMPILE_LOSS_AFTER = 200
+
+
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; nothing was saved after the last good checkpoint."""
 
@@ -154,11 +162,14 @@ class Trainer:
         batch_tokens: the global token budget of one update (all replicas and micro-batches);
             only used to keep the un-normalised loss near 1 for loss scaling.
         log: where console lines go (default: print).
+        compile_loss_after: this process's updates made with TensorFlow's loss kernels before
+            the loss is compiled by XLA (`COMPILE_LOSS_AFTER`; 0: from the first update). The two
+            give the same losses and gradients to float rounding.
     """
 
     def __init__(self, model: Transformer, optimizer, checkpoints: Checkpoints, config: TrainingConfig,
                  model_dir: str, strategy: Optional[tf.distribute.Strategy] = None, batch_tokens: int = 25000,
-                 log: Optional[Callable[[str], None]] = None):
+                 log: Optional[Callable[[str], None]] = None, compile_loss_after: int = COMPILE_LOSS_AFTER):
         self.model = model
         self.model_config = model.config
         self.optimizer = optimizer
@@ -184,18 +195,21 @@ class Trainer:
         self.best = (BestCheckpoints(os.path.join(model_dir, layout.BEST_DIR), config.keep_best_checkpoints,
                                      config.best_checkpoint_metric, write=self.chief, log=self.log)
                      if config.keep_best_checkpoints else None)
-        self._compute = tf.function(self._gradients, jit_compile=True) if config.xla else self._gradients
-        self._step_fns = self._make_step_fns()
+        self.compile_loss_after = compile_loss_after
+        self._updates = 0  # made by this process
+        self._step_fns = self._make_step_fns(compiled_loss=False)
+        self._compiled_step_fns = self._make_step_fns(compiled_loss=True)
 
     # Steps -------------------------------------------------------------------------------
 
-    def _gradients(self, source_ids, target_ids):
+    def _gradients(self, source_ids, target_ids, compiled_loss):
         """One replica's micro-batch: gradients of loss_sum / normalizer, loss_sum, tokens."""
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
             logits = self.model((source_ids, decoder_inputs(target_ids)), training=True)
             loss_sum, tokens = label_smoothed_cross_entropy(
-                target_ids, logits, self.model_config.label_smoothing, self.model_config.pad_id, compiled=True)
+                target_ids, logits, self.model_config.label_smoothing, self.model_config.pad_id,
+                compiled=compiled_loss)
             loss = loss_sum / self.normalizer
             if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
                 loss = self.optimizer.scale_loss(loss)
@@ -203,15 +217,15 @@ class Trainer:
         grads = [tf.convert_to_tensor(g) for g in grads]  # IndexedSlices of the embedding -> dense
         return grads, loss_sum, tokens
 
-    def _replica_accumulate(self, source_ids, target_ids):
-        grads, loss_sum, tokens = self._compute(source_ids, target_ids)
+    def _replica_accumulate(self, compute, source_ids, target_ids):
+        grads, loss_sum, tokens = compute(source_ids, target_ids)
         for accumulator, grad in zip(self.accumulators, grads):
             accumulator.assign_add(grad)
         self.accumulated.assign_add(tf.stack([loss_sum, tokens]))
 
-    def _replica_update(self, source_ids, target_ids):
+    def _replica_update(self, compute, source_ids, target_ids):
         """The last micro-batch: add the accumulated ones, normalise by global tokens, apply."""
-        grads, loss_sum, tokens = self._compute(source_ids, target_ids)
+        grads, loss_sum, tokens = compute(source_ids, target_ids)
         if self.accumulators:
             grads = [g + a.read_value() for g, a in zip(grads, self.accumulators)]
             loss_sum, tokens = loss_sum + self.accumulated[0], tokens + self.accumulated[1]
@@ -234,8 +248,14 @@ class Trainer:
         self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
         return loss_sum / tf.maximum(tokens, 1.0), tokens, norm
 
-    def _make_step_fns(self):
+    def _make_step_fns(self, compiled_loss: bool):
+        """The (accumulate, update) functions, traced on first call; the loss by XLA or not."""
         strategy = self.strategy
+        compute = functools.partial(self._gradients, compiled_loss=compiled_loss)
+        if self.config.xla:
+            compute = tf.function(compute, jit_compile=True)
+        replica_accumulate = functools.partial(self._replica_accumulate, compute)
+        replica_update = functools.partial(self._replica_update, compute)
 
         def first(value):
             return strategy.experimental_local_results(value)[0]
@@ -243,12 +263,12 @@ class Trainer:
         @tf.function(reduce_retracing=True)
         def accumulate(iterator):
             source_ids, target_ids = next(iterator)
-            strategy.run(self._replica_accumulate, args=(source_ids, target_ids))
+            strategy.run(replica_accumulate, args=(source_ids, target_ids))
 
         @tf.function(reduce_retracing=True)
         def update(iterator):
             source_ids, target_ids = next(iterator)
-            loss, tokens, norm = strategy.run(self._replica_update, args=(source_ids, target_ids))
+            loss, tokens, norm = strategy.run(replica_update, args=(source_ids, target_ids))
             self.step.assign_add(1)
             if self.ema is not None:  # cross-replica context: every replica's copy
                 self.ema.update(self.step)
@@ -257,8 +277,14 @@ class Trainer:
         return accumulate, update
 
     def train_step(self, iterator):
-        """One update from `accumulation_steps` micro-batches: (loss per token, tokens, grad norm)."""
-        accumulate, update = self._step_fns
+        """One update from `accumulation_steps` micro-batches: (loss per token, tokens, grad norm).
+
+        The process's first `compile_loss_after` updates compute the loss with TensorFlow's kernels,
+        the later ones with XLA (`COMPILE_LOSS_AFTER`); every worker of a cluster switches at the
+        same update, as they make their updates together."""
+        self._updates += 1
+        compiled = self._updates > self.compile_loss_after
+        accumulate, update = self._compiled_step_fns if compiled else self._step_fns
         for _ in range(self.config.accumulation_steps - 1):
             accumulate(iterator)
         return update(iterator)
@@ -437,7 +463,8 @@ class Trainer:
 
 def build_trainer(model_config: TransformerConfig, config: TrainingConfig, model_dir: str,
                   strategy: Optional[tf.distribute.Strategy] = None, batch_tokens: int = 25000,
-                  log: Optional[Callable[[str], None]] = None) -> Trainer:
+                  log: Optional[Callable[[str], None]] = None,
+                  compile_loss_after: int = COMPILE_LOSS_AFTER) -> Trainer:
     """A `Trainer` with a newly built model, optimizer and checkpoints (not yet restored).
 
     Args:
@@ -448,6 +475,7 @@ def build_trainer(model_config: TransformerConfig, config: TrainingConfig, model
             (default: the current one).
         batch_tokens: the global token budget of one update (all replicas and micro-batches).
         log: where console lines go (default: print).
+        compile_loss_after: updates before the loss is compiled by XLA (`Trainer`).
     """
     strategy = strategy or tf.distribute.get_strategy()
     model, optimizer, step = build_model_and_optimizer(model_config, config, strategy)
@@ -457,4 +485,5 @@ def build_trainer(model_config: TransformerConfig, config: TrainingConfig, model
             ema = ExponentialMovingAverage(model.trainable_variables, config.ema_decay)
     checkpoints = Checkpoints(model_dir, model, optimizer, step, keep=config.keep_checkpoints, strategy=strategy,
                               log=log, ema=ema)
-    return Trainer(model, optimizer, checkpoints, config, model_dir, strategy, batch_tokens, log)
+    return Trainer(model, optimizer, checkpoints, config, model_dir, strategy, batch_tokens, log,
+                   compile_loss_after)

@@ -110,6 +110,32 @@ def test_two_accumulated_micro_batches_equal_one_batch_of_both(tmp_path):
     assert all(np.all(acc.numpy() == 0) for acc in two.accumulators)
 
 
+def test_the_loss_is_compiled_after_the_first_updates_with_the_same_updates(tmp_path):
+    """A process's first `compile_loss_after` updates use TensorFlow's loss kernels, the later ones
+    XLA's (only they are traced then); from the same start both make the same update."""
+    batches = make_batches(3, length=5) + make_batches(2, length=9, seed=1)  # two shapes
+    kernels = trainer_lib.build_trainer(CONFIG, training_config(train_steps=5), str(tmp_path / "k"),
+                                        compile_loss_after=5)
+    switching = trainer_lib.build_trainer(CONFIG, training_config(train_steps=5), str(tmp_path / "s"),
+                                          compile_loss_after=2)
+    compiled = trainer_lib.build_trainer(CONFIG, training_config(train_steps=5), str(tmp_path / "c"),
+                                         compile_loss_after=0)
+    assert trainer_lib.COMPILE_LOSS_AFTER > 0 and trainer_lib.build_trainer(
+        CONFIG, training_config(), str(tmp_path / "d")).compile_loss_after == trainer_lib.COMPILE_LOSS_AFTER
+    losses = {}
+    for name, trainer in ("kernels", kernels), ("switching", switching), ("compiled", compiled):
+        iterator = iter(input_fn_from(batches)(None))
+        losses[name] = [float(trainer.train_step(iterator)[0]) for _ in range(5)]
+    assert kernels._compiled_step_fns[1].experimental_get_tracing_count() == 0
+    assert compiled._step_fns[1].experimental_get_tracing_count() == 0
+    assert switching._step_fns[1].experimental_get_tracing_count() >= 1
+    assert switching._compiled_step_fns[1].experimental_get_tracing_count() >= 1
+    np.testing.assert_allclose(losses["switching"], losses["kernels"], rtol=1e-5)
+    np.testing.assert_allclose(losses["compiled"], losses["kernels"], rtol=1e-5)
+    for x, y in zip(momentums(kernels), momentums(compiled)):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-4 * float(np.max(np.abs(x))) + 1e-12)
+
+
 def test_resume_continues_the_step_counter_and_the_optimizer(tmp_path):
     batches = make_batches(2, length=5) + make_batches(2, length=8)  # bucketed shapes
     config = training_config(train_steps=4, checkpoint_every_steps=2)
