@@ -211,10 +211,23 @@ def model_mismatch(model, reader) -> Optional[str]:
     return None
 
 
+def top_level_keys(reader) -> set:
+    """The keys of the root `tf.train.Checkpoint` in the checkpoint `reader` holds (a `load_reader`):
+    "model", "optimizer", "step", "ema", ..."""
+    return {key.split("/", 1)[0] for key in reader.get_variable_to_shape_map()}
+
+
+def list_length(reader, key: str) -> int:
+    """How many items the list of variables saved under `key` has (e.g. "dropout_seeds/0/...")."""
+    prefix = key + "/"
+    return len({name[len(prefix):].split("/", 1)[0] for name in reader.get_variable_to_shape_map()
+                if name.startswith(prefix)})
+
+
 def has_ema(reader) -> bool:
     """Whether the checkpoint `reader` holds (a `load_reader`) has the moving average of the
     weights of a run with `--ema_decay` (`keras_transformer.training.ema`)."""
-    return any(key.split("/", 1)[0] == ema.CHECKPOINT_KEY for key in reader.get_variable_to_shape_map())
+    return ema.CHECKPOINT_KEY in top_level_keys(reader)
 
 
 def read_model(model, prefix: str, source: str = "the model", moving_average: bool = True) -> None:

@@ -5,7 +5,9 @@ which were written at 10-minute intervals." (section 6.1)
 
 * `Checkpoints`: the model, the optimizer and the step counter under MODEL_DIR/checkpoints,
   the last `keep` of them kept (for `average_checkpoints`); restore returns the step. A damaged
-  checkpoint (truncated, missing a file) is skipped with a warning for the one before it.
+  checkpoint (truncated, missing a file) is skipped with a warning for the one before it. The
+  dropout layers' random state (section 5.4's P_drop draws) is saved too, so a resumed run draws
+  the masks the uninterrupted run would have drawn.
 * `CheckpointTimer`: save every N updates, every M minutes and at the end; it also tells
   when `max_train_minutes` is spent, since that ends the run with a save too.
 
@@ -23,6 +25,7 @@ import glob
 import os
 from typing import Callable, NamedTuple, Optional, Sequence
 
+import keras
 import tensorflow as tf
 
 from keras_transformer.run_dir import readable_checkpoints
@@ -30,13 +33,27 @@ from keras_transformer.run_dir import layout
 from keras_transformer.training import ema as ema_lib
 from keras_transformer.training.distribution import is_chief, task_id
 
+# The checkpoint key of the model's random state (`dropout_seed_states`).
+DROPOUT_SEEDS_KEY = "dropout_seeds"
+
+
+def dropout_seed_states(model) -> list:
+    """The state variables of the model's `keras.random.SeedGenerator`s (its dropout layers' random
+    draws), in the model's order: Keras counts them in `model.variables`, not in `model.weights`,
+    and `tf.train.Checkpoint(model=model)` does not reach them."""
+    if not isinstance(model, keras.layers.Layer):
+        return []
+    weights = {id(w) for w in model.weights}
+    return [v for v in model.variables if id(v) not in weights]
+
 
 class Checkpoints:
     """`tf.train.Checkpoint(model=, optimizer=, step=[, ema=])` and its `tf.train.CheckpointManager`.
 
     A checkpoint holds the keys `model`, `optimizer` and `step` (the layout
-    `keras_transformer.run_dir.layout` documents), and `ema` with an `ema.ExponentialMovingAverage`,
-    numbered by `step`.
+    `keras_transformer.run_dir.layout` documents), `dropout_seeds` (`dropout_seed_states`) and `ema`
+    with an `ema.ExponentialMovingAverage`, numbered by `step`. Restoring a checkpoint without
+    dropout seeds (written before they were saved) leaves the seeds the model was built with.
 
     Args:
         model_dir: the training directory; checkpoints go to MODEL_DIR/checkpoints.
@@ -61,7 +78,13 @@ class Checkpoints:
         self.ema = ema
         self.log = log or readable_checkpoints.warn_on_stderr
         self.parts = dict(model=model, optimizer=optimizer, step=step)
-        self.checkpoint = tf.train.Checkpoint(**self.parts, **({ema_lib.CHECKPOINT_KEY: ema} if ema else {}))
+        self.optional_parts = {}  # restored when the checkpoint has them
+        seeds = dropout_seed_states(model)
+        if seeds:
+            self.optional_parts[DROPOUT_SEEDS_KEY] = seeds
+        if ema:
+            self.optional_parts[ema_lib.CHECKPOINT_KEY] = ema
+        self.checkpoint = tf.train.Checkpoint(**self.parts, **self.optional_parts)
         self.directory = os.path.join(model_dir, layout.CHECKPOINT_DIR)
         self.save_directory = self.directory
         if strategy is not None and not is_chief(strategy):
@@ -78,7 +101,7 @@ class Checkpoints:
         self.damaged: list[str] = []  # skipped by `restore`; moved aside by the next `save`
 
     def restore(self) -> int:
-        """Restores the run's newest readable checkpoint (model, optimizer, step) if any; returns the step.
+        """Restores the run's newest readable checkpoint (model, optimizer, step, dropout seeds) if any; returns the step.
 
         The checkpoints of the run's list are tried newest first; each damaged one is skipped
         with one warning line (`log`) and left as it is until the next `save` moves it aside.
@@ -95,9 +118,13 @@ class Checkpoints:
             if problem:
                 raise ValueError(f"checkpoint {readable} does not fit "
                                  f"{os.path.join(self.model_dir, layout.CONFIG_FILE)}: {problem}")
-            without_ema = self.ema is not None and not readable_checkpoints.has_ema(reader)
-            checkpoint = tf.train.Checkpoint(**self.parts) if without_ema else self.checkpoint
+            saved = readable_checkpoints.top_level_keys(reader)
+            present = {key: part for key, part in self.optional_parts.items()
+                       if key in saved and (key != DROPOUT_SEEDS_KEY or
+                                            readable_checkpoints.list_length(reader, key) == len(part))}
+            checkpoint = tf.train.Checkpoint(**self.parts, **present)
             checkpoint.restore(readable_checkpoints.tf_path(readable)).assert_existing_objects_matched()
+            without_ema = self.ema is not None and ema_lib.CHECKPOINT_KEY not in present
             if without_ema:
                 self.ema.reset()
                 self.log(f"{os.path.basename(readable)} holds no moving average of the weights: it starts "

@@ -11,7 +11,8 @@ import tensorflow as tf
 
 from keras_transformer import Transformer, TransformerConfig, create_optimizer
 from keras_transformer.run_dir import readable_checkpoints
-from keras_transformer.training.checkpoints import CheckpointTimer, Checkpoints, Due
+from keras_transformer.training.checkpoints import (DROPOUT_SEEDS_KEY, CheckpointTimer, Checkpoints, Due,
+                                                    dropout_seed_states)
 from tests.helpers.checkpoints import parts, saved_twice
 
 
@@ -212,3 +213,40 @@ def test_a_transformer_and_its_optimizer_come_whole_from_the_intact_checkpoint(t
     assert Checkpoints(str(tmp_path), model, optimizer, step, log=[].append).restore() == 2
     for restored, expected in zip(model.variables + optimizer.variables, saved[2]):
         np.testing.assert_array_equal(restored.numpy(), expected)
+
+
+def test_the_dropout_seeds_are_saved_and_a_checkpoint_without_them_still_restores(tmp_path):
+    """The dropout layers' `SeedGenerator` states come back with the weights; a checkpoint written
+    before they were saved (model, optimizer, step only) restores and leaves the built seeds."""
+    config = TransformerConfig.tiny(vocab_size=20, max_length=8, dropout_rate=0.3)
+
+    def built():
+        model = Transformer(config)
+        model.build()
+        optimizer = create_optimizer(config.d_model, warmup_steps=10)
+        optimizer.build(model.trainable_variables)
+        return model, optimizer, tf.Variable(0, dtype=tf.int64, trainable=False)
+
+    model, optimizer, step = built()
+    seeds = dropout_seed_states(model)
+    assert seeds and not any(any(s is w for w in model.weights) for s in seeds)
+    for s in seeds:
+        s.assign(s.numpy() + np.array([0, 7], dtype=s.numpy().dtype))  # as 7 draws advance them
+    step.assign(5)
+    path = Checkpoints(str(tmp_path / "new"), model, optimizer, step).save()
+    assert DROPOUT_SEEDS_KEY in {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+    old = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, optimizer=optimizer, step=step),
+                                     str(tmp_path / "old" / "checkpoints"), max_to_keep=1)
+    old.save(checkpoint_number=5)
+
+    fresh, fresh_optimizer, fresh_step = built()
+    assert Checkpoints(str(tmp_path / "new"), fresh, fresh_optimizer, fresh_step).restore() == 5
+    for restored, saved in zip(dropout_seed_states(fresh), seeds):
+        np.testing.assert_array_equal(restored.numpy(), saved.numpy())
+    fresh, fresh_optimizer, fresh_step = built()
+    initial = [s.numpy() for s in dropout_seed_states(fresh)]
+    assert Checkpoints(str(tmp_path / "old"), fresh, fresh_optimizer, fresh_step).restore() == 5
+    for restored, built_seed in zip(dropout_seed_states(fresh), initial):
+        np.testing.assert_array_equal(restored.numpy(), built_seed)
+    for restored, saved in zip(fresh.weights, model.weights):
+        np.testing.assert_array_equal(restored.numpy(), saved.numpy())

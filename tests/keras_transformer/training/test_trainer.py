@@ -154,6 +154,25 @@ def test_resume_continues_the_step_counter_and_the_optimizer(tmp_path):
     assert resumed._step_fns[1].experimental_get_tracing_count() == 1  # no retracing on new shapes
 
 
+def test_a_resumed_run_draws_the_dropout_masks_the_uninterrupted_run_draws(tmp_path):
+    """The dropout layers' random state is in the checkpoint: after a restore, the next update is
+    the one the run that was not stopped makes on the same batch (same weights, masks, Adam)."""
+    with_dropout = dataclasses.replace(CONFIG, dropout_rate=0.3)
+    batches = make_batches(4)
+    running = trainer_lib.build_trainer(with_dropout, training_config(train_steps=4), str(tmp_path))
+    iterator = iter(input_fn_from(batches)(None))
+    for _ in range(3):
+        running.train_step(iterator)
+    running.save()
+    resumed = trainer_lib.build_trainer(with_dropout, training_config(train_steps=4), str(tmp_path))
+    assert resumed.restore() == 3
+    last = iter(tf.data.Dataset.from_tensors(batches[3]))
+    running.train_step(last)
+    resumed.train_step(iter(tf.data.Dataset.from_tensors(batches[3])))
+    for x, y in zip(weights(running), weights(resumed)):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-6)
+
+
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     trainer = trainer_lib.build_trainer(CONFIG, training_config(train_steps=10, checkpoint_every_steps=2),
                                   str(tmp_path))
