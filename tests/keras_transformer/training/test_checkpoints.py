@@ -186,18 +186,20 @@ def test_a_save_at_the_damaged_step_keeps_the_damaged_files_aside(tmp_path):
     assert readable_checkpoints.checkpoint_problem(newest) is None  # the new ckpt-4 is whole
 
 
+def built_transformer(config):
+    """A built Transformer, its Adam with slots, and a step counter at 0."""
+    model = Transformer(config)
+    model.build()
+    optimizer = create_optimizer(config.d_model, warmup_steps=10)
+    optimizer.build(model.trainable_variables)
+    return model, optimizer, tf.Variable(0, dtype=tf.int64, trainable=False)
+
+
 def test_a_transformer_and_its_optimizer_come_whole_from_the_intact_checkpoint(tmp_path):
     """The real model and Adam's slots: every variable equals the intact ckpt-2's, none the damaged ckpt-4's."""
     config = TransformerConfig.tiny(vocab_size=20, max_length=8)
 
-    def built():
-        model = Transformer(config)
-        model.build()
-        optimizer = create_optimizer(config.d_model, warmup_steps=10)
-        optimizer.build(model.trainable_variables)
-        return model, optimizer, tf.Variable(0, dtype=tf.int64, trainable=False)
-
-    model, optimizer, step = built()
+    model, optimizer, step = built_transformer(config)
     checkpoints = Checkpoints(str(tmp_path), model, optimizer, step)
     rng = np.random.default_rng(0)
     saved = {}
@@ -209,7 +211,7 @@ def test_a_transformer_and_its_optimizer_come_whole_from_the_intact_checkpoint(t
         checkpoints.save()
         saved[s] = [v.numpy() for v in model.variables + optimizer.variables]
     damage(str(tmp_path / "checkpoints" / "ckpt-4"), "data")
-    model, optimizer, step = built()
+    model, optimizer, step = built_transformer(config)
     assert Checkpoints(str(tmp_path), model, optimizer, step, log=[].append).restore() == 2
     for restored, expected in zip(model.variables + optimizer.variables, saved[2]):
         np.testing.assert_array_equal(restored.numpy(), expected)
@@ -220,14 +222,7 @@ def test_the_dropout_seeds_are_saved_and_a_checkpoint_without_them_still_restore
     before they were saved (model, optimizer, step only) restores and leaves the built seeds."""
     config = TransformerConfig.tiny(vocab_size=20, max_length=8, dropout_rate=0.3)
 
-    def built():
-        model = Transformer(config)
-        model.build()
-        optimizer = create_optimizer(config.d_model, warmup_steps=10)
-        optimizer.build(model.trainable_variables)
-        return model, optimizer, tf.Variable(0, dtype=tf.int64, trainable=False)
-
-    model, optimizer, step = built()
+    model, optimizer, step = built_transformer(config)
     seeds = dropout_seed_states(model)
     assert seeds and not any(any(s is w for w in model.weights) for s in seeds)
     for s in seeds:
@@ -239,11 +234,11 @@ def test_the_dropout_seeds_are_saved_and_a_checkpoint_without_them_still_restore
                                      str(tmp_path / "old" / "checkpoints"), max_to_keep=1)
     old.save(checkpoint_number=5)
 
-    fresh, fresh_optimizer, fresh_step = built()
+    fresh, fresh_optimizer, fresh_step = built_transformer(config)
     assert Checkpoints(str(tmp_path / "new"), fresh, fresh_optimizer, fresh_step).restore() == 5
     for restored, saved in zip(dropout_seed_states(fresh), seeds):
         np.testing.assert_array_equal(restored.numpy(), saved.numpy())
-    fresh, fresh_optimizer, fresh_step = built()
+    fresh, fresh_optimizer, fresh_step = built_transformer(config)
     initial = [s.numpy() for s in dropout_seed_states(fresh)]
     assert Checkpoints(str(tmp_path / "old"), fresh, fresh_optimizer, fresh_step).restore() == 5
     for restored, built_seed in zip(dropout_seed_states(fresh), initial):
