@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from keras_transformer.config import TransformerConfig
 from keras_transformer.layers.decoder_layer import DecoderLayer
+from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.embedding import SharedEmbedding
 from keras_transformer.layers.encoder_layer import EncoderLayer
 from keras_transformer.layers.layer_norm import LayerNormalization
@@ -85,8 +86,8 @@ class Transformer(keras.Model):
             self.source_positions = SinusoidalPositionEncoding(dtype=policy, name="source_positions")
             self.target_positions = self.source_positions
         # Section 5.4: dropout on the sums of embeddings and positional encodings.
-        self.source_dropout = keras.layers.Dropout(c.dropout_rate, name="source_dropout")
-        self.target_dropout = keras.layers.Dropout(c.dropout_rate, name="target_dropout")
+        self.source_dropout = Dropout(c.dropout_rate, name="source_dropout")
+        self.target_dropout = Dropout(c.dropout_rate, name="target_dropout")
         layer_args = dict(
             num_heads=c.num_heads,
             key_dim=c.key_dim,

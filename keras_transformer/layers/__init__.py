@@ -1,6 +1,7 @@
 """The Transformer's Keras layers, one concept per module (section 3)."""
 
 from keras_transformer.layers.decoder_layer import DecoderLayer
+from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.embedding import SharedEmbedding
 from keras_transformer.layers.encoder_layer import EncoderLayer
 from keras_transformer.layers.feed_forward import PositionwiseFeedForward
@@ -16,6 +17,7 @@ from keras_transformer.layers.sublayer import SublayerConnection
 
 __all__ = [
     "DecoderLayer",
+    "Dropout",
     "EncoderLayer",
     "LayerNormalization",
     "LearnedPositionEmbedding",

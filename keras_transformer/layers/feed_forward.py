@@ -11,6 +11,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.shapes import leading_and
 
 
@@ -69,7 +70,7 @@ class PositionwiseFeedForward(keras.layers.Layer):
             name="inner",  # W_1, b_1: (d_model, d_ff)
         )
         self.inner_dense.build(input_shape)
-        self.relu_dropout_layer = keras.layers.Dropout(self.relu_dropout, name="relu_dropout")
+        self.relu_dropout_layer = Dropout(self.relu_dropout, name="relu_dropout")
         self.output_dense = keras.layers.Dense(
             output_dim,
             kernel_initializer=self.kernel_initializer,

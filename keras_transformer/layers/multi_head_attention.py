@@ -18,6 +18,7 @@ import math
 import keras
 import tensorflow as tf
 
+from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.shapes import leading_and
 
 # A large negative logit for masked positions. The softmax is computed in
@@ -308,7 +309,7 @@ class MultiHeadAttention(keras.layers.Layer):
         # W^O: (h, d_v, d_model), the concatenation of heads folded into the product.
         self.output_dense = self._projection((h, d_v), (output_dim,), "attention_output")
         self.output_dense.build((query_shape[0], query_shape[1], h, d_v))
-        self.dropout_layer = keras.layers.Dropout(self.dropout, name="attention_dropout")
+        self.dropout_layer = Dropout(self.dropout, name="attention_dropout")
         self.built = True
 
     def self_attention_weights(self) -> tuple[tf.Tensor, tf.Tensor | None]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import keras
 
+from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.layer_norm import LayerNormalization
 
 LAYER_NORMS = ("post", "pre")
@@ -45,7 +46,7 @@ class SublayerConnection(keras.layers.Layer):
         self.layer_norm = layer_norm
         self.epsilon = epsilon
         self.norm = LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy, name="layer_norm")
-        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+        self.dropout = Dropout(dropout_rate, name="dropout")
 
     def build(self, x_shape):
         self.norm.build(x_shape)
