@@ -324,6 +324,8 @@ class TrainingConfig:
         train_steps: updates to make in total (paper: 100k base, 300k big).
         warmup_steps: linear warm-up of equation (3) (paper: 4000).
         learning_rate_scale: multiplier on equation (3) (paper: 1.0).
+        cooldown_steps: the last this many of the `train_steps` updates bring the learning rate
+            linearly down to about 0 (`training.schedules`; 0: none, as in the paper).
         clip_norm: clip the global gradient norm to this (0: no clipping, as in the paper).
         accumulation_steps: micro-batches per update (1: none).
         precision: "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic loss scaling);
@@ -363,6 +365,7 @@ class TrainingConfig:
     train_steps: int = 100_000
     warmup_steps: int = 4000
     learning_rate_scale: float = 1.0
+    cooldown_steps: int = 0
     clip_norm: float = 0.0
     accumulation_steps: int = 1
     precision: str = "float32"
@@ -390,11 +393,14 @@ class TrainingConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         for name in ("checkpoint_every_steps", "checkpoint_every_minutes", "eval_every_steps",
                      "early_stopping_patience", "max_train_minutes", "clip_norm", "average_last",
-                     "keep_best_checkpoints"):
+                     "keep_best_checkpoints", "cooldown_steps"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0.0 <= self.ema_decay < 1.0:
             raise ValueError(f"ema_decay must be in [0, 1) (0: no moving average), got {self.ema_decay}")
+        if self.cooldown_steps > self.train_steps:
+            raise ValueError(f"cooldown_steps ({self.cooldown_steps}) must be at most train_steps "
+                             f"({self.train_steps})")
         if self.learning_rate_scale <= 0:
             raise ValueError(f"learning_rate_scale must be positive, got {self.learning_rate_scale}")
         if self.precision not in PRECISIONS + ("auto",):

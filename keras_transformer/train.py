@@ -73,6 +73,8 @@ flags.DEFINE_enum("layer_norm", None, ["post", "pre"], "Override the LayerNorm p
 flags.DEFINE_integer("train_steps", 100000, "Updates in total (paper: 100k base, 300k big).")
 flags.DEFINE_integer("warmup_steps", 4000, "warmup_steps of equation (3) (paper: 4000).")
 flags.DEFINE_float("learning_rate_scale", 1.0, "Multiplier on equation (3) (paper: 1).")
+flags.DEFINE_integer("cooldown_steps", 0, "The last N of --train_steps updates bring the learning rate linearly "
+                     "down to about 0 (a budget-aware end of equation (3); 0: none, as in the paper).", lower_bound=0)
 flags.DEFINE_float("clip_norm", 0.0, "Clip the global gradient norm (0: none, as in the paper).")
 flags.DEFINE_integer("accumulation_steps", 1, "Micro-batches per update (gradient accumulation).")
 flags.DEFINE_enum("precision", "auto", ["auto", "float32", "mixed_bfloat16", "mixed_float16"],
@@ -134,7 +136,7 @@ def training_config():
 
     return TrainingConfig(
         train_steps=FLAGS.train_steps, warmup_steps=FLAGS.warmup_steps,
-        learning_rate_scale=FLAGS.learning_rate_scale, clip_norm=FLAGS.clip_norm,
+        learning_rate_scale=FLAGS.learning_rate_scale, cooldown_steps=FLAGS.cooldown_steps, clip_norm=FLAGS.clip_norm,
         accumulation_steps=FLAGS.accumulation_steps, xla=FLAGS.xla, precision=FLAGS.precision,
         checkpoint_every_steps=FLAGS.checkpoint_every_steps,
         checkpoint_every_minutes=FLAGS.checkpoint_every_minutes, keep_checkpoints=FLAGS.keep_checkpoints,

@@ -114,7 +114,8 @@ def build_model_and_optimizer(model_config: TransformerConfig, config: TrainingC
 
     Args:
         model_config: the `TransformerConfig`.
-        config: the `TrainingConfig` (`seed`, `precision`, `warmup_steps`, `learning_rate_scale`).
+        config: the `TrainingConfig` (`seed`, `precision`, `warmup_steps`, `learning_rate_scale`,
+            `cooldown_steps` with `train_steps`).
         strategy: a `tf.distribute.Strategy` (default: the current one).
 
     Returns:
@@ -134,7 +135,8 @@ def build_model_and_optimizer(model_config: TransformerConfig, config: TrainingC
         with strategy.scope():
             model = Transformer(model_config)
             model.build()
-            optimizer = create_optimizer(model_config.d_model, config.warmup_steps, config.learning_rate_scale)
+            optimizer = create_optimizer(model_config.d_model, config.warmup_steps, config.learning_rate_scale,
+                                         cooldown_steps=config.cooldown_steps, total_steps=config.train_steps)
             if config.precision == "mixed_float16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             optimizer.build(model.trainable_variables)  # PITFALLS: before the first step
@@ -302,7 +304,8 @@ class Trainer:
     def learning_rate(self, step: int) -> float:
         """Equation (3) for update number `step` (the one just made)."""
         c = self.config
-        return float(learning_rate(max(step, 1), self.model_config.d_model, c.warmup_steps, c.learning_rate_scale))
+        return float(learning_rate(max(step, 1), self.model_config.d_model, c.warmup_steps, c.learning_rate_scale,
+                                   c.cooldown_steps, c.train_steps))
 
     # The loop -----------------------------------------------------------------------------
 

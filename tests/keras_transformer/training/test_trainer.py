@@ -136,6 +136,18 @@ def test_the_loss_is_compiled_after_the_first_updates_with_the_same_updates(tmp_
         np.testing.assert_allclose(x, y, rtol=0, atol=1e-4 * float(np.max(np.abs(x))) + 1e-12)
 
 
+def test_the_optimizer_and_the_log_follow_the_cooldown(tmp_path):
+    """With --cooldown_steps the rate Adam applies at each update is the one the trainer logs."""
+    trainer = trainer_lib.build_trainer(CONFIG, training_config(train_steps=10, warmup_steps=2, cooldown_steps=4),
+                                        str(tmp_path))
+    plain = trainer_lib.build_trainer(CONFIG, training_config(train_steps=10, warmup_steps=2), str(tmp_path / "p"))
+    for update in range(1, 11):
+        trainer.optimizer.iterations.assign(update - 1)
+        assert float(trainer.optimizer.learning_rate) == pytest.approx(trainer.learning_rate(update), rel=1e-6)
+        factor = min(1.0, (11 - update) / 4)
+        assert trainer.learning_rate(update) == pytest.approx(plain.learning_rate(update) * factor, rel=1e-6)
+
+
 def test_resume_continues_the_step_counter_and_the_optimizer(tmp_path):
     batches = make_batches(2, length=5) + make_batches(2, length=8)  # bucketed shapes
     config = training_config(train_steps=4, checkpoint_every_steps=2)
