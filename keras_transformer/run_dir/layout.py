@@ -16,10 +16,10 @@
       cache/                the training pairs' tf.data disk cache (with --cache=disk)
 
 A checkpoint holds `model` (the Transformer's variables) and, for training,
-`optimizer`, `step` and `dropout_seeds` (the dropout layers' random state) (and `ema`, the moving
-average of the weights of a run with `--ema_decay`); `restore_model` reads only the model part (with the moving average in place of
-the trainable weights when there is one: `readable_checkpoints.read_model`), so translation and
-export work from either kind. An average of such checkpoints (`averaging`) averages their
+`optimizer`, `step`, `dropout_seeds` (the dropout layers' random state) and, in a run with
+`--ema_decay`, `ema` (the moving average of the weights); `restore_model` reads only the model
+part (with the moving average in place of the trainable weights when there is one:
+`readable_checkpoints.read_model`), so translation and export work from either kind. An average of such checkpoints (`averaging`) averages their
 moving averages and holds them as its `model`. A damaged checkpoint (see
 `keras_transformer.run_dir.readable_checkpoints`) is skipped with a warning for the one before it;
 one that a training run's rotation removed while it was being read is chosen again

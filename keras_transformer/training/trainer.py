@@ -200,7 +200,8 @@ class Trainer:
         self.compile_loss_after = compile_loss_after
         self._updates = 0  # made by this process
         self._step_fns = self._make_step_fns(compiled_loss=False)
-        self._compiled_step_fns = self._make_step_fns(compiled_loss=True)
+        # Under --xla the whole step is one XLA computation already: one set of step functions.
+        self._compiled_step_fns = self._step_fns if config.xla else self._make_step_fns(compiled_loss=True)
 
     # Steps -------------------------------------------------------------------------------
 
@@ -302,7 +303,7 @@ class Trainer:
         return self.checkpoints.save()
 
     def learning_rate(self, step: int) -> float:
-        """Equation (3) for update number `step` (the one just made)."""
+        """Equation (3), with the cool-down if any, for update number `step` (the one just made)."""
         c = self.config
         return float(learning_rate(max(step, 1), self.model_config.d_model, c.warmup_steps, c.learning_rate_scale,
                                    c.cooldown_steps, c.train_steps))
