@@ -325,7 +325,9 @@ class TrainingConfig:
         warmup_steps: linear warm-up of equation (3) (paper: 4000).
         learning_rate_scale: multiplier on equation (3) (paper: 1.0).
         cooldown_steps: the last this many of the `train_steps` updates bring the learning rate
-            linearly down to about 0 (`training.schedules`; 0: none, as in the paper).
+            linearly down to about 0 (`training.schedules`; 0: none, as in the paper); with
+            `early_stopping_patience`, patience running out at update S starts it there instead,
+            and the run stops at S + `cooldown_steps`.
         clip_norm: clip the global gradient norm to this (0: no clipping, as in the paper).
         accumulation_steps: micro-batches per update (1: none).
         precision: "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic loss scaling);
@@ -339,7 +341,7 @@ class TrainingConfig:
         keep_checkpoints: how many recent checkpoints to keep.
         eval_every_steps: evaluate on the dev set every this many updates (0: only at the end).
         early_stopping_patience: stop after this many evaluations without a better dev
-            `best_checkpoint_metric` (0: never).
+            `best_checkpoint_metric` (0: never), after a cool-down with `cooldown_steps`.
         keep_best_checkpoints: keep the K best checkpoints by `best_checkpoint_metric` in
             MODEL_DIR/best (0: none); the end of the run then averages the best
             `average_last` of them instead of the last ones, and translation and export use

@@ -74,7 +74,9 @@ flags.DEFINE_integer("train_steps", 100000, "Updates in total (paper: 100k base,
 flags.DEFINE_integer("warmup_steps", 4000, "warmup_steps of equation (3) (paper: 4000).")
 flags.DEFINE_float("learning_rate_scale", 1.0, "Multiplier on equation (3) (paper: 1).")
 flags.DEFINE_integer("cooldown_steps", 0, "The last N of --train_steps updates bring the learning rate linearly "
-                     "down to about 0 (a budget-aware end of equation (3); 0: none, as in the paper).", lower_bound=0)
+                     "down to about 0 (a budget-aware end of equation (3); 0: none, as in the paper). With "
+                     "--early_stopping_patience, patience running out starts the cool-down instead of stopping the "
+                     "run, which stops N updates later.", lower_bound=0)
 flags.DEFINE_float("clip_norm", 0.0, "Clip the global gradient norm (0: none, as in the paper).")
 flags.DEFINE_integer("accumulation_steps", 1, "Micro-batches per update (gradient accumulation).")
 flags.DEFINE_enum("precision", "auto", ["auto", "float32", "mixed_bfloat16", "mixed_float16"],
@@ -110,7 +112,7 @@ task_flags.define_decoding_flags(prefix="eval_")
 flags.DEFINE_integer("eval_max_sentences", 0, "Translate only this many dev sentences for BLEU (0: all; -1: no BLEU).",
                      lower_bound=-1)
 flags.DEFINE_integer("early_stopping_patience", 0, "Stop after this many evaluations without a better dev "
-                     "--best_checkpoint_metric (0: never).")
+                     "--best_checkpoint_metric (0: never); with --cooldown_steps, cool down then stop.")
 flags.DEFINE_boolean("evaluate_only", False, "Do not train: translate --dev_split with the averaged "
                      "checkpoint (else the latest), print loss, BLEU and signature, write the translations.")
 flags.DEFINE_integer("log_every_steps", 100, "Console lines and TensorBoard scalars every this many updates.")

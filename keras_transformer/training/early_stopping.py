@@ -10,6 +10,11 @@ the dev set long before `train_steps`, and stopping then saves the remaining tim
     if stopper.should_stop:
         print(stopper.message(step))
 
+With a cool-down (`--cooldown_steps`), patience running out does not stop the run at once: the
+trainer brings the learning rate down over the next C updates and stops then
+(`exhausted_at`, the step of the evaluation where patience ran out, tells it where to start,
+also on resume).
+
 The metric is the one that ranks the best checkpoints (`run_dir.best_checkpoints`): dev BLEU,
 higher is better, the dev loss, lower is better, or a parsing run's dev EVALB F1 (section 6.3),
 higher is better.
@@ -37,6 +42,8 @@ class EarlyStopping:
     Attributes:
         best_value, best_step: the best score so far and its step (None before any).
         evaluations_since_best: evaluations of the metric since the best one.
+        exhausted_at: the step of the evaluation at which `patience` first ran out (None before;
+            later better scores do not reset it).
     """
 
     def __init__(self, patience: int = 0, history: Iterable[dict] = (), metric: str = "bleu"):
@@ -45,6 +52,7 @@ class EarlyStopping:
         self.best_value: Optional[float] = None
         self.best_step: Optional[int] = None
         self.evaluations_since_best = 0
+        self.exhausted_at: Optional[int] = None
         for record in history:
             value = metric_value(record, metric)
             if value is not None:
@@ -56,6 +64,8 @@ class EarlyStopping:
             self.best_value, self.best_step, self.evaluations_since_best = value, step, 0
         else:
             self.evaluations_since_best += 1
+        if self.exhausted_at is None and self.should_stop:
+            self.exhausted_at = step
 
     def observe_results(self, results: dict, step: int) -> None:
         """`observe` of an evaluation's results, if they hold the metric."""
@@ -74,7 +84,11 @@ class EarlyStopping:
         """e.g. "best BLEU 37.20 at step 2100"."""
         return f"best {_NAMES[self.metric]} {self._best()}"
 
+    def ran_out(self) -> str:
+        """e.g. "no better dev BLEU for 5 evaluations (best 37.20 at step 2100)"."""
+        return (f"no better dev {_NAMES[self.metric]} for {self.evaluations_since_best} evaluations "
+                f"(best {self._best()})")
+
     def message(self, step: int) -> str:
         """The console line announcing the stop at `step`."""
-        return (f"early stopping at step {step}: no better dev {_NAMES[self.metric]} for "
-                f"{self.evaluations_since_best} evaluations (best {self._best()})")
+        return f"early stopping at step {step}: {self.ran_out()}"

@@ -21,6 +21,7 @@ Tags in train: "loss", "learning_rate", "gradient_norm", "tokens_per_second"; in
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -151,6 +152,11 @@ class Reporter:
                 self.log(f"step {step}/{of} loss {loss:.4f} lr {values['learning_rate']:.2e} "
                          f"|g| {values['gradient_norm']:.3f} {rate:,.0f} tok/s ETA {_clock(eta)}")
             self._last_log, self._tokens_since_log = now, 0.0
+
+    def end_at(self, last_step: int) -> None:
+        """The run now ends at update `last_step` (a cool-down started by early stopping): the lines,
+        the ETA and the progress bar count to it."""
+        self.config = dataclasses.replace(self.config, train_steps=last_step)
 
     def close(self, step: int) -> None:
         """Ends the progress bar at update `step` (the last of this process), "N/N" and a newline."""

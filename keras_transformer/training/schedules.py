@@ -14,7 +14,9 @@ T - C + 1 ... T multiply equation (3) by (T + 1 - step_num) / C, a line from 1 d
 rate reaches about 0 at the last update, as budget-aware schedules do (linear decay to zero; the
 "cooldown" of warmup-stable-decay schedules), instead of ending at half the peak or more. Equation
 (3) alone does not depend on the budget, so a longer run passes through a shorter one's models; a
-cool-down does, from update T - C on.
+cool-down does, from update T - C on. With early stopping, the cool-down can start earlier: when
+the dev score's patience runs out at update S, the trainer moves the last update to S + C
+(`TransformerSchedule.end_at`), so a run that stops learning before T ends cooled too.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
             values help small batches, e.g. 2.0 in tensor2tensor).
         cooldown_steps: int, the last updates of `total_steps` whose rate falls linearly to
             about 0 (module docstring; 0: none, as in the paper).
-        total_steps: int, the run's number of updates (needed with `cooldown_steps`).
+        total_steps: int, the run's number of updates (needed with `cooldown_steps`); `end_at`
+            can end the run and its cool-down earlier.
 
     Call argument:
         iterations: the optimizer's count of updates already applied (Keras'
@@ -63,10 +66,21 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         self.scale = scale
         self.cooldown_steps = cooldown_steps
         self.total_steps = total_steps
+        # The cool-down's last update: a variable, so that an optimizer step already traced reads
+        # the value `end_at` gives it. Not checkpointed: the trainer sets it from the dev history.
+        self.last_step = (tf.Variable(float(total_steps), trainable=False, name="cooldown_last_step")
+                          if cooldown_steps else None)
+
+    def end_at(self, last_step: int) -> None:
+        """Makes update `last_step` (at most `total_steps`) the last: the cool-down becomes updates
+        last_step - C + 1 ... last_step, and the rate after them 0."""
+        if self.last_step is None:
+            raise ValueError("end_at needs a schedule with cooldown_steps")
+        self.last_step.assign(float(min(last_step, self.total_steps)))
 
     def __call__(self, iterations):
         return learning_rate(tf.cast(iterations, tf.float32) + 1.0, self.d_model, self.warmup_steps, self.scale,
-                             self.cooldown_steps, self.total_steps)
+                             self.cooldown_steps, self.total_steps if self.last_step is None else self.last_step)
 
     def get_config(self):
         return {"d_model": self.d_model, "warmup_steps": self.warmup_steps, "scale": self.scale,
@@ -82,3 +96,9 @@ def create_optimizer(d_model, warmup_steps=4000, scale=1.0, beta_1=0.9, beta_2=0
     """
     schedule = TransformerSchedule(d_model, warmup_steps, scale, cooldown_steps, total_steps)
     return keras.optimizers.Adam(schedule, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon, **kwargs)
+
+
+def schedule_of(optimizer) -> keras.optimizers.schedules.LearningRateSchedule:
+    """The learning-rate schedule `optimizer` (Adam, or a `LossScaleOptimizer` around it) applies."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    return inner._learning_rate  # Keras keeps the schedule object here; `learning_rate` is its value

@@ -58,7 +58,7 @@ from keras_transformer.model import Transformer
 from keras_transformer.training.reporting import EvalHistory, Reporter, read_eval_history
 from keras_transformer.run_dir import layout
 from keras_transformer.run_dir.best_checkpoints import BestCheckpoints
-from keras_transformer.training.schedules import create_optimizer, learning_rate
+from keras_transformer.training.schedules import create_optimizer, learning_rate, schedule_of
 
 __all__ = ["LoopState", "Trainer", "TrainingConfig", "TrainingDiverged", "build_model_and_optimizer",
            "build_trainer", "read_eval_history"]
@@ -82,7 +82,8 @@ class LoopState:
 
     Attributes:
         step: the last update made.
-        stop_reason: "train_steps", "time budget", "early stopping" or "interrupted".
+        stop_reason: "train_steps", "time budget", "early stopping" (after the cool-down it started,
+            with `cooldown_steps`) or "interrupted".
         signal: the signal number that interrupted the run (SIGINT, SIGTERM), else None.
         evaluation: the last evaluation's results (empty if none).
         best_metric: the dev metric that ranks checkpoints and early stopping watches ("bleu", "loss", "f1").
@@ -199,6 +200,7 @@ class Trainer:
                      if config.keep_best_checkpoints else None)
         self.compile_loss_after = compile_loss_after
         self._updates = 0  # made by this process
+        self.last_step = config.train_steps  # earlier when early stopping starts the cool-down
         self._step_fns = self._make_step_fns(compiled_loss=False)
         # Under --xla the whole step is one XLA computation already: one set of step functions.
         self._compiled_step_fns = self._step_fns if config.xla else self._make_step_fns(compiled_loss=True)
@@ -306,7 +308,21 @@ class Trainer:
         """Equation (3), with the cool-down if any, for update number `step` (the one just made)."""
         c = self.config
         return float(learning_rate(max(step, 1), self.model_config.d_model, c.warmup_steps, c.learning_rate_scale,
-                                   c.cooldown_steps, c.train_steps))
+                                   c.cooldown_steps, self.last_step))
+
+    def _plan_end(self, stopper: EarlyStopping) -> int:
+        """The run's last update: `train_steps`, or with a cool-down, `cooldown_steps` updates after
+        the evaluation where early stopping's patience ran out, if that comes first (also when the
+        run is resumed, or run again after an early stop without a cool-down). Sets the schedule's
+        end and `self.last_step`; returns it."""
+        c = self.config
+        last = c.train_steps
+        if c.cooldown_steps and stopper.exhausted_at is not None:
+            last = min(last, stopper.exhausted_at + c.cooldown_steps)
+        if c.cooldown_steps:
+            schedule_of(self.optimizer).end_at(last)
+        self.last_step = last
+        return last
 
     # The loop -----------------------------------------------------------------------------
 
@@ -315,7 +331,8 @@ class Trainer:
         """Trains up to `train_steps`, evaluating, reporting and checkpointing on the way.
 
         Each update runs the parts in this order: step, report, checkpoint, evaluate, stop
-        (at `train_steps`, when `max_train_minutes` is spent, or by early stopping).
+        (at `train_steps`, when `max_train_minutes` is spent, or by early stopping; with
+        `cooldown_steps`, early stopping starts the cool-down and the run stops at its end).
 
         Args:
             input_fn: `InputContext -> tf.data.Dataset` of (source_ids, target_ids) batches,
@@ -334,18 +351,21 @@ class Trainer:
         state = LoopState(step=step)
         history = EvalHistory(self.model_dir, write=self.chief)
         stopper = EarlyStopping(c.early_stopping_patience, history.records, c.best_checkpoint_metric)
+        last_step = self._plan_end(stopper)
         started = time.time()
-        if step >= c.train_steps or stopper.should_stop:  # the run had ended: finish what is missing
+        # With a cool-down, running out of patience moves `last_step` instead of stopping the run.
+        if step >= last_step or (stopper.should_stop and not c.cooldown_steps):  # the run had ended: finish what is missing
             with StopSignals() as signals:
                 self._finish(state, evaluator, history, stopper, signals)
             return self._final(state, stopper, started)
         iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
-        reporter = Reporter(c, self.model_dir, start_step, started, self.learning_rate, self.log, self.chief)
+        reporter = Reporter(dataclasses.replace(c, train_steps=last_step), self.model_dir, start_step, started,
+                            self.learning_rate, self.log, self.chief)
         timer = CheckpointTimer(c.checkpoint_every_steps, c.checkpoint_every_minutes, c.max_train_minutes,
-                                last_step=c.train_steps, started=started,
+                                last_step=last_step, started=started,
                                 agree=functools.partial(agree, self.strategy))
         with StopSignals() as signals:
-            while step < c.train_steps:
+            while step < last_step:
                 loss, tokens, norm = self.train_step(iterator)  # step
                 loss, step = float(loss.numpy()), step + 1
                 if not np.isfinite(loss):
@@ -364,7 +384,7 @@ class Trainer:
                              f"{step}: saved {self.checkpoints.latest_name()}; run the same command to resume")
                     break
                 due = timer.check(step, now)  # checkpoint
-                done = step >= c.train_steps or due.out_of_time
+                done = step >= last_step or due.out_of_time
                 if due.save:
                     self.save()
                     timer.saved(time.time())
@@ -394,18 +414,35 @@ class Trainer:
                                  f"{step}{dropped}: saved {self.checkpoints.latest_name()}; run the same command "
                                  "to resume")
                         break
-                    if stopper.should_stop:  # stop
+                    if stopper.should_stop and not c.cooldown_steps:  # stop
                         self.log(stopper.message(step))
                         if not saved:
                             self.save()
                         state.stop_reason, done = "early stopping", True
+                    elif stopper.exhausted_at == step and c.cooldown_steps:  # or cool down, then stop
+                        last_step = self._plan_end(stopper)
+                        timer.last_step = last_step
+                        reporter.end_at(last_step)
+                        self.log(self._cooldown_message(step, stopper))
                 if done:
-                    if due.out_of_time and step < c.train_steps:
+                    if due.out_of_time and step < last_step:
                         state.stop_reason = "time budget"
                         self.log(f"stopped at step {step}: --max_train_minutes={c.max_train_minutes:g} spent")
                     break
         state.step = step
+        if state.stop_reason == "train_steps" and step >= last_step < c.train_steps:
+            state.stop_reason = "early stopping"
+            self.log(f"stopped at step {step}, the end of the cool-down early stopping started at step "
+                     f"{stopper.exhausted_at} ({stopper.describe_best()})")
         return self._final(state, stopper, started)
+
+    def _cooldown_message(self, step: int, stopper: EarlyStopping) -> str:
+        """The console line when patience runs out at `step` in a run with a cool-down."""
+        c, ran_out = self.config, f"patience ran out at step {step}: {stopper.ran_out()}"
+        if self.last_step == c.train_steps and step > c.train_steps - c.cooldown_steps:
+            return f"{ran_out}: the cool-down already runs, to step {self.last_step}"
+        return (f"{ran_out}: the cool-down starts, the learning rate falling to 0 over {c.cooldown_steps} "
+                f"updates; the run stops at step {self.last_step}")
 
     @staticmethod
     def _final(state: LoopState, stopper: EarlyStopping, started: float) -> LoopState:
@@ -421,7 +458,11 @@ class Trainer:
         (it happens exactly once per run, in history.json), and the state of the finished run.
         A signal during that evaluation drops it (`state.stop_reason` "interrupted")."""
         step = state.step
-        if stopper.should_stop:
+        if self.last_step < self.config.train_steps:
+            state.stop_reason = "early stopping"
+            self.log(f"the run cooled down and stopped before, at step {self.last_step} (early stopping at step "
+                     f"{stopper.exhausted_at}, {stopper.describe_best()}); nothing to train")
+        elif stopper.should_stop and not self.config.cooldown_steps:
             state.stop_reason = "early stopping"
             self.log(f"the run stopped early before ({stopper.describe_best()}); nothing to train")
         else:

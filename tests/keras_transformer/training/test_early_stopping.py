@@ -51,3 +51,18 @@ def test_f1_is_better_higher_and_a_resume_replays_it():
     assert stopper.should_stop
     assert stopper.message(600) == ("early stopping at step 600: no better dev F1 for 2 evaluations "
                                     "(best 30.25 at step 400)")
+
+
+def test_exhausted_at_is_where_patience_first_ran_out_also_when_replayed():
+    """A cool-down starts there (the trainer); a later better score does not move it."""
+    scores = [(1, 10.0), (2, 12.0), (3, 11.0), (4, 11.5), (5, 13.0), (6, 12.0), (7, 12.5)]
+    stopper = EarlyStopping(patience=2)
+    seen = []
+    for step, bleu in scores:
+        stopper.observe(bleu, step)
+        seen.append(stopper.exhausted_at)
+    assert seen == [None, None, None, 4, 4, 4, 4]
+    assert stopper.ran_out() == "no better dev BLEU for 2 evaluations (best 13.00 at step 5)"
+    replayed = EarlyStopping(patience=2, history=[{"step": s, "bleu": b} for s, b in scores[:5]])
+    assert (replayed.exhausted_at, replayed.should_stop) == (4, False)
+    assert EarlyStopping(patience=0, history=[{"step": s, "bleu": b} for s, b in scores]).exhausted_at is None

@@ -148,6 +148,86 @@ def test_the_optimizer_and_the_log_follow_the_cooldown(tmp_path):
         assert trainer.learning_rate(update) == pytest.approx(plain.learning_rate(update) * factor, rel=1e-6)
 
 
+def test_patience_starts_the_cooldown_which_a_resume_continues(tmp_path):
+    """With --cooldown_steps C, early stopping's patience running out at step S makes S + C the
+    last update. The run reaches the weights of a run told from the start to end there, and a run
+    killed during the cool-down and resumed reaches them too (one batch, no dropout: the same
+    updates)."""
+    scores = {1: 10.0, 2: 12.0, 3: 11.0, 4: 11.5, 5: 12.5, 6: 13.0, 7: 14.0}
+    batches = make_batches(1)
+    config = training_config(train_steps=20, warmup_steps=2, eval_every_steps=1, early_stopping_patience=2,
+                             cooldown_steps=3, log_every_steps=1)
+
+    def run(model_dir, lines, interrupt_at=None):
+        trainer = trainer_lib.build_trainer(CONFIG, config, str(model_dir), log=lines.append)
+        trainer.restore()
+
+        def evaluate(_model):
+            step = int(trainer.step.numpy())
+            if step == interrupt_at:
+                os.kill(os.getpid(), signal.SIGINT)  # during the evaluation: not recorded, redone
+            return {"loss": 1.5, "nll": 1.25, "perplexity": 3.5, "bleu": scores[step], "signature": "s"}
+        return trainer, trainer.train(input_fn_from(batches), evaluate)
+
+    lines = []
+    cooled, state = run(tmp_path / "cooled", lines)
+    assert (state.step, state.stop_reason, state.best_value) == (7, "early stopping", 14.0)
+    assert ("patience ran out at step 4: no better dev BLEU for 2 evaluations (best 12.00 at step 2): the cool-down starts, the "
+            "learning rate falling to 0 over 3 updates; the run stops at step 7") in lines
+    assert [line.split(" loss ")[0] for line in lines if line.startswith("step ")][3:] == [
+        "step 4/20", "step 5/7", "step 6/7", "step 7/7"]
+    assert lines[-1] == ("stopped at step 7, the end of the cool-down early stopping started at step 4 "
+                         "(best BLEU 14.00 at step 7)")
+    rates = read_scalars(tmp_path / "cooled" / "train")["learning_rate"]
+    plain = trainer_lib.build_trainer(CONFIG, training_config(train_steps=20, warmup_steps=2), str(tmp_path / "p"))
+    assert [rates[s] / plain.learning_rate(s) for s in range(1, 8)] == pytest.approx([1, 1, 1, 1, 1, 2 / 3, 1 / 3],
+                                                                                    rel=1e-5)
+    cooled.optimizer.iterations.assign(7)  # the schedule Adam reads ends there too: update 8 would get 0
+    assert float(cooled.optimizer.learning_rate) == 0.0
+    told = trainer_lib.build_trainer(CONFIG, training_config(train_steps=7, warmup_steps=2, cooldown_steps=3),
+                                     str(tmp_path / "told"))
+    told.train(input_fn_from(batches))
+    for a, b in zip(weights(cooled), weights(told)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # Killed at step 6 during the cool-down, then the same command: it ends at 7 with the same weights.
+    killed_lines = []
+    _, state = run(tmp_path / "killed", killed_lines, interrupt_at=6)
+    assert (state.step, state.stop_reason) == (6, "interrupted")
+    resumed, state = run(tmp_path / "killed", killed_lines)
+    assert (state.step, state.stop_reason) == (7, "early stopping")
+    for a, b in zip(weights(resumed), weights(cooled)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # Run once more, it has ended: nothing to train.
+    again_lines = []
+    _, state = run(tmp_path / "killed", again_lines)
+    assert (state.step, state.stop_reason) == (7, "early stopping")
+    assert again_lines[0] == ("the run cooled down and stopped before, at step 7 (early stopping at step 4, best "
+                              "BLEU 14.00 at step 7); nothing to train")
+
+
+def test_a_run_stopped_early_without_a_cooldown_cools_down_when_run_again_with_one(tmp_path):
+    """Early stopping without --cooldown_steps stops at once; the same command with it resumes the
+    stopped run for its cool-down (the 4x run of docs/BENCHMARKS.md, cooled afterwards)."""
+    scores = iter([10.0, 12.0, 11.0, 11.5, 12.5, 12.4])
+
+    def evaluator(_model):
+        return {"loss": 1.5, "nll": 1.25, "perplexity": 3.5, "bleu": next(scores), "signature": "s"}
+
+    config = training_config(train_steps=20, eval_every_steps=1, early_stopping_patience=2, log_every_steps=1)
+    stopped = trainer_lib.build_trainer(CONFIG, config, str(tmp_path))
+    assert stopped.train(input_fn_from(make_batches(4)), evaluator).step == 4
+    lines = []
+    cooled = trainer_lib.build_trainer(CONFIG, dataclasses.replace(config, cooldown_steps=2), str(tmp_path),
+                                       log=lines.append)
+    assert cooled.restore() == 4
+    state = cooled.train(input_fn_from(make_batches(4)), evaluator)
+    assert (state.step, state.stop_reason, state.best_value) == (6, "early stopping", 12.5)
+    assert [line.split(" lr ")[0].split(" loss ")[0] for line in lines if line.startswith("step ")] == [
+        "step 5/6", "step 6/6"]
+    assert cooled.learning_rate(5) == pytest.approx(stopped.learning_rate(5))
+    assert cooled.learning_rate(6) == pytest.approx(stopped.learning_rate(6) / 2)
+
+
 def test_resume_continues_the_step_counter_and_the_optimizer(tmp_path):
     batches = make_batches(2, length=5) + make_batches(2, length=8)  # bucketed shapes
     config = training_config(train_steps=4, checkpoint_every_steps=2)
