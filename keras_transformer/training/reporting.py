@@ -227,6 +227,23 @@ class EvalHistory:
         self.write = write
         self.records = read_eval_history(model_dir)
 
+    def forget_after(self, step: int) -> int:
+        """Drops the records of evaluations after `step`, the checkpoint a run resumes from (a kill
+        between an evaluation and the next save lost their weights; the resumed run evaluates
+        those steps again); returns how many."""
+        kept = [record for record in self.records if record["step"] <= step]
+        dropped, self.records = len(self.records) - len(kept), kept
+        if dropped and self.write:
+            layout.write_json_atomically(self.path, {"evaluations": self.records})
+        return dropped
+
+    def note(self, key: str, value) -> None:
+        """Adds `key: value` to the last record (a decision taken after that evaluation, e.g. the
+        trainer's "cooldown_to")."""
+        self.records[-1][key] = value
+        if self.write:
+            layout.write_json_atomically(self.path, {"evaluations": self.records})
+
     def append(self, step: int, results: dict) -> dict:
         """Records the evaluation at `step` (without its "hypotheses"); returns the record."""
         record = {"step": step, **{k: v for k, v in results.items() if k != "hypotheses"}}

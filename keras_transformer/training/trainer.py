@@ -310,19 +310,48 @@ class Trainer:
         return float(learning_rate(max(step, 1), self.model_config.d_model, c.warmup_steps, c.learning_rate_scale,
                                    c.cooldown_steps, self.last_step))
 
-    def _plan_end(self, stopper: EarlyStopping) -> int:
+    def _plan_end(self, stopper: EarlyStopping, history: EvalHistory, step: int) -> int:
         """The run's last update: `train_steps`, or with a cool-down, `cooldown_steps` updates after
-        the evaluation where early stopping's patience ran out, if that comes first (also when the
-        run is resumed, or run again after an early stop without a cool-down). Sets the schedule's
-        end and `self.last_step`; returns it."""
+        the evaluation where early stopping's patience ran out, if that comes first.
+
+        The decision is noted in history.json ("cooldown_to" on the evaluation where it was
+        taken), so a resumed run keeps it. Patience found spent by a process that did not cool
+        down (a run stopped early without `cooldown_steps`, or resumed with other settings) starts
+        the cool-down at `step`, where this process is. Sets the schedule's end and `self.last_step`;
+        returns it."""
         c = self.config
         last = c.train_steps
-        if c.cooldown_steps and stopper.exhausted_at is not None:
-            last = min(last, stopper.exhausted_at + c.cooldown_steps)
         if c.cooldown_steps:
-            schedule_of(self.optimizer).end_at(last)
+            planned = [record["cooldown_to"] for record in history.records if "cooldown_to" in record]
+            if planned:
+                last = min(last, planned[-1])
+            elif stopper.exhausted_at is not None and step < c.train_steps:
+                last = min(last, step + c.cooldown_steps)
+                history.note("cooldown_to", last)
+                self.log(self._cooldown_message(step, stopper, last))
+            if last < c.train_steps:
+                schedule_of(self.optimizer).end_at(last)
         self.last_step = last
         return last
+
+    def _evaluation_missing(self, evaluator, history: EvalHistory, step: int) -> bool:
+        """A signal during (or just before) the evaluation of `step`, an evaluation step, dropped it."""
+        every = self.config.eval_every_steps
+        return (evaluator is not None and bool(every) and step > 0 and step % every == 0
+                and not any(record["step"] == step for record in history.records))
+
+    def _evaluate_again(self, state: LoopState, evaluator, step: int, reporter: Reporter, history: EvalHistory,
+                        stopper: EarlyStopping, signals: StopSignals) -> bool:
+        """The evaluation of `step` that a signal dropped; True if a signal interrupts this one too
+        (`state.stop_reason` "interrupted")."""
+        try:
+            state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper, signals)
+        except Interrupted:
+            pass
+        (interrupted,) = agree(self.strategy, (signals.received is not None,))
+        if interrupted:
+            state.stop_reason, state.signal = "interrupted", signals.received
+        return interrupted
 
     # The loop -----------------------------------------------------------------------------
 
@@ -350,8 +379,12 @@ class Trainer:
         start_step = step = int(self.step.numpy())
         state = LoopState(step=step)
         history = EvalHistory(self.model_dir, write=self.chief)
+        dropped = history.forget_after(step)
+        if dropped:
+            self.log(f"{history.path}: {dropped} evaluation(s) after step {step}, the checkpoint restored, "
+                     "dropped (their weights were not saved; they are evaluated again)")
         stopper = EarlyStopping(c.early_stopping_patience, history.records, c.best_checkpoint_metric)
-        last_step = self._plan_end(stopper)
+        last_step = self._plan_end(stopper, history, step)
         started = time.time()
         # With a cool-down, running out of patience moves `last_step` instead of stopping the run.
         if step >= last_step or (stopper.should_stop and not c.cooldown_steps):  # the run had ended: finish what is missing
@@ -365,6 +398,20 @@ class Trainer:
                                 last_step=last_step, started=started,
                                 agree=functools.partial(agree, self.strategy))
         with StopSignals() as signals:
+            if self._evaluation_missing(evaluator, history, step):  # as it would have come before the stop
+                self.log(f"the evaluation of step {step} was interrupted before; evaluating it first")
+                if self._evaluate_again(state, evaluator, step, reporter, history, stopper, signals):
+                    self.log(f"{signal_name(signals.received) if signals.received else 'a signal'} during the "
+                             f"evaluation of step {step}; run the same command to resume")
+                    return self._final(state, stopper, started)
+                if stopper.should_stop and not c.cooldown_steps:
+                    self.log(stopper.message(step))
+                    state.stop_reason = "early stopping"
+                    return self._final(state, stopper, started)
+                if stopper.exhausted_at == step and c.cooldown_steps:
+                    last_step = self._plan_end(stopper, history, step)
+                    timer.last_step = last_step
+                    reporter.end_at(last_step)
             while step < last_step:
                 loss, tokens, norm = self.train_step(iterator)  # step
                 loss, step = float(loss.numpy()), step + 1
@@ -420,10 +467,9 @@ class Trainer:
                             self.save()
                         state.stop_reason, done = "early stopping", True
                     elif stopper.exhausted_at == step and c.cooldown_steps:  # or cool down, then stop
-                        last_step = self._plan_end(stopper)
+                        last_step = self._plan_end(stopper, history, step)
                         timer.last_step = last_step
                         reporter.end_at(last_step)
-                        self.log(self._cooldown_message(step, stopper))
                 if done:
                     if due.out_of_time and step < last_step:
                         state.stop_reason = "time budget"
@@ -432,17 +478,22 @@ class Trainer:
         state.step = step
         if state.stop_reason == "train_steps" and step >= last_step < c.train_steps:
             state.stop_reason = "early stopping"
-            self.log(f"stopped at step {step}, the end of the cool-down early stopping started at step "
-                     f"{stopper.exhausted_at} ({stopper.describe_best()})")
+            self.log(f"stopped at step {step}, the end of the cool-down that early stopping started at step "
+                     f"{last_step - c.cooldown_steps} ({stopper.describe_best()})")
         return self._final(state, stopper, started)
 
-    def _cooldown_message(self, step: int, stopper: EarlyStopping) -> str:
-        """The console line when patience runs out at `step` in a run with a cool-down."""
-        c, ran_out = self.config, f"patience ran out at step {step}: {stopper.ran_out()}"
-        if self.last_step == c.train_steps and step > c.train_steps - c.cooldown_steps:
-            return f"{ran_out}: the cool-down already runs, to step {self.last_step}"
+    def _cooldown_message(self, step: int, stopper: EarlyStopping, last: int) -> str:
+        """The console line when the cool-down is planned at `step` (patience ran out), to end at `last`."""
+        c = self.config
+        if stopper.exhausted_at == step:
+            ran_out = f"patience ran out at step {step}: {stopper.ran_out()}"
+        else:
+            ran_out = (f"patience ran out at step {stopper.exhausted_at} ({stopper.describe_best()}) in a run "
+                       f"without a cool-down; from step {step}")
+        if last == c.train_steps and step > c.train_steps - c.cooldown_steps:
+            return f"{ran_out}: the cool-down already runs, to step {last}"
         return (f"{ran_out}: the cool-down starts, the learning rate falling to 0 over {c.cooldown_steps} "
-                f"updates; the run stops at step {self.last_step}")
+                f"updates; the run stops at step {last}")
 
     @staticmethod
     def _final(state: LoopState, stopper: EarlyStopping, started: float) -> LoopState:
@@ -460,8 +511,8 @@ class Trainer:
         step = state.step
         if self.last_step < self.config.train_steps:
             state.stop_reason = "early stopping"
-            self.log(f"the run cooled down and stopped before, at step {self.last_step} (early stopping at step "
-                     f"{stopper.exhausted_at}, {stopper.describe_best()}); nothing to train")
+            self.log(f"the run cooled down and stopped before, at step {self.last_step} (early stopping, "
+                     f"{stopper.describe_best()}); nothing to train")
         elif stopper.should_stop and not self.config.cooldown_steps:
             state.stop_reason = "early stopping"
             self.log(f"the run stopped early before ({stopper.describe_best()}); nothing to train")
@@ -471,13 +522,7 @@ class Trainer:
         if evaluator is not None and not evaluated:
             reporter = Reporter(self.config, self.model_dir, step, time.time(), self.learning_rate, self.log,
                                 self.chief, interactive=False)
-            try:
-                state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper, signals)
-            except Interrupted:
-                pass
-            (interrupted,) = agree(self.strategy, (signals.received is not None,))
-            if interrupted:
-                state.stop_reason, state.signal = "interrupted", signals.received
+            if self._evaluate_again(state, evaluator, step, reporter, history, stopper, signals):
                 done = "recorded" if any(record.get("step") == step for record in history.records) else "not recorded"
                 self.log(f"{signal_name(signals.received) if signals.received else 'a signal'} during the final "
                          f"evaluation of step {step} ({done}); run the same command to finish")

@@ -151,3 +151,15 @@ def test_a_damaged_history_is_one_line_naming_the_file(tmp_path, text):
     with pytest.raises(ValueError, match=f"{tmp_path / 'eval' / 'history.json'}: not .*move it away") as error:
         reporting.EvalHistory(str(tmp_path))
     assert "\n" not in str(error.value)
+
+
+def test_eval_history_forgets_evaluations_after_the_restored_step_and_notes_decisions(tmp_path):
+    from keras_transformer.training.reporting import EvalHistory, read_eval_history
+    history = EvalHistory(str(tmp_path))
+    for step in (100, 200, 300):
+        history.append(step, {"loss": 3.0 - step / 1000})
+    assert history.forget_after(200) == 1
+    history.note("cooldown_to", 700)
+    assert read_eval_history(str(tmp_path)) == [{"step": 100, "loss": 2.9}, {"step": 200, "loss": 2.8,
+                                                                             "cooldown_to": 700}]
+    assert EvalHistory(str(tmp_path)).forget_after(200) == 0

@@ -60,3 +60,31 @@ def test_a_cooldown_longer_than_the_run_is_refused():
         TrainingConfig(train_steps=400, cooldown_steps=500)
     with pytest.raises(ValueError, match="cooldown_steps must be >= 0"):
         TrainingConfig(cooldown_steps=-1)
+
+
+@pytest.mark.parametrize("loss_scaled", [False, True])
+def test_end_at_moves_the_cooldown_earlier_in_the_optimizer_adam_reads(loss_scaled):
+    """`end_at(S + C)` (early stopping's patience ran out at S): Adam's own rate, read through a
+    mixed_float16 LossScaleOptimizer too, follows the moved cool-down; it never goes past T."""
+    import keras
+    from keras_transformer.training.schedules import schedule_of
+    d_model, warmup, scale = 128, 20, 2.5
+    optimizer = create_optimizer(d_model, warmup, scale, cooldown_steps=4, total_steps=100)
+    if loss_scaled:
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+
+    def adam_rate(update):
+        inner.iterations.assign(update - 1)
+        return float(inner.learning_rate)
+
+    assert adam_rate(50) == pytest.approx(float(learning_rate(50, d_model, warmup, scale)), rel=1e-6)
+    schedule_of(optimizer).end_at(50)  # the last 4 updates are now 47-50
+    for update in (46, 47, 48, 49, 50, 51):
+        factor = min(1.0, max(0.0, (51 - update) / 4))
+        assert adam_rate(update) == pytest.approx(float(learning_rate(update, d_model, warmup, scale)) * factor,
+                                                  rel=1e-6, abs=0)
+    schedule_of(optimizer).end_at(500)  # at most total_steps
+    assert adam_rate(100) == pytest.approx(float(learning_rate(100, d_model, warmup, scale)) / 4, rel=1e-6)
+    with pytest.raises(ValueError, match="end_at needs a schedule with cooldown_steps"):
+        TransformerSchedule(d_model, warmup).end_at(10)

@@ -150,9 +150,9 @@ def test_the_optimizer_and_the_log_follow_the_cooldown(tmp_path):
 
 def test_patience_starts_the_cooldown_which_a_resume_continues(tmp_path):
     """With --cooldown_steps C, early stopping's patience running out at step S makes S + C the
-    last update. The run reaches the weights of a run told from the start to end there, and a run
-    killed during the cool-down and resumed reaches them too (one batch, no dropout: the same
-    updates)."""
+    last update. The run reaches the weights of a run told from the start to end there, and runs
+    killed during the evaluation at S or during the cool-down, then resumed, reach them too (one
+    batch, no dropout: the same updates)."""
     scores = {1: 10.0, 2: 12.0, 3: 11.0, 4: 11.5, 5: 12.5, 6: 13.0, 7: 14.0}
     batches = make_batches(1)
     config = training_config(train_steps=20, warmup_steps=2, eval_every_steps=1, early_stopping_patience=2,
@@ -165,7 +165,7 @@ def test_patience_starts_the_cooldown_which_a_resume_continues(tmp_path):
         def evaluate(_model):
             step = int(trainer.step.numpy())
             if step == interrupt_at:
-                os.kill(os.getpid(), signal.SIGINT)  # during the evaluation: not recorded, redone
+                os.kill(os.getpid(), signal.SIGINT)  # during the evaluation: not recorded, redone on resume
             return {"loss": 1.5, "nll": 1.25, "perplexity": 3.5, "bleu": scores[step], "signature": "s"}
         return trainer, trainer.train(input_fn_from(batches), evaluate)
 
@@ -176,8 +176,11 @@ def test_patience_starts_the_cooldown_which_a_resume_continues(tmp_path):
             "learning rate falling to 0 over 3 updates; the run stops at step 7") in lines
     assert [line.split(" loss ")[0] for line in lines if line.startswith("step ")][3:] == [
         "step 4/20", "step 5/7", "step 6/7", "step 7/7"]
-    assert lines[-1] == ("stopped at step 7, the end of the cool-down early stopping started at step 4 "
+    assert lines[-1] == ("stopped at step 7, the end of the cool-down that early stopping started at step 4 "
                          "(best BLEU 14.00 at step 7)")
+    history = trainer_lib.read_eval_history(str(tmp_path / "cooled"))
+    assert [(r["step"], r.get("cooldown_to")) for r in history] == [(1, None), (2, None), (3, None), (4, 7), (5, None),
+                                                                    (6, None), (7, None)]
     rates = read_scalars(tmp_path / "cooled" / "train")["learning_rate"]
     plain = trainer_lib.build_trainer(CONFIG, training_config(train_steps=20, warmup_steps=2), str(tmp_path / "p"))
     assert [rates[s] / plain.learning_rate(s) for s in range(1, 8)] == pytest.approx([1, 1, 1, 1, 1, 2 / 3, 1 / 3],
@@ -189,20 +192,24 @@ def test_patience_starts_the_cooldown_which_a_resume_continues(tmp_path):
     told.train(input_fn_from(batches))
     for a, b in zip(weights(cooled), weights(told)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    # Killed at step 6 during the cool-down, then the same command: it ends at 7 with the same weights.
-    killed_lines = []
-    _, state = run(tmp_path / "killed", killed_lines, interrupt_at=6)
-    assert (state.step, state.stop_reason) == (6, "interrupted")
-    resumed, state = run(tmp_path / "killed", killed_lines)
-    assert (state.step, state.stop_reason) == (7, "early stopping")
-    for a, b in zip(weights(resumed), weights(cooled)):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # Killed during the evaluation at 4 (where patience runs out) or at 6 (during the cool-down), then
+    # the same command: the dropped evaluation is made first, and the run ends at 7 with the same weights.
+    for kill_at in (4, 6):
+        model_dir, killed_lines = tmp_path / f"killed_{kill_at}", []
+        _, state = run(model_dir, killed_lines, interrupt_at=kill_at)
+        assert (state.step, state.stop_reason) == (kill_at, "interrupted")
+        resumed, state = run(model_dir, killed_lines)
+        assert (state.step, state.stop_reason) == (7, "early stopping")
+        assert [r["step"] for r in trainer_lib.read_eval_history(str(model_dir))] == [1, 2, 3, 4, 5, 6, 7]
+        assert f"the evaluation of step {kill_at} was interrupted before; evaluating it first" in killed_lines
+        for a, b in zip(weights(resumed), weights(cooled)):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     # Run once more, it has ended: nothing to train.
     again_lines = []
-    _, state = run(tmp_path / "killed", again_lines)
+    _, state = run(model_dir, again_lines)
     assert (state.step, state.stop_reason) == (7, "early stopping")
-    assert again_lines[0] == ("the run cooled down and stopped before, at step 7 (early stopping at step 4, best "
-                              "BLEU 14.00 at step 7); nothing to train")
+    assert again_lines[0] == ("the run cooled down and stopped before, at step 7 (early stopping, best BLEU 14.00 "
+                              "at step 7); nothing to train")
 
 
 def test_a_run_stopped_early_without_a_cooldown_cools_down_when_run_again_with_one(tmp_path):
@@ -216,6 +223,11 @@ def test_a_run_stopped_early_without_a_cooldown_cools_down_when_run_again_with_o
     config = training_config(train_steps=20, eval_every_steps=1, early_stopping_patience=2, log_every_steps=1)
     stopped = trainer_lib.build_trainer(CONFIG, config, str(tmp_path))
     assert stopped.train(input_fn_from(make_batches(4)), evaluator).step == 4
+    # An evaluation recorded after the checkpoint restored (a kill lost its weights) is dropped, not replayed.
+    path = tmp_path / "eval" / "history.json"
+    records = json.loads(path.read_text())
+    records["evaluations"].append({"step": 5, "bleu": 99.0, "loss": 1.0})
+    path.write_text(json.dumps(records))
     lines = []
     cooled = trainer_lib.build_trainer(CONFIG, dataclasses.replace(config, cooldown_steps=2), str(tmp_path),
                                        log=lines.append)
@@ -224,8 +236,16 @@ def test_a_run_stopped_early_without_a_cooldown_cools_down_when_run_again_with_o
     assert (state.step, state.stop_reason, state.best_value) == (6, "early stopping", 12.5)
     assert [line.split(" lr ")[0].split(" loss ")[0] for line in lines if line.startswith("step ")] == [
         "step 5/6", "step 6/6"]
+    assert lines[0] == f"{path}: 1 evaluation(s) after step 4, the checkpoint restored, dropped (their weights " \
+        "were not saved; they are evaluated again)"
+    assert lines[1] == ("patience ran out at step 4: no better dev BLEU for 2 evaluations (best 12.00 at step 2): "
+                        "the cool-down starts, the learning rate falling to 0 over 2 updates; the run stops at step 6")
     assert cooled.learning_rate(5) == pytest.approx(stopped.learning_rate(5))
     assert cooled.learning_rate(6) == pytest.approx(stopped.learning_rate(6) / 2)
+    cooled.optimizer.iterations.assign(5)  # Adam's own schedule: update 6 at half the rate, then 0
+    assert float(cooled.optimizer.learning_rate) == pytest.approx(stopped.learning_rate(6) / 2, rel=1e-6)
+    cooled.optimizer.iterations.assign(6)
+    assert float(cooled.optimizer.learning_rate) == 0.0
 
 
 def test_resume_continues_the_step_counter_and_the_optimizer(tmp_path):
