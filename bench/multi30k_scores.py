@@ -3,10 +3,12 @@
     python bench/multi30k_scores.py --model_dir=runs/multi30k_en_de --train_log=train.log \\
         --decodings=4:0.6,5:0.6,5:1.0
     python bench/multi30k_scores.py --model_dir=runs/multi30k_en_de --decodings=5:1.0 --test
+    python bench/multi30k_scores.py --model_dir=runs/multi30k_en_de --average_last=3 --decodings=5:1.4
 
 Every decoding setting of --decodings (`beam:alpha`) translates the validation split with the
 run's model (the averaged checkpoint, else the best, else the latest: what `translate` and
-`export` take) and prints two BLEU scores:
+`export` take; or --checkpoint; or with --average_last=K the average of the run's K most recent
+checkpoints, written to a temporary folder, the run left as it is) and prints two BLEU scores:
 
 - cased, detokenized sacreBLEU (13a), the toolkit's default (section 6.1);
 - lowercased and Moses-tokenized (`metrics.moses_bleu`, Multi30k task 1's own scoring:
@@ -27,6 +29,7 @@ import gzip
 import json
 import os
 import sys
+import tempfile
 import time
 
 from absl import app, flags
@@ -40,6 +43,8 @@ flags.DEFINE_list("decodings", ["4:0.6"], "beam:alpha settings to score on valid
 flags.DEFINE_boolean("test", False, "Also translate test_2016_flickr, with the first setting (once per recipe).")
 flags.DEFINE_string("train_log", None, "The training console's output: its `done:` line gives minutes and stop reason.")
 flags.DEFINE_string("checkpoint", None, "This checkpoint prefix instead of the run's averaged/best/latest.")
+flags.DEFINE_integer("average_last", 0, "Score the average of the run's last K checkpoints (in MODEL_DIR/checkpoints), "
+                     "made in a temporary folder (0: the run's own model).", lower_bound=0)
 flags.DEFINE_integer("batch_size", 64, "Sentences per batch.")
 flags.mark_flag_as_required("model_dir")
 
@@ -91,6 +96,8 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     settings = _decodings(FLAGS.decodings)
+    if FLAGS.average_last and FLAGS.checkpoint:
+        raise app.UsageError("--average_last and --checkpoint each choose the weights: give one")
     from keras_transformer import cli  # pylint: disable=g-import-not-at-top
 
     cli.start_tensorflow()
@@ -98,12 +105,30 @@ def main(argv):
     from keras_transformer import metrics  # pylint: disable=g-import-not-at-top
     from keras_transformer.config import DecodingConfig  # pylint: disable=g-import-not-at-top
 
-    src, tgt = FLAGS.source_lang, FLAGS.target_lang
     print(json.dumps(_run_facts(FLAGS.model_dir, FLAGS.train_log)))
+    with tempfile.TemporaryDirectory() as scratch:
+        checkpoint = FLAGS.checkpoint
+        if FLAGS.average_last:
+            from keras_transformer.run_dir import averaging  # pylint: disable=g-import-not-at-top
+            paths = averaging.recent_checkpoints(FLAGS.model_dir, FLAGS.average_last)
+            checkpoint = averaging.average_checkpoints(FLAGS.model_dir, paths, directory=scratch)
+            print(json.dumps({"averaged": [os.path.basename(path) for path in paths]}))
+        rows, signatures = _score(settings, checkpoint, client, metrics, DecodingConfig)
+    print("| split | beam | alpha | BLEU (cased sacreBLEU) | BLEU (lowercased, Moses-tokenized) |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print(f"| {row['split']} | {row['beam']} | {row['alpha']} | {row['bleu']:.2f} | {row['bleu_lc_moses']:.2f} |")
+    for signature in sorted(signatures):
+        print(f"signature: {signature}", file=sys.stderr)
+
+
+def _score(settings, checkpoint, client, metrics, DecodingConfig):  # pylint: disable=invalid-name
+    """Translates validation with every setting (and test with the first, under --test): rows, signatures."""
+    src, tgt = FLAGS.source_lang, FLAGS.target_lang
     rows, signatures = [], set()
     for index, (beam, alpha) in enumerate(settings):
         translate_fn, source = client.load_translate_fn(
-            FLAGS.model_dir, decoding=DecodingConfig(beam_size=beam, alpha=alpha), checkpoint=FLAGS.checkpoint)
+            FLAGS.model_dir, decoding=DecodingConfig(beam_size=beam, alpha=alpha), checkpoint=checkpoint)
         for prefix in ("val", "test_2016_flickr") if FLAGS.test and index == 0 else ("val",):
             sources = [line.encode("utf-8") for line in _lines(os.path.join(FLAGS.data_dir, f"{prefix}.{src}.gz"))]
             references = _lines(os.path.join(FLAGS.data_dir, f"{prefix}.{tgt}.gz"))
@@ -117,12 +142,7 @@ def main(argv):
                        bleu_lc_moses=round(moses.score, 2), seconds=round(seconds, 1), model=source)
             rows.append(row)
             print(json.dumps(row), flush=True)
-    print("| split | beam | alpha | BLEU (cased sacreBLEU) | BLEU (lowercased, Moses-tokenized) |")
-    print("|---|---|---|---|---|")
-    for row in rows:
-        print(f"| {row['split']} | {row['beam']} | {row['alpha']} | {row['bleu']:.2f} | {row['bleu_lc_moses']:.2f} |")
-    for signature in sorted(signatures):
-        print(f"signature: {signature}", file=sys.stderr)
+    return rows, signatures
 
 
 if __name__ == "__main__":
