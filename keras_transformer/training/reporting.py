@@ -233,21 +233,24 @@ class EvalHistory:
         those steps again); returns how many."""
         kept = [record for record in self.records if record["step"] <= step]
         dropped, self.records = len(self.records) - len(kept), kept
-        if dropped and self.write:
-            layout.write_json_atomically(self.path, {"evaluations": self.records})
+        if dropped:
+            self._write()
         return dropped
 
     def note(self, key: str, value) -> None:
         """Adds `key: value` to the last record (a decision taken after that evaluation, e.g. the
         trainer's "cooldown_to")."""
         self.records[-1][key] = value
-        if self.write:
-            layout.write_json_atomically(self.path, {"evaluations": self.records})
+        self._write()
 
     def append(self, step: int, results: dict) -> dict:
         """Records the evaluation at `step` (without its "hypotheses"); returns the record."""
         record = {"step": step, **{k: v for k, v in results.items() if k != "hypotheses"}}
         self.records.append(record)
+        self._write()
+        return record
+
+    def _write(self) -> None:
+        """Rewrites the file atomically (never half-written); nothing on the non-chief workers."""
         if self.write:
             layout.write_json_atomically(self.path, {"evaluations": self.records})
-        return record

@@ -334,6 +334,14 @@ class Trainer:
         self.last_step = last
         return last
 
+    def _start_cooldown(self, stopper: EarlyStopping, history: EvalHistory, step: int, timer: CheckpointTimer,
+                        reporter: Reporter) -> int:
+        """Patience ran out at `step`: the new last update, which the timer and the reporter count to."""
+        last_step = self._plan_end(stopper, history, step)
+        timer.last_step = last_step
+        reporter.end_at(last_step)
+        return last_step
+
     def _evaluation_missing(self, evaluator, history: EvalHistory, step: int) -> bool:
         """A signal during (or just before) the evaluation of `step`, an evaluation step, dropped it."""
         every = self.config.eval_every_steps
@@ -409,9 +417,7 @@ class Trainer:
                     state.stop_reason = "early stopping"
                     return self._final(state, stopper, started)
                 if stopper.exhausted_at == step and c.cooldown_steps:
-                    last_step = self._plan_end(stopper, history, step)
-                    timer.last_step = last_step
-                    reporter.end_at(last_step)
+                    last_step = self._start_cooldown(stopper, history, step, timer, reporter)
             while step < last_step:
                 loss, tokens, norm = self.train_step(iterator)  # step
                 loss, step = float(loss.numpy()), step + 1
@@ -467,9 +473,7 @@ class Trainer:
                             self.save()
                         state.stop_reason, done = "early stopping", True
                     elif stopper.exhausted_at == step and c.cooldown_steps:  # or cool down, then stop
-                        last_step = self._plan_end(stopper, history, step)
-                        timer.last_step = last_step
-                        reporter.end_at(last_step)
+                        last_step = self._start_cooldown(stopper, history, step, timer, reporter)
                 if done:
                     if due.out_of_time and step < last_step:
                         state.stop_reason = "time budget"
