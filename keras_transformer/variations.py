@@ -10,7 +10,9 @@ the paper's base (the rule: `tasks/model_variations.py`), one training directory
 --out, all on the recipe's data, tokenizer (trained once, by the base row), seed and updates.
 Then writes OUT/table.md, OUT/table.csv and OUT/table.png (`tasks/variations_table.py`):
 parameters, updates, minutes, dev perplexity and BLEU (beam 4, alpha 0.6, on the model
-`--evaluate_only` scores), the BLEU change from the base beside the paper's.
+`--evaluate_only` scores), the BLEU change from the base beside the paper's. `--seeds=2` trains the
+base row once more with the next seed (row base/seed+1): its change from the base is the noise a
+row's change is read against.
 
 The recipe's flags, and any other flag not defined here (e.g. --train_steps=2000 to give every
 row a smaller budget), are the training command's: each row runs `python -m
@@ -36,6 +38,9 @@ flags.DEFINE_string("rows", "A,B,C,D,E", "Table 3's rows to train besides the ba
                     "and rows such as C/N=4, comma-separated.")
 flags.DEFINE_string("out", None, "The table's folder: a training directory per row, rows/ (each finished row's "
                     "record), table.md, table.csv, table.png.")
+flags.DEFINE_integer("seeds", 1, "Seeds the base row is trained with: the recipe's, then rows base/seed+1, ... with "
+                     "the next ones, after Table 3's rows. Their BLEU change from the base is the table's noise.",
+                     lower_bound=1)
 flags.DEFINE_integer("bleu_sentences", 0, "Dev sentences each row translates for BLEU (0: all).", lower_bound=0)
 flags.mark_flag_as_required("out")
 
@@ -47,7 +52,7 @@ def main(argv):
     if not recipes:
         raise app.UsageError("--flagfile=RECIPE is required: the training recipe whose model is the base row "
                              "(e.g. configs/multi30k_en_de.flags)")
-    rows = model_variations.select_rows(FLAGS.rows)
+    rows = model_variations.select_rows(FLAGS.rows, seeds=FLAGS.seeds)
     cli.check_writable_folder(FLAGS.out, "out")
     recipe_args = [arg for arg in argv[1:] if arg != "--"]
     cli.start_tensorflow()

@@ -2,7 +2,7 @@
 the rows scaled to the recipe's model, each trained by the training command, scored on the dev
 split. `python -m keras_transformer.variations` runs it; `tasks.variations_table` writes the table.
 
-    rows = select_rows("A,C/N=4")            # ["base", "A/h=1", ..., "C/N=4"], base first
+    rows = select_rows("A,C/N=4", seeds=2)   # ["base", "A/h=1", ..., "C/N=4", "base/seed+1"]
     records = run_table(out, rows, recipe_args, bleu_sentences=None)
 
 The scaling rule
@@ -31,6 +31,15 @@ row 100k updates, big 300k; here big makes the same updates as the others). A ro
 the model of a row before it (a tiny recipe's h=2 gives A/h=1 and A/h=4 the same single head; a
 recipe without dropout is its own D/P_drop=0.0) is not trained again: it is listed with that
 row's run and scores, and says so.
+
+The seed rows
+-------------
+One run a row leaves open how much of a row's change is the row's and how much is the seed's: the
+paper reports one run a row, on a dev set (newstest2013, 3,000 sentences) three times Multi30k's.
+`select_rows(..., seeds=K)` adds K-1 rows "base/seed+1", ...: the base row again, its model and
+budget unchanged, with the recipe's seed + 1, ... (the training command's --seed). Their change
+from the base is the table's noise: a row whose change is inside it shows no effect at this size.
+They come last, so that an interrupted table has Table 3's rows first.
 
 Running, resuming
 -----------------
@@ -61,6 +70,7 @@ from keras_transformer.config import TABLE3, DecodingConfig, TransformerConfig
 _print = functools.partial(print, flush=True)
 
 GROUPS = ("A", "B", "C", "D", "E", "big")
+SEED_ROW = "base/seed+"  # "base/seed+1": the base row trained with the recipe's seed + 1
 ROWS_DIR = "rows"  # OUT/rows/<row>.json: a finished row's record
 PAPER_BASE = TransformerConfig.base()
 # Table 3's column names for the fields a row can change.
@@ -82,9 +92,12 @@ class TableStopped(Exception):
 # The rows ------------------------------------------------------------------------------------
 
 
-def select_rows(spec: str) -> list[str]:
+def select_rows(spec: str, seeds: int = 1) -> list[str]:
     """The rows of `spec`, comma-separated groups ("A", ..., "E", "big") or rows ("C/N=4"), in
-    Table 3's order, the base first; a one-line `ValueError` for a name that is neither."""
+    Table 3's order, the base first, then the base's `seeds` - 1 seed rows ("base/seed+1", ...);
+    a one-line `ValueError` for a name that is neither, or for fewer than 1 seed."""
+    if seeds < 1:
+        raise ValueError(f"--seeds={seeds}: the base row needs at least its own seed (1)")
     names = [name.strip() for name in spec.split(",") if name.strip()]
     if not names:
         raise ValueError(f"--rows={spec}: names no row; give groups ({', '.join(GROUPS)}) or rows such as C/N=4")
@@ -95,7 +108,12 @@ def select_rows(spec: str) -> list[str]:
             raise ValueError(f"--rows: unknown row {name!r}; choose groups {', '.join(GROUPS)} or rows "
                              f"{', '.join(r for r in TABLE3 if r != 'base')}")
         wanted.update(rows)
-    return ["base"] + [r for r in TABLE3 if r in wanted and r != "base"]
+    return ["base"] + [r for r in TABLE3 if r in wanted and r != "base"] + [f"{SEED_ROW}{k}" for k in range(1, seeds)]
+
+
+def seed_offset(row: str) -> Optional[int]:
+    """k for a seed row "base/seed+k", else None."""
+    return int(row[len(SEED_ROW):]) if row.startswith(SEED_ROW) else None
 
 
 def scale_row(row: str, base: TransformerConfig) -> TransformerConfig:
@@ -212,18 +230,22 @@ def run_table(out: str, rows: Sequence[str], recipe_args: Sequence[str], bleu_se
         eta = (f"table ETA {sum(minutes_per_row) / len(minutes_per_row) * left:.1f} min ({rows_left})"
                if minutes_per_row else f"{rows_left}, ETA after the first row")
         base = layout.read_config(run_dir(out, "base")) if row != "base" else None
-        variant = scale_row(row, base) if base else None
-        change = changes(variant, base) if base else {}
+        offset = seed_offset(row)
+        variant = (base if offset else scale_row(row, base)) if base else None
+        seed = layout.read_settings(run_dir(out, "base"))["training"]["seed"] + offset if offset else None
+        change = {"seed": seed} if offset else changes(variant, base) if base else {}
         log(f"row {index} of {len(rows)}: {row} " + (", ".join(f"{k}={v}" for k, v in change.items())
                                                      or "(the recipe's model)") + f"; {eta}")
         started, before = time.time(), (record or {}).get("wall_minutes", 0.0)  # minutes of attempts before
-        same = next((r for r in records if variant is not None and r["model"] == variant.to_dict()), None)
+        same = next((r for r in records if variant is not None and not offset and r["model"] == variant.to_dict()),
+                    None)
         if same:
             record = {**same, "row": row, "changes": change, "same_as": same["same_as"] or same["row"]}
             log(f"{row}: the same model as {record['same_as']} at this size; not trained again")
         else:
             budget = [] if row == "base" else [f"--train_steps={records[0]['updates']}", "--max_train_minutes=0",
                                                "--early_stopping_patience=0"]  # the base row's updates
+            budget += [f"--seed={seed}"] if offset else []
             record = _train_and_score(out, row, variant, base, [*recipe_args, *budget], bleu_sentences, record, log)
             record["changes"] = change
         record["wall_minutes"] = 0.0 if same else before + (time.time() - started) / 60

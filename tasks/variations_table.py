@@ -17,12 +17,16 @@ import math
 import os
 from typing import Optional, Sequence
 
-from keras_transformer.config import TABLE3
+from keras_transformer.config import TABLE3, Table3Row
 from keras_transformer.run_dir import atomic_files
+from tasks.model_variations import SEED_ROW
 
 CSV_FIELDS = ("row", "changes", "same_as", "N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "eps_ls",
               "positions", "params", "train_updates", "train_minutes", "dev_ppl", "dev_bleu", "bleu_change",
               "paper_ppl", "paper_bleu", "paper_bleu_change", "paper_params_millions")
+
+
+_NO_PAPER_ROW = Table3Row({}, None)
 
 
 def table_rows(records: Sequence[dict]) -> list[dict]:
@@ -32,7 +36,8 @@ def table_rows(records: Sequence[dict]) -> list[dict]:
     paper_base = TABLE3["base"].paper_bleu
     rows = []
     for record in records:
-        model, dev, paper = record["model"], record["dev"], TABLE3[record["row"]]
+        model, dev = record["model"], record["dev"]
+        paper = TABLE3.get(record["row"], _NO_PAPER_ROW)  # a seed row (base/seed+1) is not the paper's
         heads = model["num_heads"]
         bleu = dev.get("bleu")
         rows.append({
@@ -104,8 +109,30 @@ def _write_markdown(path: str, rows: Sequence[dict], recipe: str, records: Seque
             _cell(row["train_minutes"], "{:.1f}"), _cell(row["dev_ppl"], "{:.2f}"), _cell(row["dev_bleu"], "{:.2f}"),
             _cell(row["bleu_change"], "{:+.2f}"), _cell(row["paper_ppl"], "{:.2f}"), _cell(row["paper_bleu"], "{:.1f}"),
             _cell(row["paper_bleu_change"], "{:+.1f}"), _cell(row["paper_params_millions"], "{:g}") + " |"]))
+    lines += seed_noise_lines(rows)
     atomic_files.write_atomically(path, ("\n".join(lines) + "\n").encode("utf-8"))
     return path
+
+
+def seed_noise(rows: Sequence[dict]) -> Optional[float]:
+    """The range of the base row's dev BLEU over its seeds (the base and its seed rows), or None
+    with one seed: the change under which a row's change is not read as an effect."""
+    bleus = [r["dev_bleu"] for r in rows if r["row"] == "base" or r["row"].startswith(SEED_ROW)]
+    bleus = [b for b in bleus if b is not None]
+    return round(max(bleus) - min(bleus), 2) if len(bleus) > 1 else None
+
+
+def seed_noise_lines(rows: Sequence[dict]) -> list[str]:
+    """The Markdown sentence under the table on the base row's seeds, or none with one seed."""
+    noise = seed_noise(rows)
+    if noise is None:
+        return []
+    seeds = [r for r in rows if r["row"] == "base" or r["row"].startswith(SEED_ROW)]
+    bleus = ", ".join(_cell(r["dev_bleu"], "{:.2f}") for r in seeds)
+    ppls = ", ".join(_cell(r["dev_ppl"], "{:.2f}") for r in seeds)
+    return ["", f"Seed noise: the base row over {len(seeds)} seeds scores dev BLEU {bleus} (range {noise:.2f}) and "
+                f"perplexity {ppls}. A row's BLEU change within +-{noise:.2f} of the base is no effect at this "
+                "size and budget."]
 
 
 def _write_plot(path: str, rows: Sequence[dict]) -> Optional[str]:

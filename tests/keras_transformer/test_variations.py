@@ -24,6 +24,7 @@ def _table_args(flagfile, out, *flags):
 @pytest.mark.parametrize("flags, fragment", [
     (["--rows=C,F"], "unknown row 'F'"),
     (["--rows=C/N=3"], "unknown row 'C/N=3'"),
+    (["--seeds=0"], "--seeds=0"),
 ])
 def test_unknown_rows_end_with_one_error_line(tmp_path, flagfile, flags, fragment):
     assert_one_error_line(run_command(*_table_args(flagfile, tmp_path / "table", *flags)), fragment)
