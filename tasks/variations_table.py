@@ -130,9 +130,11 @@ def seed_noise_lines(rows: Sequence[dict]) -> list[str]:
     seeds = [r for r in rows if r["row"] == "base" or r["row"].startswith(SEED_ROW)]
     bleus = ", ".join(_cell(r["dev_bleu"], "{:.2f}") for r in seeds)
     ppls = ", ".join(_cell(r["dev_ppl"], "{:.2f}") for r in seeds)
+    few = (" Two seeds are one draw of the noise, likely below its typical size: --seeds=3 or more measures it."
+           if len(seeds) == 2 else "")
     return ["", f"Seed noise: the base row over {len(seeds)} seeds scores dev BLEU {bleus} (range {noise:.2f}) and "
                 f"perplexity {ppls}. A row's BLEU change within +-{noise:.2f} of the base is no effect at this "
-                "size and budget."]
+                "size and budget." + few]
 
 
 def _write_plot(path: str, rows: Sequence[dict]) -> Optional[str]:

@@ -98,3 +98,4 @@ def test_seed_rows_train_the_base_again_with_the_next_seeds_and_measure_the_nois
     table = open(os.path.join(out, "table.md"), encoding="utf-8").read()
     assert "| base/seed+1 | seed=8 |" in table
     assert "over 3 seeds scores dev BLEU 30.00, 30.60, 29.90 (range 0.70)" in table
+    assert "Two seeds are one draw" in "\n".join(variations_table.seed_noise_lines(rows[:3]))
