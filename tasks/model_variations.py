@@ -116,6 +116,11 @@ def seed_offset(row: str) -> Optional[int]:
     return int(row[len(SEED_ROW):]) if row.startswith(SEED_ROW) else None
 
 
+def is_base_seed(row: str) -> bool:
+    """True for the base row and its seed rows: the runs whose spread is the table's noise."""
+    return row == "base" or row.startswith(SEED_ROW)
+
+
 def scale_row(row: str, base: TransformerConfig) -> TransformerConfig:
     """The recipe's model `base` changed as Table 3's `row` changes the paper's base (the module's
     docstring gives the rule)."""
@@ -229,11 +234,17 @@ def run_table(out: str, rows: Sequence[str], recipe_args: Sequence[str], bleu_se
         rows_left = f"{left} row{'s' if left > 1 else ''} left"
         eta = (f"table ETA {sum(minutes_per_row) / len(minutes_per_row) * left:.1f} min ({rows_left})"
                if minutes_per_row else f"{rows_left}, ETA after the first row")
-        base = layout.read_config(run_dir(out, "base")) if row != "base" else None
+        base = variant = seed = None
+        change = {}
         offset = seed_offset(row)
-        variant = (base if offset else scale_row(row, base)) if base else None
-        seed = layout.read_settings(run_dir(out, "base"))["training"]["seed"] + offset if offset else None
-        change = {"seed": seed} if offset else changes(variant, base) if base else {}
+        if row != "base":
+            base = layout.read_config(run_dir(out, "base"))
+            variant = base if offset else scale_row(row, base)
+            if offset:
+                seed = layout.read_settings(run_dir(out, "base"))["training"]["seed"] + offset
+                change = {"seed": seed}
+            else:
+                change = changes(variant, base)
         log(f"row {index} of {len(rows)}: {row} " + (", ".join(f"{k}={v}" for k, v in change.items())
                                                      or "(the recipe's model)") + f"; {eta}")
         started, before = time.time(), (record or {}).get("wall_minutes", 0.0)  # minutes of attempts before

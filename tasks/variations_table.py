@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 
 from keras_transformer.config import TABLE3, Table3Row
 from keras_transformer.run_dir import atomic_files
-from tasks.model_variations import SEED_ROW
+from tasks.model_variations import is_base_seed
 
 CSV_FIELDS = ("row", "changes", "same_as", "N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "eps_ls",
               "positions", "params", "train_updates", "train_minutes", "dev_ppl", "dev_bleu", "bleu_change",
@@ -117,8 +117,7 @@ def _write_markdown(path: str, rows: Sequence[dict], recipe: str, records: Seque
 def seed_noise(rows: Sequence[dict]) -> Optional[float]:
     """The range of the base row's dev BLEU over its seeds (the base and its seed rows), or None
     with one seed: the change under which a row's change is not read as an effect."""
-    bleus = [r["dev_bleu"] for r in rows if r["row"] == "base" or r["row"].startswith(SEED_ROW)]
-    bleus = [b for b in bleus if b is not None]
+    bleus = [r["dev_bleu"] for r in rows if is_base_seed(r["row"]) and r["dev_bleu"] is not None]
     return round(max(bleus) - min(bleus), 2) if len(bleus) > 1 else None
 
 
@@ -127,7 +126,7 @@ def seed_noise_lines(rows: Sequence[dict]) -> list[str]:
     noise = seed_noise(rows)
     if noise is None:
         return []
-    seeds = [r for r in rows if r["row"] == "base" or r["row"].startswith(SEED_ROW)]
+    seeds = [r for r in rows if is_base_seed(r["row"])]
     bleus = ", ".join(_cell(r["dev_bleu"], "{:.2f}") for r in seeds)
     ppls = ", ".join(_cell(r["dev_ppl"], "{:.2f}") for r in seeds)
     few = (" Two seeds are one draw of the noise, likely below its typical size: --seeds=3 or more measures it."
