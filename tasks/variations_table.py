@@ -116,8 +116,11 @@ def _write_markdown(path: str, rows: Sequence[dict], recipe: str, records: Seque
 
 def seed_noise(rows: Sequence[dict]) -> Optional[float]:
     """The range of the base row's dev BLEU over its seeds (the base and its seed rows), or None
-    with one seed: the change under which a row's change is not read as an effect."""
-    bleus = [r["dev_bleu"] for r in rows if is_base_seed(r["row"]) and r["dev_bleu"] is not None]
+    with one seed: the change under which a row's change is not read as an effect.
+
+    `rows`: `table_rows`' dicts, or table.csv's rows as `csv.DictReader` reads them (strings, "" for
+    no value), as notebooks/06_table3.ipynb passes them."""
+    bleus = [float(r["dev_bleu"]) for r in rows if is_base_seed(r["row"]) and r["dev_bleu"] not in (None, "")]
     return round(max(bleus) - min(bleus), 2) if len(bleus) > 1 else None
 
 

@@ -1,6 +1,7 @@
 """`tasks.model_variations`: which rows, each row scaled to a recipe's model (section 6.2, Table 3), and
 the base row's seed rows (the table's noise) trained with the next seeds and written under the table."""
 
+import csv
 import os
 
 import pytest
@@ -99,3 +100,5 @@ def test_seed_rows_train_the_base_again_with_the_next_seeds_and_measure_the_nois
     assert "| base/seed+1 | seed=8 |" in table
     assert "over 3 seeds scores dev BLEU 30.00, 30.60, 29.90 (range 0.70)" in table
     assert "Two seeds are one draw" in "\n".join(variations_table.seed_noise_lines(rows[:3]))
+    with open(os.path.join(out, "table.csv"), encoding="utf-8") as file:  # as notebook 06 reads it
+        assert variations_table.seed_noise(list(csv.DictReader(file))) == 0.7
