@@ -40,6 +40,7 @@ by pid N on HOST`, before TensorFlow starts).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -66,6 +67,9 @@ flags.DEFINE_integer("d_v", None, "d_v, each head's value width (unset: the pres
 flags.DEFINE_float("dropout_rate", None, "Override P_drop (section 5.4; base 0.1, big 0.3).")
 flags.DEFINE_float("attention_dropout_rate", None, "Override the dropout on attention weights (paper: 0).")
 flags.DEFINE_float("relu_dropout_rate", None, "Override the dropout after the feed-forward ReLU (paper: 0).")
+flags.DEFINE_float("bpe_dropout", 0.0, "Segment the training pairs anew each epoch, each BPE merge skipped with "
+                   "this probability (BPE-dropout, Provilkov et al. 2020; 0: off, section 5.1's one segmentation). "
+                   "--tokenizer=bpe only; sentencepiece draws the segmentations, not --seed.")
 flags.DEFINE_float("label_smoothing", None, "Override epsilon_ls (section 5.4; paper 0.1).")
 flags.DEFINE_enum("positional_encoding", None, ["sinusoidal", "learned"], "Override the position encoding.")
 flags.DEFINE_enum("layer_norm", None, ["post", "pre"], "Override the LayerNorm placement (paper: post).")
@@ -171,7 +175,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     # Everything that can fail on a flag is checked before TensorFlow starts.
-    data = task_flags.data_config(dev_split=FLAGS.dev_split)
+    data = dataclasses.replace(task_flags.data_config(dev_split=FLAGS.dev_split), bpe_dropout=FLAGS.bpe_dropout)
     model = model_config()
     decoding = task_flags.decoding_config(prefix="eval_")
     training = training_config()

@@ -11,6 +11,10 @@ The pipeline (`make_dataset`), all inside `tf.data`:
   `max_length` -> [cache in memory or on disk] -> [shuffle with a seed] -> [repeat]
   -> [sample from several corpora by weight] -> `bucket_by_sequence_length` -> prefetch.
 
+With BPE-dropout (`bpe_dropout`, training only) the text is cached instead, and each epoch
+tokenizes it anew: strings -> [shard] -> [cache] -> tokenize with merges dropped -> drop
+pairs longer than `max_length` -> [shuffle] -> ...
+
 A pair's length is max(source length, target length), EOS included. Bucket
 boundaries grow geometrically (8, 9, 10, ..., x -> max(x + 1, int(1.1 x)), as in
 tensor2tensor) up to `max_length`; a bucket whose longest member has L tokens
@@ -68,18 +72,22 @@ def _as_dataset(pairs: PairsLike) -> tf.data.Dataset:
     return pairs_dataset(list(pairs))
 
 
+def _sharded(pairs: PairsLike, num_shards: int, shard_index: int) -> tf.data.Dataset:
+    ds = _as_dataset(pairs)
+    return ds.shard(num_shards, shard_index) if num_shards > 1 else ds
+
+
 def tokenize_pairs(pairs: PairsLike, tokenizer: tokenizers_lib.Tokenizer,
                    target_tokenizer: Optional[tokenizers_lib.Tokenizer] = None,
-                   num_shards: int = 1, shard_index: int = 0) -> tf.data.Dataset:
-    """(source, target) strings -> (source_ids + EOS, target_ids + EOS) int32 vectors."""
+                   num_shards: int = 1, shard_index: int = 0, bpe_dropout: float = 0.0) -> tf.data.Dataset:
+    """(source, target) strings -> (source_ids + EOS, target_ids + EOS) int32 vectors; with
+    `bpe_dropout`, a new BPE-dropout segmentation of both sides each time the stream is read."""
     target_tokenizer = target_tokenizer or tokenizer
-    ds = _as_dataset(pairs)
-    if num_shards > 1:
-        ds = ds.shard(num_shards, shard_index)
+    ds = _sharded(pairs, num_shards, shard_index)
 
     def tokenize(source, target):  # (n,) strings -> (n, None) ragged ids
-        return (tokenizer.tokenize(source, add_eos=True),
-                target_tokenizer.tokenize(target, add_eos=True))
+        return (tokenizer.tokenize(source, add_eos=True, bpe_dropout=bpe_dropout),
+                target_tokenizer.tokenize(target, add_eos=True, bpe_dropout=bpe_dropout))
 
     # Unbatching ragged rows gives ragged_rank-0 specs; identity makes them plain
     # tensors, which `bucket_by_sequence_length`'s padded batching requires.
@@ -97,21 +105,29 @@ def pair_length(source_ids, target_ids):
 CACHE_MODES = ("memory", "disk", "none")
 
 
-def _tokenized(pairs, tokenizer, target_tokenizer, max_length: int, num_shards: int, shard_index: int,
-               cache: str, cache_path: Optional[str]) -> tf.data.Dataset:
-    """Tokenized pairs of at most `max_length` tokens a side, kept between epochs as `cache` says."""
-    ds = tokenize_pairs(pairs, tokenizer, target_tokenizer, num_shards, shard_index)
-    ds = ds.filter(lambda s, t: pair_length(s, t) <= max_length)
+def _cached(ds: tf.data.Dataset, cache: str, cache_path: Optional[str], suffix: str) -> tf.data.Dataset:
     if cache == "memory":
-        ds = ds.cache()
-    elif cache == "disk":
+        return ds.cache()
+    if cache == "disk":
         if not cache_path:
             raise ValueError("cache='disk' needs cache_path, a file prefix for tf.data's cache files")
-        suffix = f"-shard{shard_index}of{num_shards}" if num_shards > 1 else ""
-        ds = ds.cache(cache_path + suffix)
-    elif cache != "none":
+        return ds.cache(cache_path + suffix)
+    if cache != "none":
         raise ValueError(f"cache must be one of {CACHE_MODES}, got {cache!r}")
     return ds
+
+
+def _tokenized(pairs, tokenizer, target_tokenizer, max_length: int, num_shards: int, shard_index: int,
+               cache: str, cache_path: Optional[str], bpe_dropout: float = 0.0) -> tf.data.Dataset:
+    """Tokenized pairs of at most `max_length` tokens a side, kept between epochs as `cache` says:
+    the ids, or with `bpe_dropout` the text, which each epoch then segments anew."""
+    suffix = f"-shard{shard_index}of{num_shards}" if num_shards > 1 else ""
+    if bpe_dropout:
+        text = _cached(_sharded(pairs, num_shards, shard_index), cache, cache_path, suffix + "-text")
+        ds = tokenize_pairs(text, tokenizer, target_tokenizer, bpe_dropout=bpe_dropout)
+        return ds.filter(lambda s, t: pair_length(s, t) <= max_length)
+    ds = tokenize_pairs(pairs, tokenizer, target_tokenizer, num_shards, shard_index)
+    return _cached(ds.filter(lambda s, t: pair_length(s, t) <= max_length), cache, cache_path, suffix)
 
 
 def make_dataset(pairs: Union[PairsLike, corpora.Mixture], tokenizer: tokenizers_lib.Tokenizer,
@@ -120,7 +136,7 @@ def make_dataset(pairs: Union[PairsLike, corpora.Mixture], tokenizer: tokenizers
                  shuffle: bool = True, seed: int = 0, repeat: bool = False,
                  shuffle_buffer: int = 200_000, cache: str = "memory", cache_path: Optional[str] = None,
                  min_bucket_length: int = 8, bucket_step: float = 1.1,
-                 num_shards: int = 1, shard_index: int = 0) -> tf.data.Dataset:
+                 num_shards: int = 1, shard_index: int = 0, bpe_dropout: float = 0.0) -> tf.data.Dataset:
     """Length-bucketed batches of token ids within a token budget (section 5.1).
 
     Args:
@@ -147,6 +163,9 @@ def make_dataset(pairs: Union[PairsLike, corpora.Mixture], tokenizer: tokenizers
         cache_path: the file prefix of the "disk" cache (a shard or corpus suffix is added).
         min_bucket_length, bucket_step: the geometric bucket boundaries.
         num_shards, shard_index: read only this shard of the pairs (per input pipeline).
+        bpe_dropout: segment the pairs anew each epoch, every BPE merge skipped with this
+            probability (Provilkov et al., 2020); `cache` then keeps the text, and a pair
+            segmented longer than `max_length` in one epoch is dropped from that epoch only.
 
     Returns:
         `tf.data.Dataset` of `(source_ids, target_ids)`, int32 [batch, length],
@@ -158,7 +177,8 @@ def make_dataset(pairs: Union[PairsLike, corpora.Mixture], tokenizer: tokenizers
     streams = []
     for i, load in enumerate(mixture.loaders if mixture else [lambda: pairs]):
         path = cache_path and (f"{cache_path}-{mixture.names[i]}" if mixture else cache_path)
-        ds = _tokenized(load(), tokenizer, target_tokenizer, max_length, num_shards, shard_index, cache, path)
+        ds = _tokenized(load(), tokenizer, target_tokenizer, max_length, num_shards, shard_index, cache, path,
+                        bpe_dropout)
         if shuffle:
             ds = ds.shuffle(shuffle_buffer, seed=seed + i, reshuffle_each_iteration=True)
         if repeat:

@@ -30,6 +30,7 @@ from typing import Optional
 
 from keras_transformer.config import check_seed
 from pipelines import corpora as corpora_lib
+from pipelines.bpe_dropout import check_bpe_dropout
 from pipelines import sources
 from pipelines.errors import DataError
 
@@ -102,6 +103,10 @@ class DataConfig:
         tree_targets: a treebank's target trees with their words ("words") or each word
             written as the placeholder "XX" ("placeholders", Vinyals et al. 2015;
             `pipelines.linearized_trees`), which the tokenizer then keeps one piece.
+        bpe_dropout: the training pairs segmented anew in every epoch, each BPE merge skipped
+            with this probability (Provilkov et al., 2020; 0: the one segmentation of section
+            5.1). Both sides; dev, test, translation and export keep the plain segmentation.
+            The text, not the ids, is then what `cache` keeps between epochs.
     """
 
     dataset: str = "embedded"
@@ -124,6 +129,7 @@ class DataConfig:
     source_tags: str = "none"
     tagger_file: Optional[str] = None
     tree_targets: str = "words"
+    bpe_dropout: float = 0.0
 
     def __post_init__(self):
         kind = sources.spec(self.dataset).kind
@@ -162,6 +168,7 @@ class DataConfig:
         if self.shuffle_buffer < 1:
             raise ValueError(f"shuffle_buffer must be positive, got {self.shuffle_buffer}")
         check_seed(self.seed)
+        check_bpe_dropout(self.bpe_dropout, self.tokenizer)
         if kind != "files" and self.dev_split.split("[")[0] not in sources.SPLITS:  # files: its file is checked
             raise DataError(f"dev_split {self.dev_split!r}: dataset {self.dataset} has the splits "
                             f"{', '.join(sources.SPLITS)}")

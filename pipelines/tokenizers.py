@@ -50,6 +50,7 @@ from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_senten
 from keras_transformer.run_dir.atomic_files import write_atomically
 from keras_transformer.cli import silence_native_stderr
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, UNK_ID
+from pipelines.bpe_dropout import check_bpe_dropout
 
 WORDPIECE_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[BOS]", "[EOS]")
 
@@ -166,15 +167,27 @@ class Tokenizer(tf.Module):
     def _pieces(self, strings: tf.Tensor) -> tf.RaggedTensor:
         raise NotImplementedError
 
+    def _sampled_pieces(self, strings: tf.Tensor, bpe_dropout: float) -> tf.RaggedTensor:
+        raise NotImplementedError
+
     def _join(self, ids: tf.RaggedTensor) -> tf.Tensor:
         raise NotImplementedError
 
-    def tokenize(self, strings, add_eos: bool = False) -> tf.RaggedTensor:
-        """tf.string [N] -> int32 ragged [N, None]; EOS appended if `add_eos`."""
+    def tokenize(self, strings, add_eos: bool = False, bpe_dropout: float = 0.0) -> tf.RaggedTensor:
+        """tf.string [N] -> int32 ragged [N, None]; EOS appended if `add_eos`.
+
+        With `bpe_dropout` p > 0 (bpe tokenizers only), each merge is skipped with probability p
+        and every call draws a new segmentation of the same text (BPE-dropout, Provilkov et al.,
+        2020, "BPE-Dropout: Simple and Effective Subword Regularization"); `detokenize` still gives
+        the text back. The draws come from sentencepiece's own generator, which tensorflow-text
+        does not let a caller seed.
+        """
+        check_bpe_dropout(bpe_dropout, self.type)
         strings = tf.convert_to_tensor(strings, tf.string)
         if self.lowercase:
             strings = tf_text.case_fold_utf8(strings)
-        ids = tf.cast(self._pieces(strings), tf.int32)
+        pieces = self._sampled_pieces(strings, bpe_dropout) if bpe_dropout else self._pieces(strings)
+        ids = tf.cast(pieces, tf.int32)
         if add_eos:
             eos = tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, tf.int32))
             ids = tf.concat([ids, eos], axis=1)
@@ -241,6 +254,13 @@ class SentencePieceTokenizer(Tokenizer):
 
     def _pieces(self, strings):
         return self._sp.tokenize(strings)
+
+    def _sampled_pieces(self, strings, bpe_dropout):
+        # sentencepiece's SampleEncode: for a BPE model, nbest_size < 0 and alpha p is BPE-dropout.
+        values, row_splits = tf_text_sentencepiece.gen_sentencepiece_tokenizer.sentencepiece_tokenize_op(
+            self._sp._model_resource.resource_handle, strings, nbest_size=-1, alpha=bpe_dropout,  # pylint: disable=protected-access
+            add_bos=False, add_eos=False, reverse=False, out_type=tf.int32, return_nbest=False)
+        return tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
 
     def _join(self, ids):
         return self._sp.detokenize(ids)

@@ -124,13 +124,15 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         pairs = data.training_pairs()
         mixture = pairs if isinstance(pairs, corpora.Mixture) else None
         log(f"input: cache {cache} ({why}), shuffle buffer {data.shuffle_buffer:,}"
+            + (f"; BPE-dropout {data.bpe_dropout:g} (a new segmentation each epoch, not seeded)"
+               if data.bpe_dropout else "")
             + (f"; corpora {', '.join(f'{n} {100 * w:.1f}%' for n, w in zip(mixture.names, mixture.weights))}"
                if mixture else ""))
         input_fn = batching.make_input_fn(
             (lambda: pairs) if mixture else (lambda: data.training_pairs()), source_tok,
             data.batch_tokens // training.accumulation_steps, target_tokenizer=target_tok,
             max_length=data.max_length, shuffle=True, seed=data.seed * 1_000_003 + start, repeat=True,
-            shuffle_buffer=data.shuffle_buffer, cache=cache, cache_path=cache_path)
+            shuffle_buffer=data.shuffle_buffer, cache=cache, cache_path=cache_path, bpe_dropout=data.bpe_dropout)
         evaluator = build_evaluator(data, decoding, model, source_tok, target_tok, bleu_sentences)
         if mixture:
             evaluator = _logging_shares(evaluator, mixture, log)

@@ -26,6 +26,8 @@ from tests.helpers.train_runs import latest_step, train_args
     (["--dataset=multi30k", "--data_dir=/nonexistent/multi30k", "--tree_targets=placeholders"],
      "tree_targets=placeholders: the targets are trees only with a treebank (dataset ptb), not dataset multi30k_en_de"),
     (["--tree_targets=xx"], "--tree_targets"),
+    (["--tokenizer=wordpiece", "--bpe_dropout=0.1"], "bpe_dropout=0.1 needs the bpe tokenizer, not wordpiece"),
+    (["--bpe_dropout=1"], "bpe_dropout must be in [0, 1), got 1.0"),
 ])
 def test_bad_flags_end_with_one_error_line_and_exit_code_2(tmp_path, flags, fragment):
     assert_one_error_line(run_command(*train_args(tmp_path / "run", *flags)), fragment)
@@ -66,6 +68,20 @@ def test_tiny_run_learns_resumes_and_refuses_another_model(tmp_path, flagfile):
 
     other = run_command(*train_args(model_dir, "--train_steps=80", "--d_model=64", flagfile=flagfile))
     assert_one_error_line(other, "d_model=32 (saved) vs 64 (flags)")
+
+
+def test_a_run_with_bpe_dropout_records_it_trains_and_evaluates(tmp_path, flagfile):
+    """BPE-dropout reaches the training stream (the log and model_config.json say so); the run
+    trains and evaluates. Whether it learns faster or slower is the recipe's question, measured in
+    docs/BENCHMARKS.md: its draws are not seeded, so a margin here would be a coin toss."""
+    model_dir = tmp_path / "run"
+    trained = run_command(*train_args(model_dir, "--train_steps=20", "--eval_every_steps=20", "--bpe_dropout=0.1",
+                                      "--eval_max_sentences=-1", "--precision=float32", flagfile=flagfile))
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert "BPE-dropout 0.1 (a new segmentation each epoch, not seeded)" in trained.stdout
+    assert json.loads((model_dir / "model_config.json").read_text())["data"]["bpe_dropout"] == 0.1
+    history = json.loads((model_dir / "eval" / "history.json").read_text())["evaluations"]
+    assert [h["step"] for h in history] == [20] and np.isfinite(history[0]["loss"])
 
 
 def test_a_run_with_ema_decay_records_it_and_evaluate_only_scores_the_average(tmp_path, flagfile):

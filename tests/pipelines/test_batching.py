@@ -132,3 +132,27 @@ def test_padding_share_on_multi30k_train_is_below_20_percent(shared_data):
     assert stats.pairs == 29000
     assert stats.max_source_positions <= 25000 and stats.max_target_positions <= 25000
     assert stats.padding_share < 0.20
+
+
+@pytest.mark.parametrize("cache", ["memory", "disk", "none"])
+def test_bpe_dropout_segments_each_epoch_anew_and_keeps_every_pair(pairs, tokenizer, tmp_path, cache):
+    """With BPE-dropout the cache keeps the text: every epoch holds every pair (detokenized),
+    in a new segmentation; without it, every epoch reads the same cached ids."""
+    path = str(tmp_path / "train") if cache == "disk" else None
+    ds = batching.make_dataset(pairs, tokenizer, 512, 128, shuffle=False, cache=cache, cache_path=path,
+                               bpe_dropout=0.2)
+    expected = sorted((s.encode(), t.encode()) for s, t in pairs)
+    epochs = []
+    for _ in range(2):
+        batches = _batches(ds)
+        seen = []
+        for source, target in batches:
+            seen += zip(tokenizer.detokenize(source).numpy(), tokenizer.detokenize(target).numpy())
+        assert sorted(seen) == expected
+        epochs.append(batches)
+    assert str(epochs[0]) != str(epochs[1])
+    plain = batching.make_dataset(pairs, tokenizer, 512, 128, shuffle=False, cache=cache,
+                                  cache_path=path and path + "-plain")
+    assert str(_batches(plain)) == str(_batches(plain))
+    lengths = [sum(int(np.count_nonzero(s)) for s, _ in batches) for batches in (epochs[0], _batches(plain))]
+    assert lengths[0] > lengths[1]  # merges dropped: more source pieces

@@ -37,6 +37,8 @@ def test_data_dir_means_where_the_data_is_for_every_kind(tmp_path):
     (dict(dataset="multi30k_en_de", data_dir=".", tree_targets="placeholders"),
      "tree_targets=placeholders: the targets are trees only with a treebank"),
     (dict(dataset="ptb", data_dir=".", tree_targets="xx"), "tree_targets must be one of words, placeholders"),
+    (dict(tokenizer="unigram", bpe_dropout=0.1), "bpe_dropout=0.1 needs the bpe tokenizer, not unigram"),
+    (dict(bpe_dropout=1.0), r"bpe_dropout must be in \[0, 1\), got 1.0"),
 ])
 def test_bad_configs_are_one_line_errors(values, message):
     with pytest.raises(ValueError, match=message):

@@ -237,3 +237,47 @@ def test_user_defined_symbols_keep_the_placeholder_one_piece(pairs, model_type):
         assert _round_trip(tokenizer, ["Der Hund XX XX .", "XXL"]) == ["Der Hund XX XX .", "XXL"]
     _, (alone, _) = xx_ids(plain)
     assert len(alone) > 1 or alone == [special_ids.UNK_ID]
+
+
+def test_bpe_dropout_draws_new_segmentations_that_detokenize_to_the_same_text(bpe, pairs):
+    """BPE-dropout (Provilkov et al. 2020): each call segments anew, never changes the text."""
+    sentences = [s for s, _ in pairs[:40]] + HARD_CASES
+    plain = bpe.tokenize(tf.constant(sentences)).to_list()
+    assert bpe.tokenize(tf.constant(sentences), bpe_dropout=0.0).to_list() == plain
+    draws = [bpe.tokenize(tf.constant(sentences), bpe_dropout=0.3).to_list() for _ in range(5)]
+    for ids in draws:
+        assert _round_trip_ids(bpe, ids) == sentences
+    assert len({str(ids) for ids in draws}) == 5  # 45 sentences: five draws all alike would be a fixed seed
+    with_eos = bpe.tokenize(tf.constant(sentences), add_eos=True, bpe_dropout=0.3).to_list()
+    assert all(row[-1] == special_ids.EOS_ID and special_ids.EOS_ID not in row[:-1] for row in with_eos)
+
+
+def _round_trip_ids(tokenizer, ids):
+    return [s.decode("utf-8") for s in tokenizer.detokenize(tf.ragged.constant(ids, tf.int32)).numpy()]
+
+
+def test_bpe_dropout_rate_lengthens_segmentations_toward_characters(bpe, pairs):
+    """Skipping each merge with probability p: more pieces as p grows; nearly every merge
+    skipped leaves single characters (one piece per character, spaces' marker included)."""
+    sentences = [s for s, _ in pairs[:300]]
+
+    def pieces(p):
+        return sum(len(row) for row in bpe.tokenize(tf.constant(sentences), bpe_dropout=p).to_list())
+
+    counts = [pieces(p) for p in (0.0, 0.1, 0.3, 0.999)]
+    assert counts == sorted(counts) and len(set(counts)) == 4, counts
+    characters = sum(len(s.replace(" ", "")) + s.count(" ") + 1 for s in sentences)  # "▁" starts each word
+    assert counts[-1] >= 0.97 * characters, (counts[-1], characters)
+
+
+@pytest.mark.parametrize("model_type", ["unigram", "wordpiece"])
+def test_bpe_dropout_needs_a_bpe_tokenizer(pairs, model_type):
+    tokenizer = tok_lib.train([s for s, _ in pairs[:300]], tok_lib.TokenizerConfig(type=model_type, vocab_size=600))
+    with pytest.raises(ValueError, match=f"needs the bpe tokenizer, not {model_type}"):
+        tokenizer.tokenize(tf.constant(["a b"]), bpe_dropout=0.1)
+
+
+def test_bpe_dropout_rate_is_a_probability_below_one(bpe):
+    for rate in (-0.1, 1.0):
+        with pytest.raises(ValueError, match=r"bpe_dropout must be in \[0, 1\)"):
+            bpe.tokenize(tf.constant(["a b"]), bpe_dropout=rate)
