@@ -40,7 +40,6 @@ by pid N on HOST`, before TensorFlow starts).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -175,7 +174,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     # Everything that can fail on a flag is checked before TensorFlow starts.
-    data = dataclasses.replace(task_flags.data_config(dev_split=FLAGS.dev_split), bpe_dropout=FLAGS.bpe_dropout)
+    data = task_flags.data_config(dev_split=FLAGS.dev_split, bpe_dropout=FLAGS.bpe_dropout)
     model = model_config()
     decoding = task_flags.decoding_config(prefix="eval_")
     training = training_config()

@@ -122,12 +122,15 @@ def _tokenized(pairs, tokenizer, target_tokenizer, max_length: int, num_shards: 
     """Tokenized pairs of at most `max_length` tokens a side, kept between epochs as `cache` says:
     the ids, or with `bpe_dropout` the text, which each epoch then segments anew."""
     suffix = f"-shard{shard_index}of{num_shards}" if num_shards > 1 else ""
+
+    def fits(source_ids, target_ids):
+        return pair_length(source_ids, target_ids) <= max_length
+
     if bpe_dropout:
         text = _cached(_sharded(pairs, num_shards, shard_index), cache, cache_path, suffix + "-text")
-        ds = tokenize_pairs(text, tokenizer, target_tokenizer, bpe_dropout=bpe_dropout)
-        return ds.filter(lambda s, t: pair_length(s, t) <= max_length)
-    ds = tokenize_pairs(pairs, tokenizer, target_tokenizer, num_shards, shard_index)
-    return _cached(ds.filter(lambda s, t: pair_length(s, t) <= max_length), cache, cache_path, suffix)
+        return tokenize_pairs(text, tokenizer, target_tokenizer, bpe_dropout=bpe_dropout).filter(fits)
+    ds = tokenize_pairs(pairs, tokenizer, target_tokenizer, num_shards, shard_index).filter(fits)
+    return _cached(ds, cache, cache_path, suffix)
 
 
 def make_dataset(pairs: Union[PairsLike, corpora.Mixture], tokenizer: tokenizers_lib.Tokenizer,

@@ -201,8 +201,8 @@ def define_data_flags() -> None:
                          "memory whatever --cache is).", lower_bound=1)
 
 
-def data_config(dev_split: str = "validation"):
-    """The `DataConfig` of the flags defined by `define_data_flags`."""
+def data_config(dev_split: str = "validation", bpe_dropout: float = 0.0):
+    """The `DataConfig` of the flags defined by `define_data_flags` (training adds its --bpe_dropout)."""
     from pipelines import corpora  # pylint: disable=g-import-not-at-top
     from pipelines import data_config as data_config_lib  # pylint: disable=g-import-not-at-top
 
@@ -214,4 +214,5 @@ def data_config(dev_split: str = "validation"):
         split_by_script=FLAGS.split_by_script,
         batch_tokens=FLAGS.batch_tokens, max_length=FLAGS.max_length, seed=FLAGS.seed,
         train_files=corpora.parse_train_files(FLAGS.train_files), cache=FLAGS.cache,
-        shuffle_buffer=FLAGS.shuffle_buffer, source_tags=FLAGS.source_tags, tree_targets=FLAGS.tree_targets)
+        shuffle_buffer=FLAGS.shuffle_buffer, source_tags=FLAGS.source_tags, tree_targets=FLAGS.tree_targets,
+        bpe_dropout=bpe_dropout)
