@@ -19,8 +19,9 @@ With --test the test split (test_2016_flickr) is translated with the FIRST setti
 one chosen on validation. Test sets are translated once per recipe, never to choose.
 
 From the run directory it also reads the updates made (the newest checkpoint), the evaluation
-history (the best dev step by BLEU and by loss), and with --train_log the `done:` line of the
-training console (minutes of training, why it stopped).
+history (the best dev step by BLEU and by loss), and with --train_log the `done:` and
+`interrupted:` lines of the training console: minutes of training (summed over them, one a
+process, so a log appended over resumes counts them all) and why it stopped (the last `done:`).
 """
 
 from __future__ import annotations
@@ -83,12 +84,15 @@ def _run_facts(model_dir: str, train_log: str | None) -> dict:
             best = min(evaluations, key=lambda e: e["loss"])
             facts["best_dev_loss"] = (best["step"], round(best["loss"], 4))
     if train_log:
+        from tasks.training_process import SUMMARY_PREFIXES  # pylint: disable=g-import-not-at-top
+
         with open(train_log, encoding="utf-8", errors="replace") as f:
-            done = [line for line in f if line.startswith("done: ")]
-        if done:
-            summary = json.loads(done[-1][len("done: "):])
-            facts["train_minutes"] = summary.get("train_minutes")
-            facts["stop_reason"] = summary.get("stop_reason")
+            summaries = [(prefix, json.loads(line[len(prefix):])) for line in f
+                         for prefix in SUMMARY_PREFIXES if line.startswith(prefix)]
+        if summaries:  # one a process: a log appended over resumes sums them
+            facts["train_minutes"] = round(sum(s.get("train_minutes", 0.0) for _, s in summaries), 2)
+            done = [s for prefix, s in summaries if prefix == "done: "]
+            facts["stop_reason"] = done[-1].get("stop_reason") if done else "interrupted"
     return facts
 
 

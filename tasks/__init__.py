@@ -17,6 +17,7 @@
   evalb           EVALB's labelled bracketing F1 (COLLINS.prm), in Python.
   flags           the one definition of the flags the commands share (data, decoding) and
                   the frozen configs they parse into; only entry points call it.
+  training_process  the training command in a child process (chains of runs: Table 3, benches).
 
 Entry points (`python -m keras_transformer.train`, `... .translate`, `... .parse`, `... .score`,
 `python -m export`, `python -m pipelines`) parse flags and call one function here or in the

@@ -59,13 +59,11 @@ import dataclasses
 import functools
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from typing import Callable, Optional, Sequence
 
 from keras_transformer.config import TABLE3, DecodingConfig, TransformerConfig
+from tasks import training_process
 
 _print = functools.partial(print, flush=True)
 
@@ -282,7 +280,7 @@ def _train_and_score(out: str, row: str, variant: Optional[TransformerConfig], b
         _copy_tokenizer(run_dir(out, "base"), model_dir)
     args = [*recipe_args, *(row_flags(variant, base) if variant is not None else []), f"--model_dir={model_dir}"]
     started = time.time()
-    summary, code = _run_training(args, log)
+    summary, code = training_process.run_training(args, log)
     if summary is not None:
         record["train_minutes"] += summary["train_minutes"]
         record["updates"] = summary["step"]
@@ -307,44 +305,6 @@ def _copy_tokenizer(base_dir: str, model_dir: str) -> None:
     if not tokenizers.is_saved(ours):
         with cli.silence_native_stderr():
             tokenizers.save_pair(*tokenizers.load_pair(os.path.join(base_dir, layout.TOKENIZER_DIR)), ours)
-
-
-def _run_training(args: Sequence[str], log: Callable[[str], None]) -> tuple[Optional[dict], int]:
-    """`python -m keras_transformer.train ARGS` in a child process, its lines passed on; returns the
-    JSON of its last "done:"/"interrupted:" line (or None) and its exit status. SIGINT and SIGTERM
-    are passed to it (once: it runs in a session of its own) while it runs."""
-    command = [sys.executable, "-m", "keras_transformer.train", *args]
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, bufsize=1, start_new_session=True,
-                             preexec_fn=_terminate_with_parent)
-
-    def forward(signum, _frame):
-        child.send_signal(signum)
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-    summary = None
-    try:
-        for line in child.stdout:
-            log(line.rstrip("\n"))
-            for prefix in ("done: ", "interrupted: "):
-                if line.startswith(prefix):
-                    summary = json.loads(line[len(prefix):])
-        code = child.wait()
-        code = 128 - code if code < 0 else code  # killed by a signal: as a shell reports it
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    return summary, code
-
-
-def _terminate_with_parent() -> None:
-    """In the child, before it runs: SIGTERM when the table's process dies (Linux's
-    PR_SET_PDEATHSIG), so a killed table leaves no run training on its own (it saves and stops)."""
-    try:
-        import ctypes  # pylint: disable=g-import-not-at-top
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: a killed table leaves its row's run going
-        pass
 
 
 def _score(model_dir: str, record: dict, bleu_sentences: Optional[int], log: Callable[[str], None]) -> dict:

@@ -11,6 +11,10 @@ where the filesystem allows) into MODEL_DIR/best/ and the list is rewritten:
     best.offer(step=2100, results={"bleu": 37.2, "loss": 2.1}, prefix=".../checkpoints/ckpt-2100")
     best.prefixes()        # best first: [".../best/ckpt-2100", ...]
 
+`rebuild` writes at once the list that offering a run's evaluations one by one would leave (a
+run started as a copy of another one at some update: `bench/compute_robustness.py`);
+`copy_checkpoint` is the one copy of a checkpoint's files that both use.
+
 MODEL_DIR/best/best.json holds `{"metric": "bleu", "checkpoints": [{"step", "value", "name"}, ...]}`,
 best first, written atomically after the files it names are complete, and the files of a
 checkpoint that leaves the list are removed only after the list no longer names them. So a kill
@@ -25,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
 from keras_transformer.run_dir import atomic_files, readable_checkpoints
 
@@ -89,6 +93,65 @@ def _link_or_copy(source: str, target: str) -> None:
         shutil.copyfile(source, target)
 
 
+def copy_checkpoint(prefix: str, directory: str) -> str:
+    """The files of the checkpoint `prefix` hard-linked (copied where the filesystem allows no
+    link) into `directory` (created if needed) under their own names, a file of the same name
+    there (a copy a kill cut short) replaced; returns the copy's prefix. A checkpoint's files are
+    never written again once saved, so a link shares nothing that changes."""
+    os.makedirs(directory, exist_ok=True)
+    for source in _files(prefix):
+        name = os.path.join(directory, os.path.basename(source))
+        if os.path.exists(name):
+            os.remove(name)
+        _link_or_copy(source, name)
+    return os.path.join(directory, os.path.basename(prefix))
+
+
+def _ranked(entries: list[dict], metric: str) -> list[dict]:
+    """`entries` best first by `metric`, ties to the earlier step."""
+    return sorted(entries, key=lambda e: (-METRICS[metric] * e["value"], e["step"]))
+
+
+def rebuild(directory: str, keep: int, metric: str, offers: Iterable[tuple[int, dict, str]]) -> list[dict]:
+    """Writes in `directory` (MODEL_DIR/best, which must hold no list yet) the list a
+    `BestCheckpoints(directory, keep, metric)` would hold after `offer` of each of `offers`
+    (`(step, the dev evaluation's results, the checkpoint's prefix)`, in the run's order): the
+    `keep` best by `metric`, ties to the earlier step, results without the metric skipped. Only
+    the kept checkpoints are copied (`copy_checkpoint`), then best.json is written (none when
+    nothing is kept, as a run that offered nothing has none). Returns its entries, best first.
+
+    Raises:
+        ValueError: `directory` already holds a list.
+        FileNotFoundError: a kept checkpoint's files are missing (nothing written).
+    """
+    if keep < 1:
+        raise ValueError(f"keep must be positive, got {keep}")
+    metric_value({}, metric)  # an unknown metric is refused there
+    if read_list(directory):
+        raise ValueError(f"{os.path.join(directory, LIST_FILE)}: already holds a list; rebuild makes a new one")
+    entries, prefixes = [], {}
+    for step, results, prefix in offers:
+        value = metric_value(results, metric)
+        if value is not None and step not in prefixes:
+            entries.append({"step": step, "value": value, "name": os.path.basename(prefix)})
+            prefixes[step] = prefix
+    kept = _ranked(entries, metric)[:keep]
+    missing = [prefixes[e["step"]] for e in kept if not os.path.isfile(prefixes[e["step"]] + ".index")]
+    if missing:
+        raise FileNotFoundError(f"{missing[0]}.index: not found; the best checkpoints need it")
+    for entry in kept:
+        copy_checkpoint(prefixes[entry["step"]], directory)
+    if kept:
+        _write_list(directory, metric, kept)
+    return kept
+
+
+def _write_list(directory: str, metric: str, entries: list[dict]) -> None:
+    """best.json, atomically, after the files it names are complete."""
+    text = json.dumps({"metric": metric, "checkpoints": entries}, indent=1) + "\n"
+    atomic_files.write_atomically(os.path.join(directory, LIST_FILE), text.encode("utf-8"))
+
+
 class BestCheckpoints:
     """The `keep` best checkpoints of a run by `metric`, in `directory` (MODEL_DIR/best).
 
@@ -125,17 +188,12 @@ class BestCheckpoints:
         if not self.write or value is None or any(entry["step"] == step for entry in self.entries):
             return False
         entry = {"step": step, "value": value, "name": os.path.basename(prefix)}
-        ranked = sorted(self.entries + [entry], key=lambda e: (-METRICS[self.metric] * e["value"], e["step"]))
+        ranked = _ranked(self.entries + [entry], self.metric)
         kept, dropped = ranked[: self.keep], ranked[self.keep:]
         if entry not in kept:
             return False
-        os.makedirs(self.directory, exist_ok=True)
-        for source in _files(prefix):
-            name = os.path.join(self.directory, os.path.basename(source))
-            if os.path.exists(name):  # a copy a kill cut short; never a listed one (steps are unique)
-                os.remove(name)
-            _link_or_copy(source, name)
-        self._write_list(kept)
+        copy_checkpoint(prefix, self.directory)  # replaces a copy a kill cut short; never a listed one
+        _write_list(self.directory, self.metric, kept)
         for old in dropped:
             for path in _files(os.path.join(self.directory, old["name"])):
                 if os.path.exists(path):
@@ -145,10 +203,6 @@ class BestCheckpoints:
         self.log(f"best checkpoints: {entry['name']} ({self.metric} {value:.4g}) is number {rank} of "
                  f"{len(kept)} in {self.directory}")
         return True
-
-    def _write_list(self, entries: list[dict]) -> None:
-        text = json.dumps({"metric": self.metric, "checkpoints": entries}, indent=1) + "\n"
-        atomic_files.write_atomically(os.path.join(self.directory, LIST_FILE), text.encode("utf-8"))
 
     def _remove_unlisted(self) -> None:
         """Removes the files of best/ that the list does not name (a copy a kill cut short, or a

@@ -10,6 +10,8 @@ which were written at 10-minute intervals." (section 6.1)
   the masks the uninterrupted run would have drawn.
 * `CheckpointTimer`: save every N updates, every M minutes and at the end; it also tells
   when `max_train_minutes` is spent, since that ends the run with a save too.
+* `copy_until`: a run's checkpoints up to an update, copied into another training directory
+  as the manager would have left them there (a run branching from this one at that update).
 
     checkpoints = Checkpoints(model_dir, model, optimizer, step, keep=5)
     start = checkpoints.restore()
@@ -28,7 +30,7 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import keras
 import tensorflow as tf
 
-from keras_transformer.run_dir import readable_checkpoints
+from keras_transformer.run_dir import averaging, best_checkpoints, readable_checkpoints
 from keras_transformer.run_dir import layout
 from keras_transformer.training import ema as ema_lib
 from keras_transformer.training.distribution import is_chief, task_id
@@ -229,3 +231,40 @@ class CheckpointTimer:
     def saved(self, now: float) -> None:
         """Notes a save at time `now`: the next `every_minutes` interval starts here."""
         self.last_save = now
+
+
+def copy_until(model_dir: str, target_dir: str, step: int) -> list[str]:
+    """The checkpoints the run in `model_dir` lists up to update `step`, copied into
+    `target_dir`/checkpoints (`best_checkpoints.copy_checkpoint`: hard links where the filesystem
+    allows), with a `checkpoint` state file that lists them as the run's manager listed them
+    (their times included, so the next save rotates them as it would have), ckpt-`step` the
+    newest. A run started in `target_dir` then resumes at `step` as this run would have, had it
+    stopped there: a shorter budget branching from a longer run (`bench/compute_robustness.py`).
+    Returns the copies' prefixes, oldest first.
+
+    Raises:
+        FileNotFoundError: the run lists no checkpoint of update `step`.
+    """
+    source = os.path.join(model_dir, layout.CHECKPOINT_DIR)
+    try:
+        state = tf.train.get_checkpoint_state(readable_checkpoints.tf_path(source))
+    except readable_checkpoints.READ_ERRORS:  # damaged: `listed_checkpoints` lists the files, without times
+        state = None
+    times = {os.path.basename(path): stamp for path, stamp in
+             zip(state.all_model_checkpoint_paths, state.all_model_checkpoint_timestamps)} if state else {}
+    listed = sorted((prefix for prefix in readable_checkpoints.listed_checkpoints(source)
+                     if averaging.checkpoint_step(prefix) <= step), key=averaging.checkpoint_step)
+    if not listed or averaging.checkpoint_step(listed[-1]) != step:
+        raise FileNotFoundError(f"{source}: no checkpoint of update {step} (ckpt-{step}) among the run's")
+    directory = os.path.join(target_dir, layout.CHECKPOINT_DIR)
+    copies = [best_checkpoints.copy_checkpoint(prefix, directory) for prefix in listed]
+    names = [os.path.basename(prefix) for prefix in copies]
+    stamps = [times.get(name) for name in names]
+    # As `tf.train.CheckpointManager` writes it after a save (the public v1 twin is deprecated).
+    save_dir = readable_checkpoints.tf_path(directory)
+    paths = [os.path.join(save_dir, name) for name in names]  # written relative to save_dir
+    tf.__internal__.train.update_checkpoint_state(
+        save_dir=save_dir, model_checkpoint_path=paths[-1], all_model_checkpoint_paths=paths, save_relative_paths=True,
+        all_model_checkpoint_timestamps=stamps if None not in stamps else None,
+        last_preserved_timestamp=state.last_preserved_timestamp if state else None)
+    return copies

@@ -5,7 +5,8 @@
   the same numbers as TensorBoard scalars in MODEL_DIR/train; each evaluation as a line and
   as scalars in MODEL_DIR/eval.
 * `EvalHistory`: every evaluation of the run, resumes included, in MODEL_DIR/eval/history.json
-  (read back by early stopping on resume, and by the notebooks).
+  (read back by early stopping on resume, and by the notebooks); `copy_history`, its first
+  evaluations as another directory's (a run branching from this one).
 * `projected_last_step`: the step the run will end at, what the ETA counts down to.
 
     reporter = Reporter(config, model_dir, start_step, time.time(), learning_rate_fn, print)
@@ -254,3 +255,17 @@ class EvalHistory:
         """Rewrites the file atomically (never half-written); nothing on the non-chief workers."""
         if self.write:
             layout.write_json_atomically(self.path, {"evaluations": self.records})
+
+
+def copy_history(model_dir: str, target_dir: str, until_step: int) -> list[dict]:
+    """The evaluations of the run in `model_dir` up to update `until_step`, written as the
+    history of `target_dir` (which must have none): what a run branching from this one at
+    `until_step` has behind it (`bench/compute_robustness.py`). Returns them. TensorBoard's
+    scalars are not copied: the branch's begin at its first update after `until_step`."""
+    history = EvalHistory(target_dir)
+    if history.records:
+        raise ValueError(f"{history.path}: already holds {len(history.records)} evaluation(s)")
+    for record in read_eval_history(model_dir):
+        if record["step"] <= until_step:
+            history.append(record["step"], {key: value for key, value in record.items() if key != "step"})
+    return history.records

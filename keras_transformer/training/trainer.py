@@ -61,7 +61,7 @@ from keras_transformer.run_dir.best_checkpoints import BestCheckpoints
 from keras_transformer.training.schedules import create_optimizer, learning_rate, schedule_of
 
 __all__ = ["LoopState", "Trainer", "TrainingConfig", "TrainingDiverged", "build_model_and_optimizer",
-           "build_trainer", "read_eval_history"]
+           "build_trainer", "planned_end", "read_eval_history"]
 
 
 # The training loss and its gradient by XLA (`losses.token_losses(compiled=True)`) make an update of
@@ -70,6 +70,17 @@ __all__ = ["LoopState", "Trainer", "TrainingConfig", "TrainingDiverged", "build_
 # hundred updates) would lose more than it gains. A process trains with TensorFlow's kernels first
 # and with the compiled loss from its update number COMPILE_LOSS_AFTER + 1 on (docs/BENCHMARKS.md).
 COMPILE_LOSS_AFTER = 200
+# The key of history.json's record where the trainer noted the last update of a cool-down that
+# early stopping started (`Trainer._plan_end`; read back by `planned_end`).
+COOLDOWN_KEY = "cooldown_to"
+
+
+def planned_end(records: list[dict]) -> Optional[int]:
+    """The last update a cool-down started by early stopping fixed, as the run noted it in its
+    dev history (`read_eval_history`), None if it noted none: the run stops there (or at its
+    `train_steps`, whichever comes first), and its cool-down starts `cooldown_steps` before."""
+    planned = [record[COOLDOWN_KEY] for record in records if COOLDOWN_KEY in record]
+    return planned[-1] if planned else None
 
 
 class TrainingDiverged(RuntimeError):
@@ -322,12 +333,12 @@ class Trainer:
         c = self.config
         last = c.train_steps
         if c.cooldown_steps:
-            planned = [record["cooldown_to"] for record in history.records if "cooldown_to" in record]
-            if planned:
-                last = min(last, planned[-1])
+            planned = planned_end(history.records)
+            if planned is not None:
+                last = min(last, planned)
             elif stopper.exhausted_at is not None and step < c.train_steps:
                 last = min(last, step + c.cooldown_steps)
-                history.note("cooldown_to", last)
+                history.note(COOLDOWN_KEY, last)
                 self.log(self._cooldown_message(step, stopper, last))
             if last < c.train_steps:
                 schedule_of(self.optimizer).end_at(last)

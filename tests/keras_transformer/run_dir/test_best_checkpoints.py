@@ -115,6 +115,38 @@ def test_another_metric_or_a_damaged_list_is_one_line_error(run):
         BestCheckpoints(str(root / "other"), keep=2, metric="chrf")
 
 
+def test_rebuild_writes_at_once_the_list_the_offers_one_by_one_leave(run):
+    """A run copied from another at update 400 (bench/compute_robustness.py): its best/ as the run's
+    own offers would have left it there, only the kept checkpoints copied."""
+    root, prefixes = run
+    evaluations = [(100, {"loss": 3.0}), (200, {"loss": 2.5}), (300, {"loss": 2.7}), (400, {"loss": 2.5}),
+                   (500, {"bleu": 9.0})]  # no loss at 500: never offered
+    offered = BestCheckpoints(str(root / "offered"), keep=2, metric="loss", log=lambda _: None)
+    for step, results in evaluations:
+        offered.offer(step, results, prefixes[step])
+    kept = best_checkpoints.rebuild(str(root / "rebuilt"), 2, "loss",
+                                    [(step, results, prefixes[step]) for step, results in evaluations])
+    assert kept == offered.entries == [{"step": 200, "value": 2.5, "name": "ckpt-200"},
+                                       {"step": 400, "value": 2.5, "name": "ckpt-400"}]  # a tie: the earlier first
+    assert (root / "rebuilt" / "best.json").read_text() == (root / "offered" / "best.json").read_text()
+    assert files_in(root / "rebuilt") == files_in(root / "offered")
+    assert [value_of(p) for p in best_checkpoints.listed_prefixes(str(root / "rebuilt"))] == [200.0, 400.0]
+    assert os.path.samefile(root / "rebuilt" / "ckpt-200.index", prefixes[200] + ".index")  # a link where it can
+    with pytest.raises(ValueError, match="already holds a list"):
+        best_checkpoints.rebuild(str(root / "rebuilt"), 2, "loss", [(100, {"loss": 1.0}, prefixes[100])])
+
+
+def test_rebuild_needs_the_kept_checkpoints_and_writes_no_list_for_no_offer(run):
+    root, prefixes = run
+    os.remove(prefixes[200] + ".index")
+    with pytest.raises(FileNotFoundError, match="ckpt-200.index: not found"):
+        best_checkpoints.rebuild(str(root / "best"), 1, "loss", [(100, {"loss": 3.0}, prefixes[100]),
+                                                                 (200, {"loss": 2.0}, prefixes[200])])
+    assert not os.path.exists(root / "best")  # nothing written
+    assert best_checkpoints.rebuild(str(root / "best"), 1, "loss", [(100, {"bleu": 3.0}, prefixes[100])]) == []
+    assert not os.path.exists(root / "best" / "best.json")
+
+
 def test_a_worker_that_is_not_the_chief_writes_nothing(run):
     root, prefixes = run
     best = BestCheckpoints(str(root / "best"), keep=2, metric="bleu", write=False)

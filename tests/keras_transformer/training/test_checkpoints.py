@@ -12,7 +12,7 @@ import tensorflow as tf
 from keras_transformer import Transformer, TransformerConfig, create_optimizer
 from keras_transformer.run_dir import readable_checkpoints
 from keras_transformer.training.checkpoints import (DROPOUT_SEEDS_KEY, CheckpointTimer, Checkpoints, Due,
-                                                    dropout_seed_states)
+                                                    copy_until, dropout_seed_states)
 from tests.helpers.checkpoints import parts, saved_twice
 
 
@@ -245,3 +245,34 @@ def test_the_dropout_seeds_are_saved_and_a_checkpoint_without_them_still_restore
         np.testing.assert_array_equal(restored.numpy(), built_seed)
     for restored, saved in zip(fresh.weights, model.weights):
         np.testing.assert_array_equal(restored.numpy(), saved.numpy())
+
+
+def test_copy_until_starts_another_run_where_this_one_stood(tmp_path):
+    """The checkpoints up to update 6 in a new directory, listed as the manager listed them: a run
+    there resumes at 6 with 6's values, and its next saves rotate the copies as the first run's would."""
+    model, optimizer, step = parts()
+    source = Checkpoints(str(tmp_path / "long"), model, optimizer, step, keep=10)
+    for s in (2, 4, 6, 8):
+        model.kernel.assign(tf.fill([2, 3], float(s)))
+        step.assign(s)
+        source.save()
+    copies = copy_until(str(tmp_path / "long"), str(tmp_path / "short"), 6)
+    assert [os.path.basename(p) for p in copies] == ["ckpt-2", "ckpt-4", "ckpt-6"]
+    folder = tmp_path / "short" / "checkpoints"
+    assert sorted(os.listdir(folder)) == ["checkpoint"] + [f"ckpt-{s}.{e}" for s in (2, 4, 6)
+                                                          for e in ("data-00000-of-00001", "index")]
+    assert os.path.samefile(folder / "ckpt-4.index", tmp_path / "long" / "checkpoints" / "ckpt-4.index")
+    copied, long = (tf.train.get_checkpoint_state(str(d)) for d in (folder, tmp_path / "long" / "checkpoints"))
+    assert copied.all_model_checkpoint_timestamps == long.all_model_checkpoint_timestamps[:3]
+    assert "ckpt-6" in (folder / "checkpoint").read_text().splitlines()[0] and str(tmp_path) not in (
+        folder / "checkpoint").read_text()  # names relative to the folder: the run can be moved
+
+    fresh_model, fresh_optimizer, fresh_step = parts()
+    short = Checkpoints(str(tmp_path / "short"), fresh_model, fresh_optimizer, fresh_step, keep=2)
+    assert short.restore() == 6 and float(fresh_model.kernel[0, 0]) == 6.0
+    fresh_step.assign(7)
+    short.save()
+    assert [os.path.basename(p) for p in short.manager.checkpoints] == ["ckpt-6", "ckpt-7"]  # keep=2 rotated them
+    assert os.path.isfile(tmp_path / "long" / "checkpoints" / "ckpt-2.index")  # the long run's own stay
+    with pytest.raises(FileNotFoundError, match="no checkpoint of update 5"):
+        copy_until(str(tmp_path / "long"), str(tmp_path / "other"), 5)

@@ -163,3 +163,16 @@ def test_eval_history_forgets_evaluations_after_the_restored_step_and_notes_deci
     assert read_eval_history(str(tmp_path)) == [{"step": 100, "loss": 2.9}, {"step": 200, "loss": 2.8,
                                                                              "cooldown_to": 700}]
     assert EvalHistory(str(tmp_path)).forget_after(200) == 0
+
+
+def test_copy_history_gives_another_run_the_evaluations_up_to_a_step(tmp_path):
+    from keras_transformer.training.reporting import EvalHistory, copy_history, read_eval_history
+    history = EvalHistory(str(tmp_path / "long"))
+    for step in (100, 200, 300):
+        history.append(step, {"loss": 3.0 - step / 1000, "bleu": step / 10})
+    assert copy_history(str(tmp_path / "long"), str(tmp_path / "short"), 200) == read_eval_history(
+        str(tmp_path / "long"))[:2]
+    assert read_eval_history(str(tmp_path / "short")) == [{"step": 100, "loss": 2.9, "bleu": 10.0},
+                                                          {"step": 200, "loss": 2.8, "bleu": 20.0}]
+    with pytest.raises(ValueError, match="already holds 2 evaluation"):
+        copy_history(str(tmp_path / "long"), str(tmp_path / "short"), 300)

@@ -181,6 +181,7 @@ def test_patience_starts_the_cooldown_which_a_resume_continues(tmp_path):
     history = trainer_lib.read_eval_history(str(tmp_path / "cooled"))
     assert [(r["step"], r.get("cooldown_to")) for r in history] == [(1, None), (2, None), (3, None), (4, 7), (5, None),
                                                                     (6, None), (7, None)]
+    assert trainer_lib.planned_end(history) == 7 and trainer_lib.planned_end(history[:3]) is None
     rates = read_scalars(tmp_path / "cooled" / "train")["learning_rate"]
     plain = trainer_lib.build_trainer(CONFIG, training_config(train_steps=20, warmup_steps=2), str(tmp_path / "p"))
     assert [rates[s] / plain.learning_rate(s) for s in range(1, 8)] == pytest.approx([1, 1, 1, 1, 1, 2 / 3, 1 / 3],
