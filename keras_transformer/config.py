@@ -360,6 +360,9 @@ class TrainingConfig:
         ema_decay: keep an exponential moving average of the weights with this decay, in [0, 1)
             (Marian's exponential smoothing, e.g. 0.9999; 0: none). Dev evaluation, translation,
             export and averaging then use the average (`keras_transformer.training.ema`).
+        rdrop_alpha: R-Drop (Liang et al., 2021): each batch twice through the model, with alpha
+            times the symmetric KL of the two output distributions added to the loss (0: off;
+            the paper used 5 for translation). Each update then costs about two.
 
     Every number is checked on construction, NaN and infinity included (`check_finite`).
     """
@@ -384,10 +387,11 @@ class TrainingConfig:
     average_last: int = 0
     seed: int = 0
     ema_decay: float = 0.0
+    rdrop_alpha: float = 0.0
 
     def __post_init__(self):
         check_finite(self, ("learning_rate_scale", "clip_norm", "checkpoint_every_minutes", "max_train_minutes",
-                            "ema_decay"))
+                            "ema_decay", "rdrop_alpha"))
         check_seed(self.seed)
         for name in ("train_steps", "warmup_steps", "accumulation_steps", "keep_checkpoints",
                      "log_every_steps"):
@@ -395,7 +399,7 @@ class TrainingConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         for name in ("checkpoint_every_steps", "checkpoint_every_minutes", "eval_every_steps",
                      "early_stopping_patience", "max_train_minutes", "clip_norm", "average_last",
-                     "keep_best_checkpoints", "cooldown_steps"):
+                     "keep_best_checkpoints", "cooldown_steps", "rdrop_alpha"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0.0 <= self.ema_decay < 1.0:

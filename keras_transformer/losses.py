@@ -11,6 +11,10 @@ The smoothed target distribution is q(k) = (1 - epsilon) [k = y] + epsilon / V
 
 Both terms come from the log-sum-exp of the logits, without materialising the
 (B, T, V) log-probabilities.
+
+Not in the paper: `symmetric_kl`, the consistency term of R-Drop (Liang et al., 2021,
+"R-Drop: Regularized Dropout for Neural Networks"), which the trainer adds with
+`--rdrop_alpha` (`keras_transformer.training.trainer`).
 """
 
 from __future__ import annotations
@@ -53,6 +57,29 @@ def label_smoothed_cross_entropy(labels, logits, epsilon=0.1, pad_id=0, compiled
     loss = token_losses(labels, logits, epsilon, compiled)  # (B, T)
     weights = tf.cast(tf.not_equal(labels, pad_id), tf.float32)  # (B, T)
     return tf.reduce_sum(loss * weights), tf.reduce_sum(weights)
+
+
+def symmetric_kl(logits_a, logits_b, labels, pad_id=0):
+    """Summed R-Drop consistency term (Liang et al., 2021, equation 2) over non-padding positions.
+
+    Two forward passes of one batch with different dropout masks give output distributions
+    P_a and P_b; per position the term is 1/2 (KL(P_a || P_b) + KL(P_b || P_a)), which is
+    1/2 sum_k (p_a(k) - p_b(k)) (log p_a(k) - log p_b(k)). Both directions carry gradients, as
+    in the paper (neither pass is a fixed target).
+
+    Args:
+        logits_a, logits_b: float `(B, T, V)`, the two passes; computed in float32.
+        labels: int `(B, T)` target ids; `pad_id` positions are left out.
+        pad_id: int, the padding id.
+
+    Returns:
+        float32 scalar: the sum over non-padding positions.
+    """
+    log_a = tf.nn.log_softmax(tf.cast(logits_a, tf.float32), axis=-1)
+    log_b = tf.nn.log_softmax(tf.cast(logits_b, tf.float32), axis=-1)
+    per_position = 0.5 * tf.reduce_sum((tf.exp(log_a) - tf.exp(log_b)) * (log_a - log_b), axis=-1)  # (B, T)
+    weights = tf.cast(tf.not_equal(tf.cast(labels, tf.int32), pad_id), tf.float32)
+    return tf.reduce_sum(per_position * weights)
 
 
 def token_losses(labels, logits, epsilon=0.0, compiled=False):

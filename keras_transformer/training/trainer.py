@@ -15,6 +15,12 @@ Section 5 of "Attention Is All You Need" (Vaswani et al., 2017), as a library:
 * Not in the paper: with `ema_decay`, an exponential moving average of the weights
   (`ema.ExponentialMovingAverage`, Marian's exponential smoothing) is updated after every update,
   saved in the checkpoints and swapped in for each dev evaluation.
+* Not in the paper: with `rdrop_alpha`, R-Drop (Liang et al., 2021): each micro-batch goes through
+  the model twice (one forward pass over the batch stacked on itself, so the dropout masks differ),
+  and the loss is the label-smoothed cross-entropy of both copies plus alpha times the symmetric KL
+  between their output distributions (`losses.symmetric_kl`), normalised by both copies' tokens as
+  in fairseq's `--rdrop-alpha` (the training loss logged is that objective; tokens and tokens/s
+  count the batch once). An update then costs about two: halve `batch_tokens` for the same work.
 
 The model, optimizer and checkpoints are built outside the loop and handed to the `Trainer`;
 `build_trainer` builds them and the `Trainer` in one call:
@@ -53,7 +59,7 @@ from keras_transformer.config import PRECISIONS, TrainingConfig, TransformerConf
 from keras_transformer.training.distribution import agree, is_chief
 from keras_transformer.training.early_stopping import EarlyStopping
 from keras_transformer.training.interrupts import Interrupted, StopSignals, name as signal_name
-from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy
+from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy, symmetric_kl
 from keras_transformer.model import Transformer
 from keras_transformer.training.reporting import EvalHistory, Reporter, read_eval_history
 from keras_transformer.run_dir import layout
@@ -221,11 +227,18 @@ class Trainer:
     def _gradients(self, source_ids, target_ids, compiled_loss):
         """One replica's micro-batch: gradients of loss_sum / normalizer, loss_sum, tokens."""
         variables = self.model.trainable_variables
+        alpha = self.config.rdrop_alpha
+        if alpha:  # R-Drop: both copies in one pass, each with its own dropout masks
+            source_ids, target_ids = tf.concat([source_ids, source_ids], 0), tf.concat([target_ids, target_ids], 0)
         with tf.GradientTape() as tape:
             logits = self.model((source_ids, decoder_inputs(target_ids)), training=True)
             loss_sum, tokens = label_smoothed_cross_entropy(
                 target_ids, logits, self.model_config.label_smoothing, self.model_config.pad_id,
                 compiled=compiled_loss)
+            if alpha:  # per target token of the batch: the mean of the two losses plus alpha / 2 KL terms
+                first, second = tf.split(logits, 2)
+                kl_sum = symmetric_kl(first, second, tf.split(target_ids, 2)[0], self.model_config.pad_id)
+                loss_sum, tokens = (loss_sum + alpha * kl_sum) / 2.0, tokens / 2.0
             loss = loss_sum / self.normalizer
             if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
                 loss = self.optimizer.scale_loss(loss)

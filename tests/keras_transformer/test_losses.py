@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from keras_transformer import LabelSmoothedCrossEntropy, label_smoothed_cross_entropy
+from keras_transformer.losses import symmetric_kl
 
 
 @pytest.mark.parametrize("compiled", [False, True])
@@ -97,3 +98,20 @@ def test_compiled_equals_uncompiled_in_a_graph_whose_shapes_change():
         np.testing.assert_allclose(got[2], expected[2], atol=1e-6)
         rounded = eager(labels, tf.cast(tf.cast(logits, tf.bfloat16), tf.float32))
         np.testing.assert_allclose(compiled_bf16(labels, logits)[0], rounded[0], rtol=1e-6)
+
+
+def test_symmetric_kl_is_half_the_two_kl_divergences_over_real_tokens():
+    """R-Drop's term (Liang et al., 2021, equation 2) against KL(P||Q) = sum p log(p / q) by hand."""
+    a = np.array([[[0.0, 1.0, 2.0], [3.0, 0.0, 0.0], [9.0, 0.0, -9.0]]], "float32")
+    b = np.array([[[2.0, 1.0, 0.0], [3.0, 0.0, 0.0], [0.0, 0.0, 0.0]]], "float32")
+    labels = np.array([[5, 6, 0]])  # the third position is padding
+
+    def softmax(x):
+        e = np.exp(x - x.max())
+        return e / e.sum()
+
+    p, q = softmax(a[0, 0].astype("float64")), softmax(b[0, 0].astype("float64"))
+    expected = 0.5 * (np.sum(p * np.log(p / q)) + np.sum(q * np.log(q / p)))  # the second position: equal, 0
+    assert float(symmetric_kl(a, b, labels)) == pytest.approx(expected, rel=1e-5)
+    assert float(symmetric_kl(b, a, labels)) == pytest.approx(expected, rel=1e-5)
+    assert float(symmetric_kl(a, a, np.array([[5, 6, 7]]))) == pytest.approx(0.0, abs=1e-6)

@@ -110,6 +110,37 @@ def test_two_accumulated_micro_batches_equal_one_batch_of_both(tmp_path):
     assert all(np.all(acc.numpy() == 0) for acc in two.accumulators)
 
 
+def test_r_drop_without_dropout_is_the_plain_update(tmp_path):
+    """Without dropout both copies of R-Drop's doubled batch give the same distributions: the KL
+    term is 0 and the mean of the two losses is the plain loss, so the update is the plain one."""
+    batch = make_batches(1, seed=5)[0]
+    plain = trainer_lib.build_trainer(CONFIG, training_config(), str(tmp_path / "plain"), batch_tokens=24)
+    r_drop = trainer_lib.build_trainer(CONFIG, training_config(rdrop_alpha=5.0), str(tmp_path / "r_drop"),
+                                       batch_tokens=24)
+    (loss, tokens, _), (r_loss, r_tokens, _) = (t.train_step(iter(tf.data.Dataset.from_tensors(batch)))
+                                                for t in (plain, r_drop))
+    assert float(r_tokens) == float(tokens) == np.count_nonzero(batch[1])  # the batch counted once
+    np.testing.assert_allclose(float(r_loss), float(loss), rtol=1e-5)
+    for x, y in zip(momentums(plain), momentums(r_drop)):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-4 * float(np.max(np.abs(x))) + 1e-12)
+
+
+def test_r_drop_adds_alpha_times_a_positive_kl_term_with_dropout(tmp_path):
+    """With dropout the two copies differ (their own masks): the same seed draws the same masks at
+    every alpha, so the first update's loss is CE + alpha * KL / 2 per token, linear in alpha with
+    a positive slope (Liang et al., 2021, equation 3, as fairseq's `--rdrop-alpha` normalises it)."""
+    config = dataclasses.replace(CONFIG, dropout_rate=0.3)
+    batch = make_batches(1, seed=5)[0]
+    losses = []
+    for alpha in (1.0, 3.0, 5.0):
+        trainer = trainer_lib.build_trainer(config, training_config(rdrop_alpha=alpha), str(tmp_path / str(alpha)),
+                                            batch_tokens=24)
+        losses.append(float(trainer.train_step(iter(tf.data.Dataset.from_tensors(batch)))[0]))
+    slope = (losses[2] - losses[0]) / 4.0
+    assert slope > 1e-4, losses  # half the KL per token
+    np.testing.assert_allclose(losses[1], losses[0] + 2.0 * slope, rtol=1e-5)
+
+
 def test_the_loss_is_compiled_after_the_first_updates_with_the_same_updates(tmp_path):
     """A process's first `compile_loss_after` updates use TensorFlow's loss kernels, the later ones
     XLA's (only they are traced then); from the same start both make the same update."""
