@@ -55,8 +55,13 @@ def label_smoothed_cross_entropy(labels, logits, epsilon=0.1, pad_id=0, compiled
     """
     labels = tf.cast(labels, tf.int32)
     loss = token_losses(labels, logits, epsilon, compiled)  # (B, T)
-    weights = tf.cast(tf.not_equal(labels, pad_id), tf.float32)  # (B, T)
+    weights = _token_weights(labels, pad_id)
     return tf.reduce_sum(loss * weights), tf.reduce_sum(weights)
+
+
+def _token_weights(labels, pad_id):
+    """float32 `(B, T)`: 1 at real target tokens, 0 at padding."""
+    return tf.cast(tf.not_equal(tf.cast(labels, tf.int32), pad_id), tf.float32)
 
 
 def symmetric_kl(logits_a, logits_b, labels, pad_id=0):
@@ -78,8 +83,7 @@ def symmetric_kl(logits_a, logits_b, labels, pad_id=0):
     log_a = tf.nn.log_softmax(tf.cast(logits_a, tf.float32), axis=-1)
     log_b = tf.nn.log_softmax(tf.cast(logits_b, tf.float32), axis=-1)
     per_position = 0.5 * tf.reduce_sum((tf.exp(log_a) - tf.exp(log_b)) * (log_a - log_b), axis=-1)  # (B, T)
-    weights = tf.cast(tf.not_equal(tf.cast(labels, tf.int32), pad_id), tf.float32)
-    return tf.reduce_sum(per_position * weights)
+    return tf.reduce_sum(per_position * _token_weights(labels, pad_id))
 
 
 def token_losses(labels, logits, epsilon=0.0, compiled=False):

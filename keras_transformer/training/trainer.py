@@ -227,7 +227,7 @@ class Trainer:
     def _gradients(self, source_ids, target_ids, compiled_loss):
         """One replica's micro-batch: gradients of loss_sum / normalizer, loss_sum, tokens."""
         variables = self.model.trainable_variables
-        alpha = self.config.rdrop_alpha
+        alpha, labels = self.config.rdrop_alpha, target_ids
         if alpha:  # R-Drop: both copies in one pass, each with its own dropout masks
             source_ids, target_ids = tf.concat([source_ids, source_ids], 0), tf.concat([target_ids, target_ids], 0)
         with tf.GradientTape() as tape:
@@ -237,7 +237,7 @@ class Trainer:
                 compiled=compiled_loss)
             if alpha:  # per target token of the batch: the mean of the two losses plus alpha / 2 KL terms
                 first, second = tf.split(logits, 2)
-                kl_sum = symmetric_kl(first, second, tf.split(target_ids, 2)[0], self.model_config.pad_id)
+                kl_sum = symmetric_kl(first, second, labels, self.model_config.pad_id)
                 loss_sum, tokens = (loss_sum + alpha * kl_sum) / 2.0, tokens / 2.0
             loss = loss_sum / self.normalizer
             if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
