@@ -70,6 +70,11 @@ class TransformerConfig:
         attention_dropout_rate: dropout on the attention weights. The paper does
             not use it (0.0); tensor2tensor does.
         relu_dropout_rate: dropout after the feed-forward ReLU; 0.0 in the paper.
+        source_word_dropout_rate: dropout of whole source tokens: each source position's
+            embedding is zeroed with this probability (the kept ones scaled by 1 / (1 - rate))
+            before its positional encoding is added, so the encoder still sees that a token was
+            there but not which (Sennrich & Zhang 2019's word dropout for small data; Marian's
+            --dropout-src). Not in the paper: 0.0.
         label_smoothing: epsilon_ls of the training loss (section 5.4). Base: 0.1.
         vocab_size: size of the (shared) vocabulary. The paper's WMT en-de
             vocabulary has about 37,000 byte-pair tokens (section 5.1).
@@ -98,6 +103,7 @@ class TransformerConfig:
     dropout_rate: float = 0.1
     attention_dropout_rate: float = 0.0
     relu_dropout_rate: float = 0.0
+    source_word_dropout_rate: float = 0.0
     label_smoothing: float = 0.1
     vocab_size: int = 37000
     target_vocab_size: Optional[int] = None
@@ -122,9 +128,10 @@ class TransformerConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-        check_finite(self, ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "label_smoothing",
-                            "layer_norm_epsilon"))
-        for name in ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "label_smoothing"):
+        check_finite(self, ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate",
+                            "source_word_dropout_rate", "label_smoothing", "layer_norm_epsilon"))
+        for name in ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "source_word_dropout_rate",
+                     "label_smoothing"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")

@@ -114,6 +114,14 @@ class Transformer(keras.Model):
             self.decoder_norm = LayerNormalization(
                 epsilon=c.layer_norm_epsilon, dtype=policy, name="decoder_norm"
             )
+        # Word dropout on the source (not in the paper; `TransformerConfig.source_word_dropout_rate`).
+        # Made last and only when used, so the random state of every other layer keeps its place
+        # in the checkpoints of runs without it.
+        self.source_word_dropout = None
+        if c.source_word_dropout_rate > 0:
+            self.source_word_dropout = Dropout(
+                c.source_word_dropout_rate, noise_shape=(None, None, 1), name="source_word_dropout"
+            )
 
     @property
     def encoder_layers(self) -> list[EncoderLayer]:
@@ -140,6 +148,8 @@ class Transformer(keras.Model):
         """
         source_mask = padding_mask(source_ids, self.config.pad_id)  # (B, S)
         x = self.source_embedding(source_ids)  # (B, S, d_model), scaled by sqrt(d_model)
+        if self.source_word_dropout is not None:
+            x = self.source_word_dropout(x, training=training)  # whole tokens, their positions kept
         x = x + self.source_positions(x)
         x = self.source_dropout(x, training=training)
         scores = []

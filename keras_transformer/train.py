@@ -66,6 +66,9 @@ flags.DEFINE_integer("d_v", None, "d_v, each head's value width (unset: the pres
 flags.DEFINE_float("dropout_rate", None, "Override P_drop (section 5.4; base 0.1, big 0.3).")
 flags.DEFINE_float("attention_dropout_rate", None, "Override the dropout on attention weights (paper: 0).")
 flags.DEFINE_float("relu_dropout_rate", None, "Override the dropout after the feed-forward ReLU (paper: 0).")
+flags.DEFINE_float("source_word_dropout_rate", None, "Zero each source token's embedding with this probability "
+                   "before its position is added (word dropout, Sennrich & Zhang 2019; Marian's --dropout-src; "
+                   "paper: 0).")
 flags.DEFINE_float("bpe_dropout", 0.0, "Segment the training pairs anew each epoch, each BPE merge skipped with "
                    "this probability (BPE-dropout, Provilkov et al. 2020; 0: off, section 5.1's one segmentation). "
                    "--tokenizer=bpe only; sentencepiece draws the segmentations, not --seed.")
@@ -127,8 +130,8 @@ flags.DEFINE_integer("log_every_steps", 100, "Console lines and TensorBoard scal
 flags.mark_flag_as_required("model_dir")
 
 MODEL_OVERRIDES = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "dropout_rate",
-                   "attention_dropout_rate", "relu_dropout_rate", "label_smoothing", "positional_encoding",
-                   "layer_norm")
+                   "attention_dropout_rate", "relu_dropout_rate", "source_word_dropout_rate", "label_smoothing",
+                   "positional_encoding", "layer_norm")
 
 
 def model_config():

@@ -20,7 +20,8 @@ from tasks.vocabulary import check_placeholder, check_tokenizer_flags, sized_mod
 
 
 # What may differ between a run and the model it starts from: training settings, not shapes.
-TRAINING_ONLY_FIELDS = ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "label_smoothing")
+TRAINING_ONLY_FIELDS = ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "source_word_dropout_rate",
+                        "label_smoothing")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,13 +27,17 @@ class Dropout(keras.layers.Dropout):
     """`keras.layers.Dropout` whose keep decision is drawn in float32 (module docstring).
 
     Args and call arguments: those of `keras.layers.Dropout` (`rate`, `noise_shape`, `seed`;
-    `inputs`, `training`). With a `noise_shape` it is `keras.layers.Dropout` in every precision.
+    `inputs`, `training`). A `noise_shape` (None for "as the input's") drops whole slices: `(None,
+    None, 1)` on `(B, T, d_model)` drops whole positions, the same ones in every precision.
     """
 
     def call(self, inputs, training=False):
-        if (not training or self.rate <= 0 or self.noise_shape is not None or inputs.dtype == tf.float32
-                or not inputs.dtype.is_floating):
+        if not training or self.rate <= 0 or inputs.dtype == tf.float32 or not inputs.dtype.is_floating:
             return super().call(inputs, training=training)
-        # Keras' own float32 dropout of ones, with this layer's seed: 0 or 1 / (1 - rate).
-        mask = keras.random.dropout(tf.ones(tf.shape(inputs), tf.float32), self.rate, seed=self.seed_generator)
+        # Keras' own float32 dropout of ones of the noise shape, with this layer's seed: 0 or
+        # 1 / (1 - rate), broadcast over the input.
+        shape = tf.shape(inputs)
+        if self.noise_shape is not None:
+            shape = tf.stack([shape[i] if size is None else size for i, size in enumerate(self.noise_shape)])
+        mask = keras.random.dropout(tf.ones(shape, tf.float32), self.rate, seed=self.seed_generator)
         return inputs * tf.cast(mask, inputs.dtype)

@@ -39,6 +39,8 @@ def test_frozen_and_round_trips_through_a_dict():
         (dict(positional_encoding="rotary"), "positional_encoding"),
         (dict(layer_norm="middle"), "layer_norm"),
         (dict(dropout_rate=1.5), "dropout_rate"),
+        (dict(source_word_dropout_rate=1.0), "source_word_dropout_rate must be in"),
+        (dict(source_word_dropout_rate=float("nan")), "source_word_dropout_rate"),
         (dict(target_vocab_size=99), "share_embeddings=True needs one vocabulary"),
     ],
 )

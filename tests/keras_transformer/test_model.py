@@ -176,6 +176,43 @@ def test_keras_file_round_trip(tmp_path):
     np.testing.assert_array_equal(restored((SOURCE, TARGET)), model((SOURCE, TARGET)))
 
 
+def test_source_word_dropout_drops_whole_source_tokens_and_nothing_at_inference():
+    """Word dropout zeroes source token embeddings before the positions are added. At a rate
+    so close to 1 that no token is kept, a training pass (no other dropout) equals the inference
+    pass on a source whose every token has a zero embedding: only the positions (and the padding)
+    are left. At inference the layer is absent in effect: a model without it, with the same
+    weights, gives the same logits."""
+    model = _tiny(source_word_dropout_rate=1 - 1e-9)
+    plain = _tiny()
+    plain.set_weights(model.get_weights())
+    np.testing.assert_array_equal(model((SOURCE, TARGET)), plain((SOURCE, TARGET)))
+    trained = model((SOURCE, TARGET), training=True).numpy()
+    zero_id = 49  # in neither SOURCE nor TARGET
+    embeddings = model.source_embedding.embeddings
+    embeddings.assign(tf.tensor_scatter_nd_update(embeddings, [[zero_id]], tf.zeros([1, 16])))
+    blank = np.where(SOURCE != 0, zero_id, 0).astype("int32")
+    # The shared matrix is also the output projection: the zeroed row's logit is left out.
+    np.testing.assert_allclose(trained[..., :zero_id], model((blank, TARGET)).numpy()[..., :zero_id], atol=1e-5)
+    assert not np.allclose(trained[..., :zero_id], model((SOURCE, TARGET)).numpy()[..., :zero_id], atol=1e-3)
+
+
+def test_source_word_dropout_keeps_every_other_random_state_in_its_place():
+    """Its dropout is the model's last random state, and only when used, so the checkpoints of runs
+    without it (`training.checkpoints.dropout_seed_states`, a list in model order) keep their layout."""
+    import re  # pylint: disable=g-import-not-at-top
+
+    from keras_transformer.training.checkpoints import dropout_seed_states  # pylint: disable=g-import-not-at-top
+
+    def owners(model):  # the layer each random state belongs to, Keras' name counters left out
+        layers = {id(layer.seed_generator.state): re.sub(r"_\d+$", "", layer.name)
+                  for layer in model._flatten_layers() if hasattr(layer, "seed_generator")}
+        return [layers[id(state)] for state in dropout_seed_states(model)]
+
+    without = owners(_tiny(dropout_rate=0.1))
+    with_it = owners(_tiny(dropout_rate=0.1, source_word_dropout_rate=0.1))
+    assert len(without) > 10 and with_it == without + ["source_word_dropout"]
+
+
 def test_embeddings_are_shared_three_ways():
     model = _tiny()
     assert model.source_embedding is model.target_embedding

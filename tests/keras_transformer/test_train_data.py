@@ -51,10 +51,11 @@ def test_bad_data_flags_end_with_one_error_line(tmp_path, flags, fragment):
 def test_fine_tune_from_a_run_on_mixed_corpora(tmp_path, flagfile):
     """--init_from: the first loss of the new run is the old model's loss on that batch; a fresh
     optimizer and step; a mismatched architecture changes nothing in either directory. (That the
-    same command then resumes the new run is the resume of any run, `test_train.py`.)"""
+    same command then resumes the new run is the resume of any run, `test_train.py`.) The old run
+    trains with source word dropout and the new one without: a training setting, not a shape."""
     old, new = tmp_path / "old", tmp_path / "new"
     first = run_command(*train_args(old, "--train_steps=20", "--eval_every_steps=0", "--eval_max_sentences=-1",
-                              flagfile=flagfile))
+                              "--source_word_dropout_rate=0.2", flagfile=flagfile))
     assert first.returncode == 0, first.stderr[-2000:]
 
     before = _snapshot(old)
@@ -80,6 +81,8 @@ def test_fine_tune_from_a_run_on_mixed_corpora(tmp_path, flagfile):
     assert settings["tokenizer"] == old_settings["tokenizer"]  # the same tokenizer, copied
     assert settings["init_from"]["checkpoint"].endswith("ckpt-20")
     assert settings["training"]["learning_rate_scale"] == 0.5  # training settings may differ
+    assert (old_settings["model"]["source_word_dropout_rate"], settings["model"]["source_word_dropout_rate"]) == \
+        (0.2, 0.0)
 
     import tensorflow as tf
     reader = tf.train.load_checkpoint(str(new / "checkpoints" / "ckpt-4"))

@@ -10,8 +10,8 @@ from keras_transformer.layers.dropout import Dropout
 SHAPE = (256, 64, 64)  # 2^20 elements: the keep share's standard error is 0.00045
 
 
-def dropped(layer_class, dtype, seed=7, rate=0.3, inputs=None):
-    layer = layer_class(rate, seed=seed, dtype=dtype)
+def dropped(layer_class, dtype, seed=7, rate=0.3, inputs=None, noise_shape=None):
+    layer = layer_class(rate, seed=seed, dtype=dtype, noise_shape=noise_shape)
     x = tf.ones(SHAPE, dtype) if inputs is None else tf.cast(inputs, dtype)
     return layer(x, training=True).numpy().astype(np.float64)
 
@@ -44,6 +44,24 @@ def test_float32_is_keras_dropout_bit_for_bit_and_inference_is_the_identity():
     layer = Dropout(0.3, dtype="bfloat16")
     np.testing.assert_array_equal(layer(tf.constant(x, tf.bfloat16), training=False).numpy(),
                                   tf.constant(x, tf.bfloat16).numpy())
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_a_noise_shape_drops_whole_positions_with_float32_masks_in_every_precision(dtype):
+    """(None, None, 1) on (B, T, d): each position is kept whole (every element x / 0.7) or
+    dropped whole, 0.7 of them kept; the positions are the ones a float32 input with the same seed
+    loses, and in float32 the layer is Keras' own."""
+    x = np.random.default_rng(2).uniform(0.5, 2.0, SHAPE).astype(np.float32)
+    out = dropped(Dropout, dtype, inputs=x, noise_shape=(None, None, 1))
+    kept = out != 0
+    np.testing.assert_array_equal(kept, np.broadcast_to(kept[..., :1], kept.shape))
+    assert abs(np.mean(kept[..., 0]) - 0.7) < 0.01  # 16,384 positions: standard error 0.0036
+    np.testing.assert_allclose(out[kept], x[kept] / 0.7, rtol=2 ** -7)
+    full = dropped(Dropout, "float32", inputs=x, noise_shape=(None, None, 1))
+    np.testing.assert_array_equal(kept, full != 0)
+    if dtype == "float32":
+        np.testing.assert_array_equal(
+            out, dropped(keras.layers.Dropout, "float32", inputs=x, noise_shape=(None, None, 1)))
 
 
 def test_successive_calls_draw_new_masks_and_the_seed_repeats_them():
