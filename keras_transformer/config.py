@@ -128,10 +128,10 @@ class TransformerConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-        check_finite(self, ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate",
-                            "source_word_dropout_rate", "label_smoothing", "layer_norm_epsilon"))
-        for name in ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "source_word_dropout_rate",
-                     "label_smoothing"):
+        rates = ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "source_word_dropout_rate",
+                 "label_smoothing")
+        check_finite(self, rates + ("layer_norm_epsilon",))
+        for name in rates:
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")
