@@ -213,13 +213,13 @@ class Translator(tf.Module):
                              alpha=tf.zeros([0], tf.float32)):
             return self._n_best(sentences, n_best, beam_size, alpha)
 
-        self.translate_n_best = tf.function(translate_n_best, input_signature=_N_BEST_SPECS)
+        self.translate_n_best = tf.function(translate_n_best, input_signature=_N_BEST_SPECS, autograph=False)
 
         def translate_sampled(sentences, topk=tf.zeros([0], tf.int32), topp=tf.zeros([0], tf.float32),
                               temperature=tf.zeros([0], tf.float32), seed=tf.zeros([0], tf.int64)):
             return self._sampled(sentences, topk, topp, temperature, seed)
 
-        self.translate_sampled = tf.function(translate_sampled, input_signature=_SAMPLED_SPECS)
+        self.translate_sampled = tf.function(translate_sampled, input_signature=_SAMPLED_SPECS, autograph=False)
 
     # Graph pieces ---------------------------------------------------------------
 
@@ -318,12 +318,12 @@ class Translator(tf.Module):
 
     # Signatures ----------------------------------------------------------------
 
-    @tf.function(input_signature=[_SENTENCES])
+    @tf.function(input_signature=[_SENTENCES], autograph=False)
     def serving_default(self, sentences):
         outputs, _, _ = self._search(sentences)
         return outputs
 
-    @tf.function(input_signature=[_SENTENCES])
+    @tf.function(input_signature=[_SENTENCES], autograph=False)
     def translate_with_attention(self, sentences):
         outputs, source_ids, best = self._search(sentences)
         outputs.update(
@@ -335,7 +335,7 @@ class Translator(tf.Module):
         )
         return outputs
 
-    @tf.function(input_signature=_PREFIX_SPECS)
+    @tf.function(input_signature=_PREFIX_SPECS, autograph=False)
     def translate_with_prefix(self, sentences, target_prefixes):
         check = tf.debugging.assert_equal(tf.size(sentences), tf.size(target_prefixes),
                                           message="sentences and target_prefixes must hold as many sentences")
@@ -344,7 +344,7 @@ class Translator(tf.Module):
         outputs, _, _ = self._search(sentences, target_prefix=prefix)
         return outputs
 
-    @tf.function(input_signature=_SCORE_SPECS)
+    @tf.function(input_signature=_SCORE_SPECS, autograph=False)
     def score(self, sources, targets):
         check = tf.debugging.assert_equal(
             tf.size(sources), tf.size(targets), message="sources and targets must hold as many sentences")

@@ -142,8 +142,8 @@ def _gradient(logits, labels, log_normalizer, upstream, epsilon):
     return (probabilities - smoothed) * upstream[..., tf.newaxis]
 
 
-_xla_forward = tf.function(_forward, jit_compile=True, reduce_retracing=True)
-_xla_gradient = tf.function(_gradient, jit_compile=True, reduce_retracing=True)
+_xla_forward = tf.function(_forward, jit_compile=True, reduce_retracing=True, autograph=False)
+_xla_gradient = tf.function(_gradient, jit_compile=True, reduce_retracing=True, autograph=False)
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")

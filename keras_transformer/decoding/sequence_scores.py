@@ -72,7 +72,7 @@ def make_score_fn(model):
         `score(source_ids (B, S), target_ids (B, T)) -> (log_probs float32 (B,), tokens int32 (B,))`.
     """
 
-    @tf.function(input_signature=[ID_BATCH, ID_BATCH])
+    @tf.function(input_signature=[ID_BATCH, ID_BATCH], autograph=False)
     def score(source_ids, target_ids):
         return sequence_log_probs(model, source_ids, target_ids)
 

@@ -46,7 +46,7 @@ def make_translate_fn(model, config: DecodingConfig = DecodingConfig(), grammar=
         hypothesis of each sentence (beam_size 1: greedy search).
     """
 
-    @tf.function(input_signature=[ID_BATCH])
+    @tf.function(input_signature=[ID_BATCH], autograph=False)
     def translate(source_ids):
         ids, scores = search.translate_ids(model, source_ids, config, n_best=1, grammar=grammar)
         return ids[:, 0, :], scores[:, 0]  # (B, T), (B,)
@@ -86,7 +86,7 @@ def translate_corpus(translate_fn: Callable, source_ids: Sequence[Sequence[int]]
 def make_loss_fn(model, label_smoothing: float):
     """One `tf.function` (ids [None, None]) -> (smoothed loss sum, NLL sum, token count) of a batch."""
 
-    @tf.function(input_signature=[ID_BATCH, ID_BATCH])
+    @tf.function(input_signature=[ID_BATCH, ID_BATCH], autograph=False)
     def batch_loss(source_ids, target_ids):
         logits = model((source_ids, decoder_inputs(target_ids)), training=False)
         smoothed, tokens = label_smoothed_cross_entropy(target_ids, logits, label_smoothing, model.config.pad_id)

@@ -282,19 +282,19 @@ class Trainer:
         strategy = self.strategy
         compute = functools.partial(self._gradients, compiled_loss=compiled_loss)
         if self.config.xla:
-            compute = tf.function(compute, jit_compile=True)
+            compute = tf.function(compute, jit_compile=True, autograph=False)
         replica_accumulate = functools.partial(self._replica_accumulate, compute)
         replica_update = functools.partial(self._replica_update, compute)
 
         def first(value):
             return strategy.experimental_local_results(value)[0]
 
-        @tf.function(reduce_retracing=True)
+        @tf.function(reduce_retracing=True, autograph=False)
         def accumulate(iterator):
             source_ids, target_ids = next(iterator)
             strategy.run(replica_accumulate, args=(source_ids, target_ids))
 
-        @tf.function(reduce_retracing=True)
+        @tf.function(reduce_retracing=True, autograph=False)
         def update(iterator):
             source_ids, target_ids = next(iterator)
             loss, tokens, norm = strategy.run(replica_update, args=(source_ids, target_ids))
