@@ -1,8 +1,12 @@
-"""What every entry point shares: `cli.start_tensorflow` (in a fresh process, since it configures TF's start-up)."""
+"""What every entry point shares: `cli.start_tensorflow` (in a fresh process, since it configures TF's start-up), and
+the packages' `tf.function`s traced without AutoGraph."""
+
+import ast
 
 import pytest
 
 from tests.helpers.commands import run_command
+from tests.helpers.modules import MODULES
 
 PROBE = """
 from keras_transformer import cli
@@ -43,3 +47,29 @@ def test_no_onednn_data_type_line_after_start_up():
     result = run_command("-c", ONEDNN_INT64, env={"TF_CPP_MIN_LOG_LEVEL": None}, timeout=180)
     assert result.returncode == 0 and result.stdout.split() == ["started", "done"], result.stderr[-2000:]
     assert "oneDNN supports" not in result.stderr, result.stderr
+
+
+def _tf_function_uses(tree):
+    """(line, the `tf.function` node: a call, or a bare decorator) of every `tf.function` in `tree`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "tf.function":
+            yield node.lineno, node
+        decorators = getattr(node, "decorator_list", [])
+        for decorator in decorators:
+            if ast.unparse(decorator) == "tf.function":
+                yield decorator.lineno, decorator
+
+
+def test_every_tf_function_of_the_packages_is_traced_without_autograph():
+    """AutoGraph's conversion of the traced code cost 3-5 s of each command's start-up (export,
+    translate, train); the code is plain TF, so every `tf.function` says `autograph=False`."""
+    found, missing = 0, []
+    for name, path in MODULES.items():
+        for line, node in _tf_function_uses(ast.parse(path.read_text(encoding="utf-8"))):
+            found += 1
+            keywords = {k.arg: k.value for k in getattr(node, "keywords", [])}
+            value = keywords.get("autograph")
+            if not (isinstance(value, ast.Constant) and value.value is False):
+                missing.append(f"{name}:{line}")
+    assert found >= 10, found  # the rule reads the calls it is about
+    assert not missing, missing
