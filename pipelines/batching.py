@@ -42,6 +42,11 @@ from pipelines.errors import DataError
 PairsLike = Union[Sequence[tuple[str, str]], tf.data.Dataset]
 TOKENIZE_BATCH = 1024
 
+# tf.data converts every function it is handed (map, filter, reduce) with AutoGraph unless told not
+# to. These are plain TF (no Python control flow on tensors), so the conversion only lengthened
+# start-up, as it did for the packages' tf.functions (all `autograph=False`): each is traced as written.
+_plain = tf.autograph.experimental.do_not_convert
+
 
 def bucket_boundaries(max_length: int, min_length: int = 8, step: float = 1.1) -> list[int]:
     """Geometric bucket boundaries below `max_length`: 8, 9, ..., 20, 22, 24, 26, 28, 30, 33, ...
@@ -92,9 +97,9 @@ def tokenize_pairs(pairs: PairsLike, tokenizer: tokenizers_lib.Tokenizer,
     # Unbatching ragged rows gives ragged_rank-0 specs; identity makes them plain
     # tensors, which `bucket_by_sequence_length`'s padded batching requires.
     return (ds.batch(TOKENIZE_BATCH)
-            .map(tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            .map(_plain(tokenize), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
             .unbatch()
-            .map(lambda s, t: (tf.identity(s), tf.identity(t))))
+            .map(_plain(lambda s, t: (tf.identity(s), tf.identity(t)))))
 
 
 def pair_length(source_ids, target_ids):
@@ -128,8 +133,8 @@ def _tokenized(pairs, tokenizer, target_tokenizer, max_length: int, num_shards: 
 
     if bpe_dropout:
         text = _cached(_sharded(pairs, num_shards, shard_index), cache, cache_path, suffix + "-text")
-        return tokenize_pairs(text, tokenizer, target_tokenizer, bpe_dropout=bpe_dropout).filter(fits)
-    ds = tokenize_pairs(pairs, tokenizer, target_tokenizer, num_shards, shard_index).filter(fits)
+        return tokenize_pairs(text, tokenizer, target_tokenizer, bpe_dropout=bpe_dropout).filter(_plain(fits))
+    ds = tokenize_pairs(pairs, tokenizer, target_tokenizer, num_shards, shard_index).filter(_plain(fits))
     return _cached(ds, cache, cache_path, suffix)
 
 
@@ -186,21 +191,21 @@ def make_dataset(pairs: Union[PairsLike, corpora.Mixture], tokenizer: tokenizers
             ds = ds.shuffle(shuffle_buffer, seed=seed + i, reshuffle_each_iteration=True)
         if repeat:
             ds = ds.repeat()
-        streams.append(ds.map(lambda s, t, i=i: (s, t, tf.constant(i, tf.int32))) if mixture else ds)
+        streams.append(ds.map(_plain(lambda s, t, i=i: (s, t, tf.constant(i, tf.int32)))) if mixture else ds)
     if mixture:
         ds = tf.data.Dataset.sample_from_datasets(streams, list(mixture.weights), seed=seed,
                                                   stop_on_empty_dataset=True)
     else:
         ds = streams[0]
     ds = ds.bucket_by_sequence_length(
-        element_length_func=lambda s, t, *_: pair_length(s, t),
+        element_length_func=_plain(lambda s, t, *_: pair_length(s, t)),
         bucket_boundaries=boundaries,
         bucket_batch_sizes=batch_sizes,
         padded_shapes=([None], [None], []) if mixture else ([None], [None]),
         padding_values=(PAD_ID, PAD_ID, 0) if mixture else (PAD_ID, PAD_ID),
         drop_remainder=False)
     if mixture:
-        ds = ds.map(functools.partial(_count, mixture.counter))
+        ds = ds.map(_plain(functools.partial(_count, mixture.counter)))
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
@@ -244,8 +249,8 @@ def count_too_long(pairs: PairsLike, tokenizer: tokenizers_lib.Tokenizer, max_le
                    ) -> tuple[int, int]:
     """(pairs read, pairs longer than `max_length`) - what `make_dataset` drops."""
     ds = tokenize_pairs(pairs, tokenizer, target_tokenizer)
-    counts = ds.map(lambda s, t: tf.stack([1, tf.cast(pair_length(s, t) > max_length, tf.int32)]))
-    total = counts.reduce(tf.zeros([2], tf.int32), lambda acc, x: acc + x).numpy()
+    counts = ds.map(_plain(lambda s, t: tf.stack([1, tf.cast(pair_length(s, t) > max_length, tf.int32)])))
+    total = counts.reduce(tf.zeros([2], tf.int32), _plain(lambda acc, x: acc + x)).numpy()
     return int(total[0]), int(total[1])
 
 
@@ -253,12 +258,19 @@ def check_can_batch(pairs: PairsLike, tokenizer: tokenizers_lib.Tokenizer, max_l
                     target_tokenizer: Optional[tokenizers_lib.Tokenizer] = None, what: str = "the pairs") -> None:
     """A one-line `DataError` unless some pair of `pairs` has at most `max_length` tokens a side,
     EOS included: else `make_dataset` drops them all and makes no batch. Tokenizes up to the first
-    pair that fits (all of them only when none does)."""
-    fitting = tokenize_pairs(pairs, tokenizer, target_tokenizer).filter(
-        lambda s, t: pair_length(s, t) <= max_length).take(1)
-    if not list(fitting):
-        raise DataError(f"{what}: every pair has more than max_length={max_length} tokens on a side (EOS "
-                        "included), so no batch can be made; raise --max_length or give shorter pairs")
+    batch of `TOKENIZE_BATCH` pairs that holds one that fits (all of them only when none does).
+
+    Each batch is tokenized eagerly, one call a side, into the ids `tokenize_pairs` gives: the
+    check, which usually ends with its first batch, traces no `tf.data` function (tracing one
+    cost more than the tokenizing)."""
+    target_tokenizer = target_tokenizer or tokenizer
+    for sources, targets in _as_dataset(pairs).batch(TOKENIZE_BATCH):
+        lengths = tf.maximum(tokenizer.tokenize(sources, add_eos=True).row_lengths(),
+                             target_tokenizer.tokenize(targets, add_eos=True).row_lengths())  # (n,) with EOS
+        if bool(tf.reduce_any(lengths <= max_length)):
+            return
+    raise DataError(f"{what}: every pair has more than max_length={max_length} tokens on a side (EOS "
+                    "included), so no batch can be made; raise --max_length or give shorter pairs")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -307,7 +319,7 @@ def batch_stats(batches: tf.data.Dataset, max_batches: Optional[int] = None) -> 
         real_t = tf.math.count_nonzero(target, dtype=tf.int64)
         return tf.stack([s[0], real_s, real_t, s[0] * s[1], t[0] * t[1]])
 
-    rows = np.array(list(batches.map(summarize).as_numpy_iterator()), dtype=np.int64)
+    rows = np.array(list(batches.map(_plain(summarize)).as_numpy_iterator()), dtype=np.int64)
     if rows.size == 0:
         return BatchStats(0, 0, 0, 0, 0, 0, 0, 0)
     total = rows.sum(axis=0)

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import random
 
 from pipelines import grammar_corpus_lexicon as lexicon
@@ -348,7 +349,7 @@ def english_clause(clause, question=False):
     rest += [clause.predicate.en] if clause.predicate else []
     rest += [clause.pp[0]] if clause.pp else []
     rest += [f"that {english_clause(clause.that)}"] if clause.that else []
-    return " ".join(word for word in head + rest if word)
+    return " ".join(filter(None, head + rest))  # the words that are not ""
 
 
 # --- Sentences -------------------------------------------------------------------------------------
@@ -380,6 +381,12 @@ def with_subordinate(main, conjunction, sub, fronted=False):
 
 
 # --- Random generation -----------------------------------------------------------------------------
+#
+# The pairs are a function of the seed: every draw below is one call on the `random.Random` of
+# `generate_pairs` or `splits`, in a fixed order. The tables the draws choose from (the verbs of a
+# frame, the nouns of a tag set, the cumulative weights) are built once, not at each of the draws
+# (hundreds of thousands per corpus); `rng.choice` of a tuple draws exactly as of the list with
+# the same items, and `rng.choices(..., cum_weights=...)` as with the weights they accumulate.
 
 FRAME_WEIGHTS = {"acc": 40, "intr": 14, "dat": 6, "dat_acc": 8, "dir": 12, "be": 10, "that": 10}
 SENTENCE_WEIGHTS = {"plain": 26, "adverb": 15, "question": 12, "subordinate": 30, "fronted": 17}
@@ -388,44 +395,72 @@ MIN_WORDS, MAX_WORDS = 4, 25
 _NOUNS, _ADJECTIVES = tuple(lexicon.NOUNS), tuple(lexicon.ADJECTIVES)
 
 
-@functools.lru_cache(maxsize=None)
-def _tagged(entries: tuple, tags: tuple) -> tuple:
-    """The entries sharing a tag with `tags`, in lexicon order (computed once per tag set: the
-    generator asks for the same few sets hundreds of thousands of times)."""
+def _cumulative(weights: dict, keep=lambda key: True) -> tuple[tuple, tuple]:
+    """(keys, cumulative weights) of the keys `keep` accepts, for `rng.choices(keys, cum_weights=...)`."""
+    keys = tuple(key for key in weights if keep(key))
+    return keys, tuple(itertools.accumulate(weights[key] for key in keys))
+
+
+_FRAMES = {True: _cumulative(FRAME_WEIGHTS), False: _cumulative(FRAME_WEIGHTS, lambda frame: frame != "that")}
+_SENTENCE_KINDS = _cumulative(SENTENCE_WEIGHTS)
+_TENSE_CHOICES = _cumulative(TENSE_WEIGHTS)
+_VERBS_OF_FRAME = {frame: tuple(entry for entry in lexicon.VERBS if entry.frame == frame) for frame in FRAME_WEIGHTS}
+_POSSESSIVE_KEYS, _NUMBER_KEYS, _WHEN_TENSES = tuple(_POSSESSIVES), tuple(_NUMBERS), tuple(WHEN)
+_PLACE_NOUNS = {kind: tuple(noun(name) for name, preps in lexicon.PLACES.items() if kind == "loc" or preps[2])
+                for kind in ("loc", "dir")}
+
+
+def _sharing_a_tag(entries: tuple, tags: tuple) -> tuple:
+    """The entries sharing a tag with `tags`, in lexicon order."""
     wanted = set(tags)
     return tuple(entry for entry in entries if wanted.intersection(entry.tags))
 
 
-def _nouns_with(tags, exclude=None):
-    return [entry for entry in _tagged(_NOUNS, tuple(tags)) if entry is not exclude]
+@functools.lru_cache(maxsize=None)
+def _nouns_with(tags: tuple, exclude=None) -> tuple:
+    """The nouns sharing a tag with `tags`, without `exclude` (computed once per argument pair: the
+    generator asks for the same few hundreds of thousands of times)."""
+    return tuple(entry for entry in _sharing_a_tag(_NOUNS, tuple(tags)) if entry is not exclude)
+
+
+@functools.lru_cache(maxsize=None)
+def _adjectives_for(tags: tuple) -> tuple:
+    """The adjectives sharing a tag with `tags` (computed once per tag set)."""
+    return _sharing_a_tag(_ADJECTIVES, tags)
+
+
+@functools.lru_cache(maxsize=None)
+def _determiner_kinds(mass: bool, plural: bool, on_object: bool) -> tuple:
+    """The determiner kinds `_random_determiner` draws from (equal ones repeat: "the" is likelier)."""
+    if mass:
+        kinds = ("the", "the", "", "", "poss", "this")
+    elif plural:
+        kinds = ("the", "the", "", "", "num", "many", "poss", "this")
+    else:
+        kinds = ("the", "the", "the", "a", "a", "poss", "this")
+    return kinds + (("no",) if on_object else ())
 
 
 def _random_determiner(rng, entry, plural, role):
     """Mostly "the"; no "a" for plurals and mass nouns; "no" only on objects."""
-    if "mass" in entry.tags:
-        kinds = ["the", "the", "", "", "poss", "this"]
-    elif plural:
-        kinds = ["the", "the", "", "", "num", "many", "poss", "this"]
-    else:
-        kinds = ["the", "the", "the", "a", "a", "poss", "this"]
-    kind = rng.choice(kinds + (["no"] if role == "object" else []))
+    kind = rng.choice(_determiner_kinds("mass" in entry.tags, plural, role == "object"))
     if kind == "poss":
-        return rng.choice(list(_POSSESSIVES))
+        return rng.choice(_POSSESSIVE_KEYS)
     if kind == "num":
-        return rng.choice(list(_NUMBERS))
+        return rng.choice(_NUMBER_KEYS)
     return kind
 
 
 def _random_noun_phrase(rng, tags, role, exclude=None, plural_rate=0.3):
     """A noun with one of `tags`, a determiner fit for `role` and maybe an adjective."""
-    entry = rng.choice(_nouns_with(tags, exclude))
+    entry = rng.choice(_nouns_with(tuple(tags), exclude))
     plural = entry.en_plural is not None and rng.random() < plural_rate
     return NounPhrase(entry, _random_determiner(rng, entry, plural, role), _random_adjective(rng, entry), plural)
 
 
 def _random_adjective(rng, entry, rate=0.35):
     """An adjective that fits the noun, or None."""
-    fitting = _tagged(_ADJECTIVES, tuple(entry.tags))
+    fitting = _adjectives_for(entry.tags)
     return rng.choice(fitting) if fitting and rng.random() < rate else None
 
 
@@ -436,11 +471,16 @@ def _would_be_reflexive(subject, index):
         speaker_or_addressee.get(subject.index)
 
 
+@functools.lru_cache(maxsize=None)
+def _pronoun_choices(subject) -> tuple:
+    """The pronoun indices an argument of a clause with `subject` may take (never reflexive)."""
+    return tuple(i for i in range(len(lexicon.PRONOUNS)) if not _would_be_reflexive(subject, i))
+
+
 def _random_argument(rng, tags, role, subject=None):
     """A noun phrase, or sometimes a personal pronoun when people fit (never reflexive)."""
     if "person" in tags and rng.random() < (0.3 if role == "subject" else 0.12):
-        indices = [i for i in range(len(lexicon.PRONOUNS)) if not _would_be_reflexive(subject, i)]
-        return Pronoun(rng.choice(indices))
+        return Pronoun(rng.choice(_pronoun_choices(subject if isinstance(subject, Pronoun) else None)))
     exclude = subject.noun if isinstance(subject, NounPhrase) else None
     return _random_noun_phrase(rng, tags, role, exclude)
 
@@ -449,7 +489,7 @@ def _random_place_phrase(rng, kind):
     """A location or direction phrase; "zu Hause" / "nach Hause" now and then."""
     if rng.random() < 0.1:
         return lexicon.HOME[kind]
-    entry = noun(rng.choice([name for name, preps in lexicon.PLACES.items() if kind == "loc" or preps[2]]))
+    entry = rng.choice(_PLACE_NOUNS[kind])
     place = NounPhrase(entry, _random_determiner(rng, entry, False, "pp"), _random_adjective(rng, entry))
     return place_phrase(place, kind)
 
@@ -473,33 +513,35 @@ def _negatable(clause):
     return not (isinstance(accusative, NounPhrase) and accusative.det in ("many", "no", *_NUMBERS))
 
 
+_OBJECT_ROLES = {"acc": ("accusative",), "dat": ("dative",), "dat_acc": ("dative", "accusative")}
+
+
 def _random_clause(rng, tense, top_level=False, negation_rate=0.15):
     """A clause with a random verb, fitting arguments, maybe an adjunct and negation."""
-    frames = [frame for frame in FRAME_WEIGHTS if top_level or frame != "that"]
-    frame = rng.choices(frames, [FRAME_WEIGHTS[frame] for frame in frames])[0]
-    entry = rng.choice([candidate for candidate in lexicon.VERBS if candidate.frame == frame])
+    frames, cumulative = _FRAMES[top_level]
+    frame = rng.choices(frames, cum_weights=cumulative)[0]
+    entry = rng.choice(_VERBS_OF_FRAME[frame])
     subject = _random_argument(rng, entry.subjects, "subject")
-    roles = {"acc": ("accusative",), "dat": ("dative",), "dat_acc": ("dative", "accusative")}.get(frame, ())
-    objects = {role: _random_argument(rng, tags, "object" if role == "accusative" else "dative", subject)
-               for role, tags in zip(roles, entry.objects)}
-    clause = Clause(subject, entry, "present" if frame == "be" and tense == "perfect" else tense, **objects)
+    fields = {role: _random_argument(rng, tags, "object" if role == "accusative" else "dative", subject)
+              for role, tags in zip(_OBJECT_ROLES.get(frame, ()), entry.objects)}
     if frame == "dir" or (entry.adjuncts and rng.random() < 0.35):
         kind = "dir" if frame == "dir" else rng.choice(entry.adjuncts)
-        clause = dataclasses.replace(clause, pp=_random_adjunct(rng, kind, subject))
+        fields["pp"] = _random_adjunct(rng, kind, subject)
     if frame == "be":
         tags = subject.noun.tags if isinstance(subject, NounPhrase) else ("person",)
-        fitting = _tagged(_ADJECTIVES, tuple(tags))
-        clause = dataclasses.replace(clause, predicate=rng.choice(fitting))
+        fields["predicate"] = rng.choice(_adjectives_for(tuple(tags)))
     if frame == "that":
-        clause = dataclasses.replace(clause, that=_random_clause(rng, rng.choice(TENSES)))
-    negated = _negatable(clause) and rng.random() < negation_rate
-    return dataclasses.replace(clause, negated=negated)
+        fields["that"] = _random_clause(rng, rng.choice(TENSES))
+    clause = Clause(subject, entry, "present" if frame == "be" and tense == "perfect" else tense, **fields)
+    if _negatable(clause) and rng.random() < negation_rate:
+        clause = dataclasses.replace(clause, negated=True)
+    return clause
 
 
 def _random_sentence(rng):
     """One (English, German) pair of a random kind: statement, question or two clauses."""
-    kind = rng.choices(list(SENTENCE_WEIGHTS), list(SENTENCE_WEIGHTS.values()))[0]
-    tense = rng.choices(list(TENSE_WEIGHTS), list(TENSE_WEIGHTS.values()))[0]
+    kind = rng.choices(_SENTENCE_KINDS[0], cum_weights=_SENTENCE_KINDS[1])[0]
+    tense = rng.choices(_TENSE_CHOICES[0], cum_weights=_TENSE_CHOICES[1])[0]
     if kind == "plain":
         return declarative(_random_clause(rng, tense, top_level=True))
     if kind == "adverb":
@@ -510,14 +552,15 @@ def _random_sentence(rng):
     if rng.random() < 0.5:
         conjunction, sub_tense = BECAUSE, rng.choice(TENSES)
     else:  # "when" is "wenn" in the present, "als" for one event in the past.
-        tense = sub_tense = rng.choice(list(WHEN))
+        tense = sub_tense = rng.choice(_WHEN_TENSES)
         conjunction = WHEN[tense]
     main, sub = _random_clause(rng, tense), _random_clause(rng, sub_tense)
     return with_subordinate(main, conjunction, sub, fronted=kind == "fronted")
 
 
 def _word_count_ok(pair):
-    return all(MIN_WORDS <= len(text.split()) <= MAX_WORDS for text in pair)
+    english, german = pair
+    return MIN_WORDS <= len(english.split()) <= MAX_WORDS and MIN_WORDS <= len(german.split()) <= MAX_WORDS
 
 
 def _random_pair(rng):

@@ -128,7 +128,9 @@ def pairs_dataset(pairs):
     if not pairs:
         raise DataError("no sentence pairs to make a dataset from")
     sources, targets = zip(*pairs)
-    return tf.data.Dataset.from_tensor_slices((list(sources), list(targets)))
+    # Tensors first: given Python lists, from_tensor_slices looks for a type spec in each string, one
+    # at a time; tf.constant converts a list in one call (a run makes the embedded splits datasets often).
+    return tf.data.Dataset.from_tensor_slices((tf.constant(sources, tf.string), tf.constant(targets, tf.string)))
 
 
 def load_pairs(dataset: str, split: str = "train", *, data_dir: Optional[str] = None,

@@ -256,6 +256,7 @@ def parallel_text_files(source_path: str, target_path: str, validate: bool = Tru
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
+    plain = tf.autograph.experimental.do_not_convert  # plain TF: AutoGraph would only lengthen start-up
     if validate:
         check_parallel_files(source_path, target_path)
     shards = parallel_shards(source_path, target_path)
@@ -273,6 +274,6 @@ def parallel_text_files(source_path: str, target_path: str, validate: bool = Tru
     else:
         columns = [list(column) for column in zip(*[(s, t, compression(s), compression(t)) for s, t in shards])]
         ds = tf.data.Dataset.from_tensor_slices(tuple(columns)).interleave(
-            pairs, cycle_length=min(len(shards), SHARDS_READ_AT_ONCE), block_length=1,
+            plain(pairs), cycle_length=min(len(shards), SHARDS_READ_AT_ONCE), block_length=1,
             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return ds.map(lambda s, t: (tf.strings.strip(s), tf.strings.strip(t)))
+    return ds.map(plain(lambda s, t: (tf.strings.strip(s), tf.strings.strip(t))))
