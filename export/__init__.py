@@ -8,7 +8,8 @@
   versions        TF Serving's layout: version folders, the next one, the SavedModel to load.
   opened_run      a training directory opened for reading (every command that reads a run):
                   its config, its tokenizer checked against the run's fingerprint, its model.
-  ensemble_members  the runs of `--ensemble_model_dirs`, their vocabulary checked before TensorFlow.
+  ensemble_members  the runs of `--ensemble_model_dirs`, their vocabulary (and a parser's source
+                  tags, tagger, tree targets) checked before TensorFlow.
   client          what runs an export: a `serving_default` from a training directory or a
                   SavedModel (`load_translate_fn`), lines through it in sorted batches.
   warmup          TF Serving's warm-up file (PredictionLog records of sample requests),

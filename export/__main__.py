@@ -8,8 +8,9 @@
 `--ensemble_model_dirs=B,C` exports ONE SavedModel decoding the ensemble of --model_dir's model
 and those runs' (`keras_transformer.decoding.ensemble`: each search step takes the log of the
 mean of the members' next-token probabilities, fairseq's logsumexp - log n), with the same
-signatures; the members must share one vocabulary (tokenizer and special ids, checked before
-TensorFlow starts), their shapes may differ. `translate_with_attention` shows the first model's
+signatures; the members must share one vocabulary (tokenizer and special ids) and, parsing
+runs, their source tags, tagger and tree targets (`export.ensemble_members`, checked before
+TensorFlow starts); their shapes may differ. `translate_with_attention` shows the first model's
 attention. --checkpoint names --model_dir's checkpoint; the others use their default one.
 
 `--format=ctranslate2` writes OUT_CT2/<version>/ as a CTranslate2 4.x model folder with the

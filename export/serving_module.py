@@ -419,15 +419,17 @@ def from_model_dir(
     and its tokenizer(s). Returns `(translator, checkpoint_path)`.
 
     With `ensemble_model_dirs`, the model is an `ensemble.Ensemble` of `model_dir`'s and theirs
-    (each its averaged, else best, else latest checkpoint), whose vocabularies were checked
-    (`export.ensemble_members`, before any model is built); the checkpoint path returned names
-    them all, joined by ",".
+    (each its averaged, else best, else latest checkpoint), which read and write alike
+    (`export.ensemble_members.check_members`: vocabulary, a parsing run's source tags, tagger
+    and tree targets; checked before any model is built); the source tags, tree targets and
+    tagger are `model_dir`'s. The checkpoint path returned names them all, joined by ",".
     """
+    if ensemble_model_dirs:
+        ensemble_members.check_members(model_dir, list(ensemble_model_dirs))
     run = opened_run.open_run(model_dir)  # the tokenizer checked against the run's fingerprint
     model, checkpoint = run.restore(checkpoint)
     model = precision_lib.decoding_model(model, precision)
     if ensemble_model_dirs:
-        ensemble_members.check_same_vocabulary(model_dir, list(ensemble_model_dirs))
         members, checkpoints = [model], [checkpoint]
         for member_dir in ensemble_model_dirs:
             member_run = opened_run.open_run(member_dir)

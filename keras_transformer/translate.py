@@ -97,10 +97,7 @@ def main(argv):
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     if FLAGS.export_dir:
         task_flags.check_model_dir_only("an export has its decoding settings built in")
-        if FLAGS.ensemble_model_dirs is not None:
-            raise ValueError("--ensemble_model_dirs: only with --model_dir (export the ensemble with python -m "
-                             "export --ensemble_model_dirs, then translate with its --export_dir)")
-    ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir) if FLAGS.model_dir else []
+    ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir)  # refused with --export_dir
     decoding = task_flags.decoding_config()
     sampling = task_flags.sampling_config()
     if sampling is not None and (FLAGS.n_best > 1 or decoding.beam_size > 1 and FLAGS["beam_size"].present):

@@ -13,6 +13,8 @@ as one `error:` line (absl's bounds, or the configs' `ValueError`).
 
 from __future__ import annotations
 
+from typing import Optional
+
 from absl import flags
 
 from pipelines import linearized_trees
@@ -123,23 +125,31 @@ def define_checkpoint_flag(help_text: str) -> None:
     flags.register_validator("checkpoint", check)
 
 
-def define_ensemble_flag() -> None:
+def define_ensemble_flag(more_help: str = "") -> None:
     """--ensemble_model_dirs: more training directories decoded with --model_dir's model as one
-    ensemble (`keras_transformer.decoding.ensemble`)."""
-    flags.DEFINE_string("ensemble_model_dirs", None, "Comma-separated training directories of the same vocabulary "
-                        "as --model_dir: decode the ensemble of their models and --model_dir's (each step the log "
-                        "of the mean of their probabilities); each uses its averaged, else best, else latest "
-                        "checkpoint (--checkpoint applies to --model_dir only).")
+    ensemble (`keras_transformer.decoding.ensemble`); `more_help` ends its help (what a command
+    adds, e.g. parsing's tagger)."""
+    help_text = ("Comma-separated training directories of the same vocabulary as --model_dir: decode the ensemble "
+                 "of their models and --model_dir's (each step the log of the mean of their probabilities); each "
+                 "uses its averaged, else best, else latest checkpoint (--checkpoint applies to --model_dir only).")
+    flags.DEFINE_string("ensemble_model_dirs", None, f"{help_text} {more_help}".strip())
 
 
-def ensemble_model_dirs(model_dir: str) -> list[str]:
+def ensemble_model_dirs(model_dir: Optional[str]) -> list[str]:
     """The folders of --ensemble_model_dirs ([] without it), refused with one line before TensorFlow
-    starts when one is missing or of another vocabulary than `model_dir` (`export.ensemble_members`)."""
+    starts when one is missing or reads or writes otherwise than `model_dir`
+    (`export.ensemble_members.check_members`: vocabulary, a parsing run's source tags, tagger and
+    tree targets), or when there is no `model_dir` (an export, a baseline)."""
     from export import ensemble_members  # pylint: disable=g-import-not-at-top  (no TensorFlow)
 
+    if not model_dir:
+        if FLAGS.ensemble_model_dirs is not None:
+            raise ValueError("--ensemble_model_dirs: only with --model_dir (an ensemble is of training directories; "
+                             "an export holds the one it was exported with: python -m export --ensemble_model_dirs)")
+        return []
     dirs = ensemble_members.parse_dirs(FLAGS.ensemble_model_dirs)
     if dirs:
-        ensemble_members.check_same_vocabulary(model_dir, dirs)
+        ensemble_members.check_members(model_dir, dirs)
     return dirs
 
 

@@ -254,7 +254,7 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
                decoding: DecodingConfig = PARSING_DECODING, checkpoint: Optional[str] = None,
                reference: Optional[str] = None, treebank_split: Optional[tuple[str, str]] = None,
                batch_size: int = 16, progress: Optional[bool] = None, pcfg_data_dir: Optional[str] = None,
-               pcfg_markov: tuple[int, int] = (1, 1)) -> Optional[str]:
+               pcfg_markov: tuple[int, int] = (1, 1), ensemble_model_dirs: Sequence[str] = ()) -> Optional[str]:
     """Parses a file of sentences (or a treebank split) and writes one tree per line.
 
     Args:
@@ -265,6 +265,12 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
             (decoding fixed at export), "right_branching", or "pcfg" (`tasks.pcfg`: the grammar
             of the training split of the treebank in `pcfg_data_dir`, markovized by
             `pcfg_markov` = (horizontal, vertical)).
+        ensemble_model_dirs: with `model_dir`, more training directories: parse with the
+            ensemble of their models and `model_dir`'s (`keras_transformer.decoding.ensemble`, the
+            same search and tree constraint; Vinyals et al. 2015 ensembled parsers of different
+            seeds). They must read and write as `model_dir` does: vocabulary, source tags,
+            tagger, tree targets (`export.ensemble_members.check_members`, before any model is
+            built); the input is tagged by `model_dir`'s tagger.
         reference: gold trees, one per line, of the input's sentences: score the output.
         treebank_split: (data_dir, split): parse that split's sentences and score against its trees.
         batch_size: sentences per decoding batch (each holds beam_size hypotheses).
@@ -276,6 +282,8 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
     """
     if sum(x is not None for x in (model_dir, export_dir, baseline)) != 1:
         raise ValueError("give exactly one of model_dir, export_dir and baseline")
+    if ensemble_model_dirs and not model_dir:
+        raise ValueError("an ensemble is of training directories: ensemble_model_dirs only with model_dir")
     if baseline is not None and baseline not in BASELINES:
         raise ValueError(f"baseline must be one of {', '.join(BASELINES)}, got {baseline!r}")
     if (input_path is None) == (treebank_split is None):
@@ -314,7 +322,10 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
         settings, folder = model_data(model_dir, export_dir)
         source_tags, tagger = model_source_tags(settings, folder)
         inputs = source_sentences(sentences, source_tags, tagger, gold)  # refused before the model loads
-        translate_fn, parser = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint)
+        translate_fn, parser = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint,
+                                                        ensemble_model_dirs=ensemble_model_dirs)
+        if ensemble_model_dirs:
+            parser = f"an ensemble of {len(ensemble_model_dirs) + 1} models ({parser})"
         if source_tags != "none":
             parser += f", source tags {source_tags}"
         if settings.get("tree_targets", "words") != "words":

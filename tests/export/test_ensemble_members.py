@@ -1,9 +1,11 @@
-"""Ensembles of training directories: the vocabulary check before TensorFlow (library and both
-commands), and the ensemble SavedModel (equal to the in-process ensemble through both loaders,
-servable ops only) and `translate --ensemble_model_dirs`."""
+"""Ensembles of training directories: the vocabulary check before TensorFlow (library and the
+three commands) and a parser's source tags, tagger and tree targets checked with it, and the
+ensemble SavedModel (equal to the in-process ensemble through both loaders, servable ops only)
+and `translate --ensemble_model_dirs`."""
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -18,22 +20,9 @@ from pipelines import tokenizers
 from tests.export.test_serving_module import FRESH_PROCESS, SIGNATURES
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.export_models import make_model_dir
+from tests.helpers.files import write_run_settings as write_run
 
 DECODING = DecodingConfig(beam_size=3, alpha=0.6, max_extra_length=20)
-
-
-def write_run(path, vocab_size=500, sha256="a" * 64, tokenizer_bytes=None, **model):
-    """A run's model_config.json (and tokenizer files when given): what the check reads."""
-    path.mkdir(parents=True)
-    settings = {"model": {"vocab_size": vocab_size, "target_vocab_size": None, "share_embeddings": True,
-                          "pad_id": 0, **model}}
-    if sha256:
-        settings["tokenizer"] = {"sha256": sha256}
-    (path / layout.CONFIG_FILE).write_text(json.dumps(settings))
-    if tokenizer_bytes is not None:
-        (path / layout.TOKENIZER_DIR).mkdir()
-        (path / layout.TOKENIZER_DIR / "tokenizer.model").write_bytes(tokenizer_bytes)
-    return str(path)
 
 
 def test_parse_dirs():
@@ -61,8 +50,39 @@ def test_the_vocabulary_check_reads_only_the_runs_files(tmp_path):
         ensemble_members.check_same_vocabulary(f, [write_run(tmp_path / "h", sha256=None, tokenizer_bytes=b"other")])
 
 
+PARSED_RUN = {"data": {"dataset": "ptb", "source_tags": "predicted", "tree_targets": "placeholders"},
+              "tagger": {"weights": {"bias": {"NN": 1.0}}, "tagdict": {"the": "DT"}, "classes": ["DT", "NN"]}}
+
+
+def test_parsing_members_must_read_and_write_alike(tmp_path):
+    """Source tags, tree targets and (predicted tags) the tagger, as --model_dir's; a run that
+    recorded none of them (translation) has the defaults."""
+    a = write_run(tmp_path / "a", **PARSED_RUN)
+    ensemble_members.check_members(a, [write_run(tmp_path / "b", num_layers=2, **PARSED_RUN)])  # shapes may differ
+    for name, change in [("none", {"source_tags": "none"}), ("gold", {"source_tags": "gold"}),
+                         ("words", {"tree_targets": "words"})]:
+        other = write_run(tmp_path / name, data=dict(PARSED_RUN["data"], **change), tagger=PARSED_RUN["tagger"])
+        [(setting, value)] = change.items()
+        with pytest.raises(ValueError, match=re.escape(f"{other} was trained with --{setting}={value}, --model_dir={a} "
+                                                       f"with --{setting}={PARSED_RUN['data'][setting]}")):
+            ensemble_members.check_members(a, [other])
+    retrained = dict(PARSED_RUN["tagger"], tagdict={"the": "NN"})
+    with pytest.raises(ValueError, match="has another part-of-speech tagger than --model_dir"):
+        ensemble_members.check_members(a, [write_run(tmp_path / "tagger", data=PARSED_RUN["data"], tagger=retrained)])
+    with pytest.raises(FileNotFoundError, match="no_tagger/tagger.json: not found"):
+        ensemble_members.check_members(a, [write_run(tmp_path / "no_tagger", data=PARSED_RUN["data"])])
+    with pytest.raises(ValueError, match="vocab_size=501"):  # the vocabulary first
+        ensemble_members.check_members(a, [write_run(tmp_path / "vocabulary", vocab_size=501, data={})])
+    translation = write_run(tmp_path / "translation")  # no "data" section: words alone, trees of words
+    ensemble_members.check_members(translation, [write_run(tmp_path / "plain", data={"source_tags": "none",
+                                                                                    "tree_targets": "words"})])
+    with pytest.raises(ValueError, match="was trained with --source_tags=predicted"):
+        ensemble_members.check_members(translation, [a])
+
+
 @pytest.mark.parametrize("command", [["-m", "export", "--export_dir={out}"],
-                                     ["-m", "keras_transformer.translate", "--input={input}", "--output={out}"]])
+                                     ["-m", "keras_transformer.translate", "--input={input}", "--output={out}"],
+                                     ["-m", "keras_transformer.parse", "--input={input}", "--output={out}"]])
 def test_mismatched_vocabularies_are_one_error_line_through_the_commands(tmp_path, command):
     a = write_run(tmp_path / "a")
     b = write_run(tmp_path / "b", vocab_size=8000)

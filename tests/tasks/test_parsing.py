@@ -7,7 +7,9 @@ Covered:
   read back as the treebank's trees (NLTK's sample, ../shared/data, skipped without it).
 * The command: the baseline on the sample's test split prints the F1 recomputed here; a
   hand-made --input/--reference gets the labelled F1 worked out by hand; every bad flag
-  combination or gold file ends as one `error:` line (exit 2) and writes nothing.
+  combination or gold file ends as one `error:` line (exit 2) and writes nothing, and so does an
+  --ensemble_model_dirs run whose source tags, tree targets, tagger or vocabulary are not
+  --model_dir's (runs of settings only: refused before TensorFlow starts).
 
 EVALB itself is tested in tests/tasks/test_evalb.py; a trained parser in
 tests/keras_transformer/test_parse.py. The commands run in subprocesses with the baseline, which
@@ -24,6 +26,7 @@ from pipelines import linearized_trees
 from pipelines.errors import DataError
 from tasks import parsing
 from tests.helpers.commands import assert_one_error_line, run_command
+from tests.helpers.files import write_run_settings
 from tests.helpers.treebank import SAMPLE_SIZES, one_line, write_mrg
 
 # The sample's test split, by the right-branching baseline: the numbers the command prints.
@@ -295,6 +298,10 @@ def test_bad_flags_are_one_error_line_and_write_nothing(tmp_path):
                               f"--model_dir={tmp_path / 'no_run'}: no such training directory"),
         "output_folder": ((baseline, given, f"--output={tmp_path / 'folder'}"),
                           f"--output={tmp_path / 'folder'}: is a folder, not a file"),
+        "ensemble_baseline": ((baseline, given, f"--ensemble_model_dirs={tmp_path}"),
+                              "--ensemble_model_dirs: only with --model_dir"),
+        "ensemble_export": ((f"--export_dir={tmp_path}", given, f"--ensemble_model_dirs={tmp_path}"),
+                            "--ensemble_model_dirs: only with --model_dir"),
     }
     outputs = {name: tmp_path / f"{name}.trees" for name in cases}
     results = run_parse_many({name: (*args, f"--output={outputs[name]}") if name != "output_folder" else args
@@ -306,3 +313,28 @@ def test_bad_flags_are_one_error_line_and_write_nothing(tmp_path):
             raise AssertionError(f"{name}: {error}") from None
         assert not outputs[name].exists(), name
     assert not any((tmp_path / "folder").iterdir())
+
+
+def test_an_ensemble_that_reads_or_writes_otherwise_is_one_error_line_before_decoding(tmp_path):
+    """`--ensemble_model_dirs` runs with other source tags, tree targets or tagger than --model_dir's
+    (runs without a model: the check reads their settings only, before TensorFlow starts)."""
+    data = {"dataset": "ptb", "source_tags": "predicted", "tree_targets": "placeholders"}
+    tagger = {"weights": {"bias": {"NN": 1.0}}, "tagdict": {"the": "DT"}, "classes": ["DT", "NN"]}
+    model_dir = write_run_settings(tmp_path / "a", data=data, tagger=tagger)
+    cases = {  # name: (the member's data and tagger, a fragment of the error)
+        "source_tags": ((dict(data, source_tags="gold"), None), "was trained with --source_tags=gold, --model_dir="),
+        "tree_targets": ((dict(data, tree_targets="words"), tagger), "was trained with --tree_targets=words"),
+        "tagger": ((data, dict(tagger, tagdict={"the": "NN"})), "has another part-of-speech tagger than --model_dir"),
+        "vocabulary": ((data, tagger), "vocab_size=501"),
+    }
+    source = tmp_path / "sentences.txt"
+    source.write_text("The dog barks .\n", encoding="utf-8")
+    members = {name: write_run_settings(tmp_path / name, data=member_data, tagger=member_tagger,
+                                        vocab_size=501 if name == "vocabulary" else 500)
+               for name, ((member_data, member_tagger), _) in cases.items()}
+    results = run_parse_many({name: (f"--model_dir={model_dir}", f"--ensemble_model_dirs={model_dir},{member}",
+                                     f"--input={source}", f"--output={tmp_path / name}.trees")
+                              for name, member in members.items()})
+    for name, (_, fragment) in cases.items():
+        assert_one_error_line(results[name], "--ensemble_model_dirs", members[name], fragment)  # nothing parsed
+        assert not (tmp_path / f"{name}.trees").exists(), name

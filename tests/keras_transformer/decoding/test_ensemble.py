@@ -39,17 +39,19 @@ def test_an_ensemble_of_a_model_with_itself_is_the_model():
     np.testing.assert_array_equal(got[1].numpy(), expected[1].numpy())
 
 
-def hand_mean(models, source, prefix):
-    """log((p_a + p_b) / 2) at the last position of `prefix`, each p the softmax of a full
-    teacher-forced pass with PAD and BOS excluded (as the search excludes them), float64."""
+def hand_mean(models, source, prefix, every_position=False):
+    """log((p_a + p_b) / 2) at the last position of `prefix` `(B, V)` (with `every_position`, at each
+    `(B, T, V)`), each p the softmax of a full teacher-forced pass with PAD and BOS excluded (as
+    the search excludes them), float64."""
     probabilities = []
     for model in models:
-        logits = model((source, prefix), training=False).numpy()[:, -1].astype(np.float64)  # (B, V)
-        logits[:, [0, BOS_ID]] = -np.inf
-        logits -= logits.max(axis=1, keepdims=True)
-        probabilities.append(np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True))
+        logits = model((source, prefix), training=False).numpy().astype(np.float64)  # (B, T, V)
+        logits[..., [0, BOS_ID]] = -np.inf
+        logits -= logits.max(axis=-1, keepdims=True)
+        probabilities.append(np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True))
     with np.errstate(divide="ignore"):
-        return np.log(np.mean(probabilities, axis=0))
+        mean = np.log(np.mean(probabilities, axis=0))
+    return mean if every_position else mean[:, -1]
 
 
 def test_two_different_models_decode_greedily_by_the_mean_of_their_probabilities():
