@@ -11,8 +11,9 @@ copied so far and the stack of open brackets, and allows as the next token:
 * the next source piece, if words remain and a bracket is open (words are copied in order,
   piece by piece, never dropped, repeated or invented);
 * an opening bracket, if words remain, the next piece starts a word (no bracket inside a
-  word), fewer than `max_depth` brackets are open, the vocabulary has its closing one, and
-  (but for the root) the hypothesis can still end within its length limit after it (below);
+  word), fewer than `max_depth` brackets are open, fewer than `max_opening_run` were opened
+  since the last piece copied (below), the vocabulary has its closing one, and (but for the
+  root) the hypothesis can still end within its length limit after it (below);
 * the closing bracket of the innermost open one (same label), if the next piece starts a word
   or none remains, the constituent holds something (the last token is not its opening
   bracket), and it is not the root while words remain (one root);
@@ -32,6 +33,13 @@ as above, by the pieces that begin a word; pieces before the first such piece ma
 never a source piece; a bracket may go before any of them (each is a whole word); EOS comes
 once there are as many as words and every bracket is closed; and the length limit counts one
 token per word left.
+
+The run of opening brackets before a word is bounded: a treebank's trees open a few
+constituents at once (`pipelines.linearized_trees.MAX_OPENING_RUN`), but a model lost in a long
+sentence can find an opening bracket, renormalized over the few tokens allowed, likelier than
+the next word again and again, `(QP (NP (QP (NP ...` up to the length limit (docs/BENCHMARKS.md),
+and each such bracket costs precision. After `max_opening_run` in a row, the next token must be
+the next word (a bracket just opened cannot close).
 
 Some token is always allowed, so a search never runs dry. The length limit (the search ends
 a hypothesis that reaches it wherever it is) is kept by counting: the fewest tokens that finish
@@ -67,6 +75,8 @@ class TreeGrammar:
             id of its closing bracket (")NP"); -1 for every other id.
         word_starts: bool `(V,)`: the ids that begin a word (a piece after a space).
         max_depth: brackets open at once, at most.
+        max_opening_run: opening brackets in a row, between two pieces copied, at most
+            (module docstring).
         source_tags: every second word of a source is a part-of-speech tag, not a word of
             the tree (`pipelines.pos_tags`): it is never copied.
         placeholder: -1 (the words are copied), or the id the targets write for every word
@@ -75,6 +85,7 @@ class TreeGrammar:
     closing: np.ndarray
     word_starts: np.ndarray
     max_depth: int = 100
+    max_opening_run: int = 100
     source_tags: bool = False
     placeholder: int = -1
 
@@ -86,6 +97,8 @@ class TreeGrammar:
             raise ValueError("the vocabulary has no whole opening and closing bracket pair: not a parsing model's")
         if self.max_depth < 1:
             raise ValueError(f"max_depth must be positive, got {self.max_depth}")
+        if self.max_opening_run < 1:
+            raise ValueError(f"max_opening_run must be positive, got {self.max_opening_run}")
         if self.placeholder >= 0 and not (self.placeholder < len(self.word_starts)
                                           and self.word_starts[self.placeholder]):
             raise ValueError(f"the placeholder id {self.placeholder} must be one of the vocabulary's word starts")
@@ -109,8 +122,9 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
 
     Returns:
         The same triple for `beam_search` / `greedy_search`: the cache gains each hypothesis'
-        state `{"copied": (B,), "depth": (B,), "stack": (B, max_depth)}` (reordered with the
-        beams; the stack holds the open brackets' ids), the memory the source pieces.
+        state `{"copied": (B,), "depth": (B,), "run": (B,), "stack": (B, max_depth)}`
+        (reordered with the beams; "run" counts the brackets opened since the last piece
+        copied, the stack holds the open brackets' ids), the memory the source pieces.
     """
     source_ids = tf.cast(source_ids, tf.int32)
     vocab_size, max_depth = grammar.vocab_size, grammar.max_depth
@@ -126,13 +140,14 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
     pieces = tf.reduce_sum(tf.cast(tf.logical_and(source_ids != pad_id, source_ids != eos_id), tf.int32), axis=1)
     rows = tf.shape(source_ids)[0]
     cache = {"model": cache, "tree": {"copied": tf.zeros([rows], tf.int32), "depth": tf.zeros([rows], tf.int32),
-                                      "stack": tf.fill([rows, max_depth], -1)}}
+                                      "run": tf.zeros([rows], tf.int32), "stack": tf.fill([rows, max_depth], -1)}}
     limits = tf.fill([rows], tf.int32.max) if limits is None else tf.cast(limits, tf.int32)
     memory = {"model": memory, "tree": {"source": source_ids, "pieces": pieces, "limit": limits}}
 
     def step(ids, position, cache, memory):
         source, total = memory["tree"]["source"], memory["tree"]["pieces"]
-        copied, depth, stack = cache["tree"]["copied"], cache["tree"]["depth"], cache["tree"]["stack"]
+        copied, depth, run = cache["tree"]["copied"], cache["tree"]["depth"], cache["tree"]["run"]
+        stack = cache["tree"]["stack"]
         last = tf.shape(source)[1] - 1
 
         def next_piece(copied):  # (rows,): the source piece to copy next (EOS once all are)
@@ -148,6 +163,7 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
         copies = (copied < total) & tf.equal(ids, next_piece(copied)) & ~(opened | closed)
         stack = tf.where(opened[:, None] & (tf.range(max_depth)[None, :] == depth[:, None]), ids[:, None], stack)
         copied = copied + tf.cast(copies, tf.int32)
+        run = tf.where(copies, 0, tf.minimum(run + tf.cast(opened, tf.int32), grammar.max_opening_run))
         # (Clipped: a hypothesis that took a forbidden token, which a beam holds only when fewer
         # than beam_size allowed ones exist, has score NEG_INF and must merely not fail.)
         depth = tf.minimum(depth + tf.cast(opened, tf.int32) - tf.cast(closed, tf.int32), max_depth)
@@ -160,7 +176,7 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
         # still to copy, a closing bracket for every open one and EOS.
         after_opening = (tf.cast(position, tf.int32) + 1) + (total - copied) + (depth + 1) + 1
         fits = tf.equal(depth, 0) | (after_opening <= memory["tree"]["limit"])  # the root always
-        may_open = words_left & between_words & (depth < max_depth) & fits
+        may_open = words_left & between_words & (depth < max_depth) & (run < grammar.max_opening_run) & fits
         may_close = between_words & ~opened & ((depth > 1) | ((depth > 0) & ~words_left))
         may_end = ~words_left & tf.equal(depth, 0)
         close = innermost_close(stack, depth)
@@ -171,7 +187,7 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
 
         logits, model_cache = fn(ids, position, cache["model"], memory["model"])
         logits = logits + tf.where(allowed, 0.0, NEG_INF)
-        return logits, {"model": model_cache, "tree": {"copied": copied, "depth": depth, "stack": stack}}
+        return logits, {"model": model_cache, "tree": {"copied": copied, "depth": depth, "run": run, "stack": stack}}
 
     return step, cache, memory
 

@@ -426,3 +426,24 @@ def test_the_words_grammar_on_a_placeholder_vocabulary_copies_pieces_not_placeho
                                         grammar=grammar)
     copied = [[i for i in row[0] if i not in BRACKETS | {EOS_ID, PAD_ID}] for row in sequences.numpy()]
     assert copied == [[PLACEHOLDER_ID[p] for p in words] for _, words in sources]
+
+
+def test_opening_brackets_in_a_row_stop_at_the_grammar_s_run_and_a_word_resets_it():
+    """With `max_opening_run=2`, along `(S (NP the (VP (X dog s ...`: after two brackets in a row
+    only the word may follow; after a word, two more; the vocabulary's default is the treebank's."""
+    grammar = dataclasses.replace(linearized_trees.tree_grammar(PIECES, VOCAB), max_opening_run=2)
+    assert linearized_trees.tree_grammar(PIECES, VOCAB).max_opening_run == linearized_trees.MAX_OPENING_RUN
+
+    def model(ids, step, cache, memory):
+        return tf.zeros([tf.shape(ids)[0], VOCAB]), cache
+
+    fn, cache, memory = tree_constraint.constrain(grammar, model, {}, {}, source_ids()[:1], EOS_ID, PAD_ID)
+    opens = {S + "(S", S + "(NP", S + "(VP"}
+    tokens = ["<s>", S + "(S", S + "(NP", S + "the", S + "(VP", S + "(NP", S + "dog"]
+    expected = [opens, opens | {S + "the"}, {S + "the"}, opens | {S + "dog", S + ")NP"}, opens | {S + "dog"},
+                {S + "dog"}, {"s"}]
+    for token, allowed_next in zip(tokens, expected):
+        logits, cache = fn(tf.constant([ID[token]]), 0, cache, memory)
+        assert {PIECES[i] for i in np.flatnonzero(logits.numpy()[0] > -1e6)} == allowed_next, token
+    with pytest.raises(ValueError, match="max_opening_run"):
+        tree_constraint.TreeGrammar(grammar.closing, grammar.word_starts, max_opening_run=0)
