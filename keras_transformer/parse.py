@@ -6,6 +6,8 @@
         --treebank_split=test --data_dir=../shared/data/ptb_sample            # + EVALB F1
     python -m keras_transformer.parse --model_dir=runs/ptb_a --ensemble_model_dirs=runs/ptb_b,runs/ptb_c \\
         --treebank_split=test --data_dir=../shared/data/ptb_sample            # an ensemble
+    python -m keras_transformer.parse --model_dir=runs/ptb_parsing --rerank_kbest=50 \\
+        --treebank_split=test --data_dir=../shared/data/ptb_sample            # the PCFG's 50 best, reranked
     python -m keras_transformer.parse --baseline=right_branching \\
         --treebank_split=test --data_dir=../shared/data/ptb_sample
     python -m keras_transformer.parse --baseline=pcfg \\
@@ -32,6 +34,14 @@ A model trained on placeholder targets (`--tree_targets=placeholders`: each word
 al. 2015) decodes one XX per input word under the constraint; its trees get the input's words back
 here, as any other model's (a TF Serving client of its export reads "XX" in the output and puts its
 words there in order, `pipelines.linearized_trees.to_tree`).
+
+`--rerank_kbest=K` (with --data_dir) parses otherwise: the PCFG of the treebank's training split
+(as --baseline=pcfg) proposes each sentence's K most probable distinct trees, the model (a run, an
+ensemble's mean, or an export's `score` signature) scores each as log P(tree | sentence), and the
+candidate of highest model score + --pcfg_weight x PCFG log-probability is the parse
+(`tasks.reranking`; Charniak & Johnson 2005, Fried et al. 2017). Every output is one of the PCFG's
+trees; with gold trees the report adds the candidates' oracle F1. On the treebank sample this is
+the most accurate parser here (docs/BENCHMARKS.md); beam search stays the default, the paper's.
 
 `--ensemble_model_dirs=B,C` parses with the ensemble of --model_dir's model and those runs',
 typically runs of one recipe with different --seed (Vinyals et al. 2015, "Grammar as a Foreign
@@ -74,10 +84,16 @@ flags.DEFINE_string("export_dir", None, "SavedModel of a parsing model: a versio
 flags.DEFINE_enum("baseline", None, ["right_branching", "pcfg"], "Parse with a baseline instead of a model: "
                   "right-branching trees, or the PCFG of the treebank's training split under --data_dir "
                   "(tasks/pcfg.py).")
-flags.DEFINE_integer("pcfg_horizontal", 1, "--baseline=pcfg: siblings an intermediate symbol of the binarized "
-                     "grammar remembers (horizontal markovization).", lower_bound=0)
-flags.DEFINE_integer("pcfg_vertical", 1, "--baseline=pcfg: parent labels a phrase is annotated with (vertical "
-                     "markovization; 0: none).", lower_bound=0, upper_bound=2)
+flags.DEFINE_integer("rerank_kbest", 0, "With --model_dir or --export_dir: instead of decoding, rerank the K most "
+                     "probable distinct trees of the PCFG of --data_dir's training split by the model's log P(tree | "
+                     "sentence) + --pcfg_weight * the PCFG's log P (tasks/reranking.py); 0: decode (beam search).",
+                     lower_bound=0)
+flags.DEFINE_float("pcfg_weight", None, "With --rerank_kbest: the weight of the PCFG's log-probability beside the "
+                   "model's (default: tasks/reranking.py PCFG_WEIGHT, chosen on validation).", lower_bound=0.0)
+flags.DEFINE_integer("pcfg_horizontal", 1, "--baseline=pcfg, --rerank_kbest: siblings an intermediate symbol of "
+                     "the binarized grammar remembers (horizontal markovization).", lower_bound=0)
+flags.DEFINE_integer("pcfg_vertical", 1, "--baseline=pcfg, --rerank_kbest: parent labels a phrase is annotated "
+                     "with (vertical markovization; 0: none).", lower_bound=0, upper_bound=2)
 task_flags.define_checkpoint_flag("With --model_dir: this checkpoint prefix instead of averaged/latest.")
 task_flags.define_ensemble_flag("Parsing (ensembles of seeds, Vinyals et al. 2015): the runs must also share "
                                 "--model_dir's source tags, tree targets and, with predicted tags, its tagger, "
@@ -103,6 +119,17 @@ def _check_flags() -> list[str]:
         task_flags.check_model_dir_only("an export has its decoding built in; a baseline has none")
     if (FLAGS.input is None) == (FLAGS.treebank_split is None):
         raise ValueError("give exactly one of --input and --treebank_split")
+    rerank = FLAGS.rerank_kbest > 0
+    if rerank and FLAGS.baseline:
+        raise ValueError("--rerank_kbest: with --model_dir or --export_dir (the model reranks the PCFG's trees)")
+    if FLAGS.pcfg_weight is not None and not rerank:
+        raise ValueError("--pcfg_weight: only with --rerank_kbest")
+    if rerank:
+        given_decoding = [f"--{name}" for name in task_flags.DECODING_FLAGS if FLAGS[name].present]
+        if given_decoding:
+            raise ValueError(f"{', '.join(given_decoding)}: not with --rerank_kbest (the model scores the PCFG's "
+                             "trees, it decodes nothing)")
+    uses_grammar = FLAGS.baseline == "pcfg" or rerank
     if FLAGS.treebank_split is not None:
         if FLAGS.reference:
             raise ValueError("--reference: only with --input (a treebank split has its gold trees)")
@@ -111,19 +138,20 @@ def _check_flags() -> list[str]:
         if not FLAGS.data_dir:
             raise ValueError(f"--treebank_split needs --data_dir, {treebank.DATA_DIR_IS}")
         treebank.check_inputs(FLAGS.data_dir)
-    elif FLAGS.baseline == "pcfg":
+    elif uses_grammar:
         from pipelines import treebank  # pylint: disable=g-import-not-at-top
 
+        what = "--baseline=pcfg" if FLAGS.baseline else "--rerank_kbest"
         if not FLAGS.data_dir:
-            raise ValueError(f"--baseline=pcfg needs --data_dir, {treebank.DATA_DIR_IS} (its training split "
-                             "gives the grammar)")
+            raise ValueError(f"{what} needs --data_dir, {treebank.DATA_DIR_IS} (its training split gives the "
+                             "grammar)")
         treebank.check_inputs(FLAGS.data_dir)
     elif FLAGS.data_dir:
-        raise ValueError("--data_dir: only with --treebank_split or --baseline=pcfg")
-    if FLAGS.baseline != "pcfg":
+        raise ValueError("--data_dir: only with --treebank_split, --baseline=pcfg or --rerank_kbest")
+    if not uses_grammar:
         for flag in ("pcfg_horizontal", "pcfg_vertical"):
             if FLAGS[flag].present:
-                raise ValueError(f"--{flag}: only with --baseline=pcfg")
+                raise ValueError(f"--{flag}: only with --baseline=pcfg or --rerank_kbest")
     cli.check_input_file(FLAGS.input, "input")
     cli.check_input_file(FLAGS.reference, "reference", stdin=False)  # the gold trees
     if FLAGS.model_dir:
@@ -154,7 +182,8 @@ def main(argv):
         decoding=decoding, checkpoint=FLAGS.checkpoint, reference=FLAGS.reference,
         treebank_split=(FLAGS.data_dir, FLAGS.treebank_split) if FLAGS.treebank_split else None,
         batch_size=FLAGS.batch_size, pcfg_data_dir=FLAGS.data_dir,
-        pcfg_markov=(FLAGS.pcfg_horizontal, FLAGS.pcfg_vertical), ensemble_model_dirs=ensemble_model_dirs)
+        pcfg_markov=(FLAGS.pcfg_horizontal, FLAGS.pcfg_vertical), ensemble_model_dirs=ensemble_model_dirs,
+        rerank_kbest=FLAGS.rerank_kbest, pcfg_weight=FLAGS.pcfg_weight)
     if report:
         print(report, file=sys.stderr if FLAGS.output == "-" else sys.stdout)
 

@@ -29,8 +29,9 @@ _DECODING_HELP = {
     "tree_constraint": "Parsing: decode only linearized trees over the input's words (on by default for a "
                        "parsing model; its vocabulary must hold whole bracket pieces).",
 }
+DECODING_FLAGS = tuple(_DECODING_HELP)  # what `define_decoding_flags` defines (without a prefix)
 # Flags that apply to a training directory only, not to an export (whose decoding is built in).
-MODEL_DIR_ONLY = tuple(_DECODING_HELP) + ("checkpoint",)
+MODEL_DIR_ONLY = DECODING_FLAGS + ("checkpoint",)
 
 
 def define_decoding_flags(prefix: str = "", defaults=None) -> None:

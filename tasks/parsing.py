@@ -254,7 +254,8 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
                decoding: DecodingConfig = PARSING_DECODING, checkpoint: Optional[str] = None,
                reference: Optional[str] = None, treebank_split: Optional[tuple[str, str]] = None,
                batch_size: int = 16, progress: Optional[bool] = None, pcfg_data_dir: Optional[str] = None,
-               pcfg_markov: tuple[int, int] = (1, 1), ensemble_model_dirs: Sequence[str] = ()) -> Optional[str]:
+               pcfg_markov: tuple[int, int] = (1, 1), ensemble_model_dirs: Sequence[str] = (),
+               rerank_kbest: int = 0, pcfg_weight: Optional[float] = None) -> Optional[str]:
     """Parses a file of sentences (or a treebank split) and writes one tree per line.
 
     Args:
@@ -265,6 +266,11 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
             (decoding fixed at export), "right_branching", or "pcfg" (`tasks.pcfg`: the grammar
             of the training split of the treebank in `pcfg_data_dir`, markovized by
             `pcfg_markov` = (horizontal, vertical)).
+        rerank_kbest: with `model_dir` or `export_dir`, and > 0: instead of decoding, rerank the
+            `rerank_kbest` most probable distinct trees of the PCFG (as for "pcfg") by the model's
+            log-probability of each + `pcfg_weight` (None: `tasks.reranking.PCFG_WEIGHT`) times the
+            PCFG's (`tasks.reranking`; with `ensemble_model_dirs`, the mean of the models'); with
+            gold trees the report adds the candidates' oracle F1.
         ensemble_model_dirs: with `model_dir`, more training directories: parse with the
             ensemble of their models and `model_dir`'s (`keras_transformer.decoding.ensemble`, the
             same search and tree constraint; Vinyals et al. 2015 ensembled parsers of different
@@ -290,6 +296,8 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
         raise ValueError("give exactly one of an input file and a treebank split")
     if baseline == "pcfg" and not pcfg_data_dir:
         raise ValueError("the pcfg baseline needs the treebank whose training split it is read from")
+    if rerank_kbest and (baseline is not None or not pcfg_data_dir):
+        raise ValueError("reranking needs a model (model_dir or export_dir) and the treebank of the PCFG")
     cli.check_output_path(output_path, inputs={"input": input_path, "reference": reference})
     gold = None
     if treebank_split is not None:
@@ -303,12 +311,11 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
             gold = Gold.from_file(reference)
             gold.check_words(sentences, reference)
     start = time.perf_counter()
+    oracle_line = ""
     if baseline == "pcfg":
         from tasks import pcfg  # pylint: disable=g-import-not-at-top
 
-        grammar = pcfg.Grammar.induce(treebank.read_split(pcfg_data_dir, "train"), *pcfg_markov)
-        parser = (f"pcfg (the {pcfg_data_dir} training split, horizontal {pcfg_markov[0]}, vertical "
-                  f"{pcfg_markov[1]}: {len(grammar.symbols)} symbols, {len(grammar.binary)} binary rules)")
+        grammar, parser = _grammar(pcfg_data_dir, pcfg_markov)
         print(f"parsing {len(sentences)} sentences of {source} with {parser}", file=sys.stderr)
         trees, fallbacks = pcfg.parse_all(grammar, sentences, right_branching)
         parser += f"; {fallbacks} sentence(s) not derived, parsed right-branching"
@@ -316,6 +323,10 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
     elif baseline:
         parses = Parses(tuple(right_branching(w) for w in sentences), tuple(() for _ in sentences))
         parser = baseline
+    elif rerank_kbest:
+        parses, parser, oracle_line = _rerank(sentences, source, gold, model_dir, export_dir, checkpoint,
+                                              ensemble_model_dirs, pcfg_data_dir, pcfg_markov, rerank_kbest,
+                                              pcfg_weight)
     else:
         from export import client  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
@@ -341,4 +352,47 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
           file=sys.stderr)
     if gold is None:
         return None
-    return f"{parser}\n{gold.report(parses.trees)}\n{parses.summary()}"
+    return f"{parser}\n{gold.report(parses.trees)}\n{parses.summary()}{oracle_line}"
+
+
+def _grammar(data_dir: str, markov: tuple[int, int]):
+    """(the PCFG of `data_dir`'s training split, its description)."""
+    from tasks import pcfg  # pylint: disable=g-import-not-at-top
+
+    grammar = pcfg.Grammar.induce(treebank.read_split(data_dir, "train"), *markov)
+    return grammar, (f"pcfg (the {data_dir} training split, horizontal {markov[0]}, vertical {markov[1]}: "
+                     f"{len(grammar.symbols)} symbols, {len(grammar.binary)} binary rules)")
+
+
+def _rerank(sentences, source: str, gold: Optional[Gold], model_dir, export_dir, checkpoint, ensemble_model_dirs,
+            data_dir: str, markov: tuple[int, int], k: int, pcfg_weight: Optional[float]) -> tuple:
+    """(`Parses`, the parser's description, the oracle's report line or "") of `parse_file`'s
+    reranking (`tasks.reranking`)."""
+    from tasks import reranking  # pylint: disable=g-import-not-at-top
+
+    weight = reranking.PCFG_WEIGHT if pcfg_weight is None else pcfg_weight
+    settings, folder = model_data(model_dir, export_dir)
+    source_tags, tagger = model_source_tags(settings, folder)
+    inputs = source_sentences(sentences, source_tags, tagger, gold)  # refused before the model loads
+    if model_dir:
+        score_fns = [reranking.run_score_fn(model_dir, checkpoint)]
+        score_fns += [reranking.run_score_fn(member) for member in ensemble_model_dirs]
+    else:
+        score_fns = [reranking.export_score_fn(export_dir)]
+    grammar, grammar_name = _grammar(data_dir, markov)
+    models = ", ".join(str(name) for _, name in score_fns)
+    parser = (f"the {k} best trees of the {grammar_name}, reranked by {models} with PCFG weight {weight}"
+              + (f", source tags {source_tags}" if source_tags != "none" else ""))
+    print(f"parsing {len(sentences)} sentences of {source} with {parser}", file=sys.stderr)
+    candidates = reranking.pcfg_candidates(grammar, sentences, k, right_branching)
+    print(f"{candidates.count} candidate trees ({candidates.count / max(len(sentences), 1):.1f} a sentence); "
+          f"scoring them", file=sys.stderr)
+    placeholders = settings.get("tree_targets", "words") == "placeholders"
+    per_model = [reranking.model_scores(fn, inputs, candidates, placeholders) for fn, _ in score_fns]
+    scores = tuple(tuple(sum(values) / len(values) for values in zip(*sentence)) for sentence in zip(*per_model))
+    trees = reranking.choose(candidates, scores, weight)
+    parser += f"; {candidates.not_derived} sentence(s) not derived by the PCFG, parsed right-branching"
+    oracle_line = ""
+    if gold is not None:
+        oracle_line = f"\nthe candidates' oracle, labelled: {gold.scores(reranking.oracle(candidates, gold))}"
+    return Parses(trees, tuple(() for _ in sentences)), parser, oracle_line

@@ -29,6 +29,16 @@ left after collapsing: START -> phrase -> tag) are closed once per cell. A sente
 derive (or that the beam loses: none of the NLTK sample's validation split with the defaults) gets
 the right-branching tree, and is counted. The defaults (horizontal 1, vertical 1, beam 20) were
 chosen on that validation split (docs/BENCHMARKS.md).
+
+A reranker (Charniak & Johnson 2005, "Coarse-to-fine n-best parsing and MaxEnt discriminative
+reranking") needs the parser's k best trees, not only its best. `Grammar.kbest_derivations` takes
+them from the same pruned chart with the lazy algorithm of Huang & Chiang (2005), "Better k-best
+Parsing" (Algorithm 3): each chart item keeps its derivations found so far and a heap of
+candidates, built the first time the item is asked for, so finding the k best costs little more
+than CKY. Many derivations differ only in their tags or binarization and give the same tree;
+`Grammar.parse_kbest` takes derivations until k trees are distinct:
+
+    candidates = grammar.parse_kbest(words, 50)              # [(tree, log score)], best first
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import heapq
 import math
 import re
 from typing import Callable, Optional, Sequence
@@ -132,6 +143,22 @@ class _Lexicon:
         keep = posterior >= MIN_TAG_PROBABILITY
         scores[keep] = np.log(posterior[keep]) - np.log(self.tag_prior[keep])
         return scores
+
+
+@dataclasses.dataclass
+class _Chart:
+    """One sentence's CKY chart (`Grammar._chart`); index [i, j, symbol] is span i..j.
+
+    `unclosed` holds each symbol's best score by a binary rule (by the lexicon for a one-word span)
+    before the unary chains, `closed` the best after them, pruned to the beam (-inf outside it).
+    `won`, `rule_of` and `split_of` are the Viterbi back-pointers: the winning unary chain (-1: the
+    symbol itself), and the best binary rule and its split point of an unclosed item.
+    """
+    closed: np.ndarray    # (n + 1, n + 1, symbols) float32
+    unclosed: np.ndarray  # (n + 1, n + 1, symbols) float32
+    won: np.ndarray       # (n + 1, n + 1, symbols) int32
+    rule_of: np.ndarray   # (n + 1, n + 1, symbols) int32, where unclosed is finite
+    split_of: np.ndarray  # (n + 1, n + 1, symbols) int16, where unclosed is finite
 
 
 class Grammar:
@@ -240,22 +267,103 @@ class Grammar:
         CKY (module docstring). The score is the sum of the tree's rule log-probabilities and of its
         words' lexicon scores."""
         n = len(words)
+        chart = self._chart(words)
+        if not np.isfinite(chart.closed[0, n, self.start]):
+            return None, _NEG_INF
+        return self._build(chart, words, 0, n, self.start), float(chart.closed[0, n, self.start])
+
+    def kbest_derivations(self, words: Sequence[str], k: int) -> list:
+        """The `k` best derivations of START over `words` in the chart `viterbi` reads, best first:
+        [(tree in the grammar's binarized form, log score)]; fewer if the chart holds fewer, [] if it
+        holds none. The first is `viterbi(words)`, tree and score; each score is the tree's
+        `log_score` (summed in float32, as CKY sums); no two trees are equal.
+
+        The lazy algorithm of Huang & Chiang (2005), "Better k-best Parsing", Algorithm 3
+        (`_LazyKBest`), over the same beam-pruned chart: the list is exact for that chart (with an
+        infinite beam, for the grammar with one unary chain per span, as CKY applies them).
+
+        Raises:
+            ValueError: `k` is below 1.
+        """
+        if k < 1:
+            raise ValueError(f"k is {k}; ask for at least 1 derivation")
+        return list(self._derivations(words, k))
+
+    def parse_kbest(self, words: Sequence[str], k: int, max_derivations: Optional[int] = None) -> list:
+        """Up to `k` distinct trees over `words` in `parse`'s form (phrase labels over the words, no
+        tags), best first, each with the score of its best derivation; [] if the grammar derives
+        none. The first is `parse(words)`. The candidates of a reranker: Charniak & Johnson (2005),
+        "Coarse-to-fine n-best parsing and MaxEnt discriminative reranking", rerank a parser's 50 best.
+
+        Derivations that differ only in their tags, their binarization or where a unary chain sits
+        give the same tree, so the derivations are taken lazily, best first (`kbest_derivations`),
+        until `k` trees are distinct, `max_derivations` (default 20 k) were taken, or the chart has
+        no more.
+
+        Raises:
+            ValueError: `k` or `max_derivations` is below 1.
+        """
+        max_derivations = 20 * k if max_derivations is None else max_derivations
+        if k < 1 or max_derivations < 1:
+            raise ValueError(f"k is {k} and max_derivations {max_derivations}; both must be at least 1")
+        trees, seen = [], set()
+        for derivation, score in self._derivations(words, max_derivations):
+            tree = debinarized(derivation)
+            key = _frozen(tree)
+            if key not in seen:
+                seen.add(key)
+                trees.append((tree, score))
+                if len(trees) == k:
+                    break
+        return trees
+
+    def _derivations(self, words: Sequence[str], cap: int):
+        """Yields the derivations of START over `words`, best first, at most `cap`, lazily:
+        (tree in the binarized form, log score)."""
+        n = len(words)
+        if not n:
+            return  # no words: no tree (the chart's only span is empty)
+        chart = self._chart(words)
+        if not np.isfinite(chart.closed[0, n, self.start]):
+            return
+        kbest = _LazyKBest(self, chart, words, cap)
+        root = (0, n, self.start, True)
+        for rank in range(cap):
+            found = kbest.derivation(root, rank)
+            if found is None:
+                return
+            yield kbest.tree(root, rank), found[0]
+
+    @functools.cached_property
+    def _by_parent(self) -> tuple:
+        """(binary rule starts, unary chain starts): the rules, and the chains, of parent p are
+        [starts[p], starts[p + 1]) (both are sorted by parent)."""
+        parents = np.arange(len(self.symbols) + 1)
+        return (np.searchsorted(self.binary[:, 0], parents),
+                np.searchsorted(self.chains[0], parents))
+
+    def _chart(self, words: Sequence[str]) -> _Chart:
+        """The beam-pruned CKY chart of `words` that `viterbi` and `kbest_derivations` read (module
+        docstring): per span, the lexicon or the binary rules over the split points, all at once,
+        then the unary chains once, then the beam."""
+        n = len(words)
         size = len(self.symbols)
         tags = len(self.lexicon.tag_ids)
-        chart = np.full((n + 1, n + 1, size), _NEG_INF, np.float32)  # [i, j]: span i..j after unary chains
-        won = np.full((n + 1, n + 1, size), -1, np.int32)   # its winning chain per symbol
+        closed = np.full((n + 1, n + 1, size), _NEG_INF, np.float32)  # [i, j]: span i..j after unary chains
+        unclosed = np.full((n + 1, n + 1, size), _NEG_INF, np.float32)  # before them
+        won = np.full((n + 1, n + 1, size), -1, np.int32)   # the winning chain per symbol
         rule_of = np.empty((n + 1, n + 1, size), np.int32)   # the best binary rule per symbol (where derived)
         split_of = np.empty((n + 1, n + 1, size), np.int16)  # and its split point
         for i, word in enumerate(words):
-            chart[i, i + 1, :tags] = self.lexicon.log_scores(word, i == 0)
-            won[i, i + 1] = self._close(chart[i, i + 1])
-            self._prune(chart[i, i + 1])
+            closed[i, i + 1, :tags] = unclosed[i, i + 1, :tags] = self.lexicon.log_scores(word, i == 0)
+            won[i, i + 1] = self._close(closed[i, i + 1])
+            self._prune(closed[i, i + 1])
         parents, lefts, rights = self.binary[:, 0], self.binary[:, 1], self.binary[:, 2]
         for length in range(2, n + 1):
             for i in range(0, n - length + 1):
                 j = i + length
-                left = chart[i, i + 1:j]       # (K, size): span i..k for k = i+1 .. j-1
-                right = chart[i + 1:j, j]      # (K, size): span k..j
+                left = closed[i, i + 1:j]       # (K, size): span i..k for k = i+1 .. j-1
+                right = closed[i + 1:j, j]      # (K, size): span k..j
                 live = np.isfinite(left).any(0)[lefts] & np.isfinite(right).any(0)[rights]
                 rule_ids = np.nonzero(live)[0]
                 if rule_ids.size:
@@ -265,14 +373,12 @@ class Grammar:
                     symbols, values, index = _best_per_parent(parents[rule_ids], best)
                     finite = np.isfinite(values)
                     symbols, index = symbols[finite], index[finite]
-                    chart[i, j, symbols] = values[finite]
+                    closed[i, j, symbols] = unclosed[i, j, symbols] = values[finite]
                     rule_of[i, j, symbols] = rule_ids[index]
                     split_of[i, j, symbols] = i + 1 + best_split[index]
-                won[i, j] = self._close(chart[i, j])
-                self._prune(chart[i, j])
-        if not np.isfinite(chart[0, n, self.start]):
-            return None, _NEG_INF
-        return self._build(won, rule_of, split_of, words, 0, n, self.start), float(chart[0, n, self.start])
+                won[i, j] = self._close(closed[i, j])
+                self._prune(closed[i, j])
+        return _Chart(closed, unclosed, won, rule_of, split_of)
 
     @functools.cached_property
     def _binary_rules(self) -> dict:
@@ -294,22 +400,23 @@ class Grammar:
             total += binary.get(ids, _NEG_INF) if len(ids) == 3 else self.unary.get(ids, _NEG_INF)
         return total
 
-    def _build(self, won, rule_of, split_of, words: Sequence[str], i: int, j: int, symbol: int, closed: bool = True):
+    def _build(self, chart: _Chart, words: Sequence[str], i: int, j: int, symbol: int, closed: bool = True):
+        """The Viterbi tree of a chart item, from its back-pointers (`won`, `rule_of`, `split_of`)."""
         import nltk  # pylint: disable=g-import-not-at-top
 
-        if closed and won[i, j, symbol] >= 0:
-            chain = won[i, j, symbol]
+        if closed and chart.won[i, j, symbol] >= 0:
+            chain = chart.won[i, j, symbol]
             child, middle = self.chains[1][chain], self.chains[3][chain]
-            below = self._build(won, rule_of, split_of, words, i, j, int(child), closed=False)
+            below = self._build(chart, words, i, j, int(child), closed=False)
             if middle >= 0:
                 below = nltk.Tree(self.symbols[middle], [below])
             return nltk.Tree(self.symbols[symbol], [below])
         if j == i + 1:
             return nltk.Tree(self.symbols[symbol], [words[i]])
-        rule, split = rule_of[i, j, symbol], int(split_of[i, j, symbol])
+        rule, split = chart.rule_of[i, j, symbol], int(chart.split_of[i, j, symbol])
         _, left, right = self.binary[rule]
-        return nltk.Tree(self.symbols[symbol], [self._build(won, rule_of, split_of, words, i, split, int(left)),
-                                                self._build(won, rule_of, split_of, words, split, j, int(right))])
+        return nltk.Tree(self.symbols[symbol], [self._build(chart, words, i, split, int(left)),
+                                                self._build(chart, words, split, j, int(right))])
 
 
 def _best_per_parent(parents: np.ndarray, scores: np.ndarray) -> tuple:
@@ -321,6 +428,185 @@ def _best_per_parent(parents: np.ndarray, scores: np.ndarray) -> tuple:
     firsts = np.unique(parents[order], return_index=True)[1]
     index = order[firsts]
     return parents[index], scores[index], index
+
+
+@dataclasses.dataclass
+class _Item:
+    """The k-best state of one chart item (`_LazyKBest`).
+
+    `edges`: the best `cap` of the item's hyperedges, best first, each (tails: the items below,
+    weight: the log-probability of its rule or unary chain, labels: the nodes it adds, top first);
+    `firsts`: the score of each edge's best derivation; `derivations`: those found so far, best
+    first, each (score, edge, rank of each tail's derivation); `heap`: the candidates, (-score,
+    edge, ranks); `pushed`: every (edge, ranks) ever pushed; `next_edge`: the first edge not yet in
+    the heap; `pending`: the last derivation taken, whose successors are pushed when the next one
+    is asked for.
+    """
+    edges: list
+    firsts: list
+    heap: list
+    derivations: list = dataclasses.field(default_factory=list)
+    pushed: set = dataclasses.field(default_factory=set)
+    next_edge: int = 1
+    pending: Optional[tuple] = None
+
+
+class _LazyKBest:
+    """The lazy k-best algorithm of Huang & Chiang (2005), "Better k-best Parsing", Algorithm 3,
+    over one sentence's chart (`Grammar.kbest_derivations`).
+
+    The chart is read as a hypergraph whose items are (i, j, symbol, closed). A closed item (span
+    i..j after the unary chains: one the beam keeps) has an edge from the unclosed item of its own
+    symbol (no unary rule, weight 0) and one per unary chain into it (`Grammar._unary_chains`: one
+    rule, or two through a middle symbol) from an unclosed item of the same span. An unclosed item
+    of a longer span has one edge per binary rule and split point, from two closed items; one of a
+    one-word span is a tag, whose one edge has no tails and the lexicon's score. A derivation is an
+    edge and a rank in each tail's list; its score is the tails' scores plus the edge's weight,
+    summed in float32 in CKY's order.
+
+    An item is built when first asked for: all its edges' best derivations are scored at once in
+    NumPy and the best `cap` kept, sorted (`_best_first`), as Huang & Chiang's GetCandidates keeps
+    the top k. Its candidate heap starts with the best edge's best derivation and gets the next
+    edge's when that one is taken: the edges are sorted, so no later edge can beat it. Asked for
+    derivation r, the item pushes the successors of derivation r - 1 (one tail's rank + 1:
+    LazyNext, asking that tail recursively) and pops the best candidate; `pushed` keeps a
+    candidate reached from two predecessors from entering twice. No item is asked for rank `cap` or
+    more: a derivation using it would have `cap` better ones in its own item.
+
+    Ties break as CKY's (lowest binary rule id, then split point; the symbol itself before a unary
+    chain, then the lowest chain), so derivation 0 of every item is its Viterbi derivation, with
+    the same float32 score.
+
+    Args:
+        grammar: the `Grammar`.
+        chart: its `_Chart` of `words`.
+        words: the sentence.
+        cap: the most derivations any item is asked for (the k of the k best).
+    """
+
+    def __init__(self, grammar: Grammar, chart: _Chart, words: Sequence[str], cap: int):
+        self.grammar = grammar
+        self.chart = chart
+        self.words = words
+        self.cap = cap
+        self._items = {}
+
+    def derivation(self, key: tuple, rank: int) -> Optional[tuple]:
+        """Derivation `rank` (0: the best) of item `key`, (score, edge, tail ranks); None if the
+        item has no more, or `rank` >= cap (Huang & Chiang's LazyKthBest)."""
+        if rank >= self.cap:
+            return None
+        item = self._items.get(key)
+        if item is None:
+            item = self._items[key] = self._open(key)
+        found = item.derivations
+        while len(found) <= rank:
+            if item.pending is not None:
+                self._push_successors(item, *item.pending)
+                item.pending = None
+            if not item.heap:
+                return None
+            negative, edge, ranks = heapq.heappop(item.heap)
+            found.append((-negative, edge, ranks))
+            item.pending = edge, ranks
+            if not any(ranks) and item.next_edge < len(item.edges):  # an edge's best: the next edge's in
+                tails = item.edges[item.next_edge][0]
+                heapq.heappush(item.heap, (-item.firsts[item.next_edge], item.next_edge, (0,) * len(tails)))
+                item.next_edge += 1
+        return found[rank]
+
+    def tree(self, key: tuple, rank: int):
+        """The tree (binarized form) of derivation `rank` of item `key`, which exists (the tails of
+        an edge's best derivation are only opened here)."""
+        import nltk  # pylint: disable=g-import-not-at-top
+
+        _, edge, ranks = self.derivation(key, rank)
+        tails, _, labels = self._items[key].edges[edge]
+        children = [self.tree(tail, r) for tail, r in zip(tails, ranks)] if tails else [self.words[key[0]]]
+        for label in reversed(labels):
+            children = [nltk.Tree(label, children)]
+        return children[0]
+
+    def _push_successors(self, item: _Item, edge: int, ranks: tuple) -> None:
+        """Pushes each successor of a derivation taken from `item` (Huang & Chiang's LazyNext)."""
+        tails, weight, _ = item.edges[edge]
+        for t in range(len(tails)):
+            successor = ranks[:t] + (ranks[t] + 1,) + ranks[t + 1:]
+            if (edge, successor) in item.pushed:
+                continue
+            item.pushed.add((edge, successor))
+            below = [self.derivation(tail, r) for tail, r in zip(tails, successor)]
+            if None in below:
+                continue
+            score = below[0][0]
+            for other in below[1:]:
+                score = _float32(score + other[0])
+            heapq.heappush(item.heap, (-_float32(score + weight), edge, successor))
+
+    def _open(self, key: tuple) -> _Item:
+        """The item's best `cap` edges, sorted, and its heap holding the best one's best derivation."""
+        i, j, symbol, closed = key
+        grammar, chart = self.grammar, self.chart
+        label = grammar.symbols[symbol]
+        if closed:
+            starts = grammar._by_parent[1]  # pylint: disable=protected-access
+            lo, hi = starts[symbol], starts[symbol + 1]
+            _, children, log_p, middles = (column[lo:hi] for column in grammar.chains)
+            cell = chart.unclosed[i, j]
+            scores = np.concatenate([cell[symbol:symbol + 1], cell[children] + log_p])  # itself first: CKY's ties
+            best = _best_first(scores, self.cap)
+            edges = []
+            for b in best.tolist():
+                if b == 0:
+                    edges.append((((i, j, symbol, False),), 0.0, ()))
+                else:
+                    c = b - 1
+                    middle = int(middles[c])
+                    labels = (label,) if middle < 0 else (label, grammar.symbols[middle])
+                    edges.append((((i, j, int(children[c]), False),), float(log_p[c]), labels))
+        elif j == i + 1:  # a tag over the word: one derivation
+            scores = chart.unclosed[i, j, symbol:symbol + 1]
+            best = _best_first(scores, self.cap)
+            edges = [((), 0.0, (label,))] * best.size
+        else:
+            starts = grammar._by_parent[0]  # pylint: disable=protected-access
+            lo, hi = starts[symbol], starts[symbol + 1]
+            lefts, rights, log_p = grammar.binary[lo:hi, 1], grammar.binary[lo:hi, 2], grammar.binary_log_p[lo:hi]
+            left = chart.closed[i, i + 1:j]    # (K, size): span i..k for k = i+1 .. j-1
+            right = chart.closed[i + 1:j, j]   # (K, size): span k..j
+            scores = (left[:, lefts] + right[:, rights] + log_p).T.ravel()  # (R * K,): rule-major, CKY's ties
+            best = _best_first(scores, self.cap)
+            rules, splits = np.divmod(best, j - i - 1)
+            edges = []
+            for r, split in zip(rules.tolist(), (splits + i + 1).tolist()):
+                tails = ((i, split, int(lefts[r]), True), (split, j, int(rights[r]), True))
+                edges.append((tails, float(log_p[r]), (label,)))
+        firsts = scores[best].tolist()
+        return _Item(edges, firsts, [(-firsts[0], 0, (0,) * len(edges[0][0]))] if edges else [])
+
+
+def _best_first(scores: np.ndarray, cap: int) -> np.ndarray:
+    """The indices of the best `cap` finite `scores`, best first, ties by index: `np.argpartition`
+    finds the cap-th best, then only those at least as good are sorted."""
+    index = np.flatnonzero(scores > _NEG_INF)
+    if index.size > cap:
+        kept = scores[index]
+        threshold = kept[np.argpartition(-kept, cap - 1)[cap - 1]]
+        index = index[kept >= threshold]
+    return index[np.lexsort((index, -scores[index]))][:cap]
+
+
+def _float32(value: float) -> float:
+    """`value` rounded to float32: a sum of two float32 numbers computed in float64 and rounded is
+    their float32 sum, so derivations are scored exactly as CKY scores them."""
+    return float(np.float32(value))
+
+
+def _frozen(tree) -> tuple:
+    """A hashable form of an nltk tree (label, children...), words as they are."""
+    if isinstance(tree, str):
+        return tree
+    return (tree.label(), *(_frozen(child) for child in tree))
 
 
 def parse_all(grammar: Grammar, sentences: Sequence[Sequence[str]], fallback: Callable,
@@ -337,3 +623,20 @@ def parse_all(grammar: Grammar, sentences: Sequence[Sequence[str]], fallback: Ca
             failed += 1
         trees.append(tree)
     return tuple(trees), failed
+
+
+def parse_all_kbest(grammar: Grammar, sentences: Sequence[Sequence[str]], k: int, fallback: Callable,
+                    max_words: Optional[int] = None, max_derivations: Optional[int] = None) -> tuple:
+    """(each sentence's `Grammar.parse_kbest` list, number not derived), as `parse_all`: a
+    non-empty sentence the grammar derives none of (or of more than `max_words` words, if given)
+    gets [(fallback(words), -inf)]; an empty one, []."""
+    lists, failed = [], 0
+    for words in sentences:
+        candidates = []
+        if words and (max_words is None or len(words) <= max_words):
+            candidates = grammar.parse_kbest(words, k, max_derivations)
+        if not candidates and words:
+            candidates = [(fallback(list(words)), _NEG_INF)]
+            failed += 1
+        lists.append(candidates)
+    return tuple(lists), failed

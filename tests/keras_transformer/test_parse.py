@@ -14,6 +14,9 @@ writes the same trees, each over exactly its sentence's words, none repaired, an
 prints is the one recomputed from the trees it wrote; both use section 6.3's decoding (beam 21,
 alpha 0.3, input + 300) without being told; the SavedModel's own outputs through both loaders
 equal the in-process Translator's, one XX per word.
+Reranking (`--rerank_kbest`, `tasks.reranking`): from the run and from its export (the `score`
+signature) the same trees, each the PCFG candidate of highest model + weight x PCFG score with the
+model's scores worked out by the `score` command; the printed oracle F1 is at least the F1.
 Ensembles (`--ensemble_model_dirs`, Vinyals et al. 2015): the run with itself parses exactly as
 the run alone (the command); the run with a second one (its copy with seeded noise on every
 weight, standing in for a run of another --seed, which would cost a training) parses the two
@@ -106,16 +109,24 @@ def parsed(run_dir, files, tmp_path_factory):
     return result, output.read_text(encoding="utf-8")
 
 
-def parse_with_the_run_and_its_export(model_dir, files, parsed, tmp_path):
+@pytest.fixture(scope="module")
+def exported(run_dir, tmp_path_factory):
+    """The run exported without decoding flags: (the export's base folder, export's stdout)."""
+    export_dir = tmp_path_factory.mktemp("exported") / "export"
+    result = run("export", f"--model_dir={run_dir[0]}", f"--export_dir={export_dir}")
+    return export_dir, result.stdout
+
+
+def parse_with_the_run_and_its_export(exported, files, parsed, tmp_path):
     """(parse's output from the run, the export's version folder): parse from the run and from its
     export write the same trees, each over its sentence's words, and the F1 printed is theirs."""
     root, gold = files
     from_run, written = parsed
-    exported = run("export", f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'export'}")
-    assert "beam_size=21 alpha=0.3 max_extra_length=300 tree_constraint" in exported.stdout, exported.stdout
-    run("keras_transformer.parse", f"--export_dir={tmp_path / 'export'}", f"--input={root / 'sentences.txt'}",
+    export_dir, export_stdout = exported
+    assert "beam_size=21 alpha=0.3 max_extra_length=300 tree_constraint" in export_stdout, export_stdout
+    run("keras_transformer.parse", f"--export_dir={export_dir}", f"--input={root / 'sentences.txt'}",
         f"--output={tmp_path / 'export.trees'}")
-    (version,) = (tmp_path / "export").iterdir()
+    (version,) = export_dir.iterdir()
 
     assert written == (tmp_path / "export.trees").read_text(encoding="utf-8")
     trees = [nltk.Tree.fromstring(line) for line in written.splitlines()]
@@ -125,7 +136,7 @@ def parse_with_the_run_and_its_export(model_dir, files, parsed, tmp_path):
     return from_run, version
 
 
-def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, files, parsed, tmp_path):
+def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, exported, files, parsed, tmp_path):
     """Parse from the run and from its export agree (none repaired); the SavedModel's own outputs
     for tagged sentences through both loaders (TF Serving's TF1 Session loader too, in a process without this project),
     "XX" and brackets, equal the in-process Translator's, one XX a word."""
@@ -136,7 +147,7 @@ def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, fi
     from tests.helpers.export_models import FRESH_PROCESS  # pylint: disable=g-import-not-at-top
 
     model_dir, _ = run_dir
-    from_run, version = parse_with_the_run_and_its_export(model_dir, files, parsed, tmp_path)
+    from_run, version = parse_with_the_run_and_its_export(exported, files, parsed, tmp_path)
     settings = json.loads((version / "assets.extra" / "export.json").read_text())
     assert settings["tree_targets"] == "placeholders" and settings["source_tags"] == "predicted"
     assert (version / "assets.extra" / "tagger.json").read_bytes() == (model_dir / "tagger.json").read_bytes()
@@ -162,6 +173,60 @@ def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, fi
         tokens = output.split()
         assert tokens.count("XX") == len(sentence.words), output
         assert all(t == "XX" or t[0] in "()" for t in tokens), output
+
+
+# Reranking the PCFG's k best trees (--rerank_kbest) ------------------------------------------------
+
+RERANK_K, RERANK_WEIGHT = 4, 0.5
+
+
+def test_reranking_from_the_run_and_from_its_export_takes_the_best_model_plus_weighted_pcfg_score(
+        ptb, run_dir, exported, files, tmp_path):
+    """`parse --rerank_kbest`: from the run and from its export (its `score` signature) the same
+    trees, each sentence's the candidate of highest model + weight x PCFG score, with the model's
+    scores worked out by the `score` command in its own process from the candidates listed here
+    (the PCFG's k best, linearized with "XX", each after its sentence tagged by the run's tagger)."""
+    from pipelines import linearized_trees, pos_tags, treebank  # pylint: disable=g-import-not-at-top
+    from tasks import pcfg  # pylint: disable=g-import-not-at-top
+
+    model_dir, _ = run_dir
+    root, gold = files
+    rerank = (f"--rerank_kbest={RERANK_K}", f"--pcfg_weight={RERANK_WEIGHT}", f"--data_dir={ptb}")
+    from_run = run("keras_transformer.parse", *parse_args(model_dir, files, tmp_path / "run.trees", *rerank))
+    run("keras_transformer.parse", f"--export_dir={exported[0]}", f"--input={root / 'sentences.txt'}",
+        f"--output={tmp_path / 'export.trees'}", *rerank)
+    written = (tmp_path / "run.trees").read_text(encoding="utf-8")
+    assert written == (tmp_path / "export.trees").read_text(encoding="utf-8")
+    trees = [nltk.Tree.fromstring(line) for line in written.splitlines()]
+    assert printed_f1(from_run.stdout) == pytest.approx(gold.scores(trees).f1, abs=0.005)
+    assert f"the {RERANK_K} best trees of the pcfg" in from_run.stdout and "source tags predicted" in from_run.stdout
+    oracle = float(re.search(r"^the candidates' oracle, labelled: F1 ([\d.]+)", from_run.stdout, re.M).group(1))
+    assert oracle >= printed_f1(from_run.stdout)
+
+    grammar = pcfg.Grammar.induce(treebank.read_split(str(ptb), "train"))
+    tagger = pos_tags.load(str(model_dir / pos_tags.TAGGER_FILE))
+    sources, targets, lists = [], [], []
+    for sentence in gold.sentences:
+        found = grammar.parse_kbest(list(sentence.words), RERANK_K)
+        assert found, sentence.sentence
+        lists.append(found)
+        tagged = pos_tags.tagged_source(sentence.words, pos_tags.tag_words(tagger, sentence.words))
+        for tree, _ in found:
+            sources.append(tagged)
+            targets.append(linearized_trees.linearize(tree, placeholders=True))
+    (tmp_path / "sources.txt").write_text("".join(s + "\n" for s in sources), encoding="utf-8")
+    (tmp_path / "targets.txt").write_text("".join(t + "\n" for t in targets), encoding="utf-8")
+    run("keras_transformer.score", f"--model_dir={model_dir}", f"--source={tmp_path / 'sources.txt'}",
+        f"--target={tmp_path / 'targets.txt'}", f"--output={tmp_path / 'scores.tsv'}")
+    model_scores = iter(float(line.split("\t")[0]) for line in (tmp_path / "scores.tsv").read_text().splitlines())
+    expected, changed = [], 0
+    for found in lists:
+        combined = [(next(model_scores) + RERANK_WEIGHT * score, -i) for i, (_, score) in enumerate(found)]
+        best = max(range(len(found)), key=combined.__getitem__)
+        expected.append(found[best][0])
+        changed += best != 0
+    assert trees == expected
+    print(f"reranking moved {changed} of {SENTENCES} sentences off the PCFG's best tree")  # no claim: a tiny model
 
 
 # Ensembles (--ensemble_model_dirs) ------------------------------------------------------------
