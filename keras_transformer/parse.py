@@ -86,9 +86,8 @@ flags.DEFINE_enum("baseline", None, ["right_branching", "pcfg"], "Parse with a b
                   "(tasks/pcfg.py).")
 flags.DEFINE_integer("rerank_kbest", 0, "With --model_dir or --export_dir: instead of decoding, rerank the K most "
                      "probable distinct trees of the PCFG of --data_dir's training split by the model's log P(tree | "
-                     "sentence) + --pcfg_weight * the PCFG's log P (tasks/reranking.py; 50 measured in docs/BENCHMARKS.md); "
-                     "0: decode (beam search).",
-                     lower_bound=0)
+                     "sentence) + --pcfg_weight * the PCFG's log P (tasks/reranking.py; 50 measured in "
+                     "docs/BENCHMARKS.md); 0: decode (beam search).", lower_bound=0)
 flags.DEFINE_float("pcfg_weight", None, "With --rerank_kbest: the weight of the PCFG's log-probability beside the "
                    "model's (default: tasks/reranking.py PCFG_WEIGHT, chosen on validation).", lower_bound=0.0)
 flags.DEFINE_integer("pcfg_horizontal", 1, "--baseline=pcfg, --rerank_kbest: siblings an intermediate symbol of "

@@ -370,8 +370,14 @@ def _rerank(sentences, source: str, gold: Optional[Gold], model_dir, export_dir,
     reranking (`tasks.reranking`)."""
     from tasks import reranking  # pylint: disable=g-import-not-at-top
 
+    from pipelines import sources as data_sources  # pylint: disable=g-import-not-at-top
+
     weight = reranking.PCFG_WEIGHT if pcfg_weight is None else pcfg_weight
     settings, folder = model_data(model_dir, export_dir)
+    dataset = settings.get("dataset", "")
+    if model_dir and data_sources.task_of(dataset) != "parsing":  # an export's task is checked by the command
+        raise ValueError(f"{model_dir}: a model trained on {dataset or 'another data set'}; reranking trees needs one "
+                         "trained on a treebank (--dataset=ptb)")
     source_tags, tagger = model_source_tags(settings, folder)
     inputs = source_sentences(sentences, source_tags, tagger, gold)  # refused before the model loads
     if model_dir:

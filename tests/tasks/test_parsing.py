@@ -258,6 +258,7 @@ def test_bad_flags_are_one_error_line_and_write_nothing(tmp_path):
     source.write_text("The dog barks .\n", encoding="utf-8")
     (tmp_path / "ckpt-1.index").write_bytes(b"")  # a --checkpoint that names no checkpoint is refused first
     baseline, given = "--baseline=right_branching", f"--input={source}"
+    translation_run = write_run_settings(tmp_path / "translation", data={"dataset": "embedded"})
     cases = {  # name: (flags, a fragment of the error)
         "no_parser": ((given,), "give exactly one of --model_dir, --export_dir and --baseline"),
         "two_parsers": ((baseline, f"--model_dir={tmp_path}", given),
@@ -286,6 +287,9 @@ def test_bad_flags_are_one_error_line_and_write_nothing(tmp_path):
         "rerank_and_beam": ((f"--model_dir={tmp_path}", given, "--rerank_kbest=5", f"--data_dir={data_dir}",
                              "--beam_size=4", "--alpha=0.1"),
                             "--beam_size, --alpha: not with --rerank_kbest"),
+        "rerank_translation_run": ((f"--model_dir={translation_run}", given, "--rerank_kbest=5",
+                                    f"--data_dir={data_dir}"),
+                                   "a model trained on embedded; reranking trees needs one trained on a treebank"),
         "weight_no_rerank": ((f"--model_dir={tmp_path}", given, "--pcfg_weight=0.5"),
                              "--pcfg_weight: only with --rerank_kbest"),
         "negative_weight": ((f"--model_dir={tmp_path}", given, "--rerank_kbest=5", "--pcfg_weight=-1"),
