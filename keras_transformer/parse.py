@@ -6,8 +6,8 @@
         --treebank_split=test --data_dir=../shared/data/ptb_sample            # + EVALB F1
     python -m keras_transformer.parse --model_dir=runs/ptb_a --ensemble_model_dirs=runs/ptb_b,runs/ptb_c \\
         --treebank_split=test --data_dir=../shared/data/ptb_sample            # an ensemble
-    python -m keras_transformer.parse --model_dir=runs/ptb_parsing --rerank_kbest=50 \\
-        --treebank_split=test --data_dir=../shared/data/ptb_sample            # the PCFG's 50 best, reranked
+    python -m keras_transformer.parse --model_dir=runs/ptb_parsing --rerank_kbest=100 \\
+        --treebank_split=test --data_dir=../shared/data/ptb_sample            # the PCFG's 100 best, reranked
     python -m keras_transformer.parse --baseline=right_branching \\
         --treebank_split=test --data_dir=../shared/data/ptb_sample
     python -m keras_transformer.parse --baseline=pcfg \\
@@ -86,8 +86,8 @@ flags.DEFINE_enum("baseline", None, ["right_branching", "pcfg"], "Parse with a b
                   "(tasks/pcfg.py).")
 flags.DEFINE_integer("rerank_kbest", 0, "With --model_dir or --export_dir: instead of decoding, rerank the K most "
                      "probable distinct trees of the PCFG of --data_dir's training split by the model's log P(tree | "
-                     "sentence) + --pcfg_weight * the PCFG's log P (tasks/reranking.py; 50 measured in "
-                     "docs/BENCHMARKS.md); 0: decode (beam search).", lower_bound=0)
+                     "sentence) + --pcfg_weight * the PCFG's log P (tasks/reranking.py; 50 and 100 measured "
+                     "in docs/BENCHMARKS.md); 0: decode (beam search).", lower_bound=0)
 flags.DEFINE_float("pcfg_weight", None, "With --rerank_kbest: the weight of the PCFG's log-probability beside the "
                    "model's (default: tasks/reranking.py PCFG_WEIGHT, chosen on validation).", lower_bound=0.0)
 flags.DEFINE_integer("pcfg_horizontal", 1, "--baseline=pcfg, --rerank_kbest: siblings an intermediate symbol of "
