@@ -395,7 +395,7 @@ def _rerank(sentences, source: str, gold: Optional[Gold], model_dir, export_dir,
           f"scoring them", file=sys.stderr)
     placeholders = settings.get("tree_targets", "words") == "placeholders"
     per_model = [reranking.model_scores(fn, inputs, candidates, placeholders) for fn, _ in score_fns]
-    scores = tuple(tuple(sum(values) / len(values) for values in zip(*sentence)) for sentence in zip(*per_model))
+    scores = reranking.mean_scores(per_model)
     trees = reranking.choose(candidates, scores, weight)
     parser += f"; {candidates.not_derived} sentence(s) not derived by the PCFG, parsed right-branching"
     oracle_line = ""

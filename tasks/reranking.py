@@ -107,6 +107,16 @@ def model_scores(score_fn: Callable, sources: Sequence[str], candidates: Candida
     return tuple(result)
 
 
+def mean_scores(per_model: Sequence[Sequence[Sequence[float]]]) -> tuple:
+    """The models' mean log-probability of each candidate (an ensemble as a scorer: `model_scores`
+    of each member, averaged per candidate, so that `pcfg_weight` means the same whatever the
+    number of members)."""
+    if not per_model:
+        raise ValueError("no model's scores to average")
+    return tuple(tuple(sum(values) / len(values) for values in zip(*sentence, strict=True))
+                 for sentence in zip(*per_model, strict=True))
+
+
 def choose(candidates: Candidates, scores: Sequence[Sequence[float]], pcfg_weight: float) -> tuple:
     """Each sentence's candidate of highest model score + `pcfg_weight` * PCFG score (module
     docstring); the PCFG's order breaks ties, and a lone (fallback) candidate is taken as it is.

@@ -6,7 +6,7 @@ a sentence it cannot derive, none for an empty sentence; each candidate is score
 sentence's source and the tree linearized as the model was trained (words kept, or "XX"); the
 choice is the argmax of model + weight x PCFG worked out by hand (weight 0: the model alone; a
 large weight: the PCFG's best; ties to the PCFG's order; a lone candidate of score -inf taken
-without a NaN); the oracle takes each sentence's candidate of best EVALB F1 and reaches 100 when a
+without a NaN); an ensemble scores by its members' mean (two equal members rerank as one); the oracle takes each sentence's candidate of best EVALB F1 and reaches 100 when a
 gold tree is among them. The command with a trained model, from the run and from its export, is
 in tests/keras_transformer/test_parse.py.
 """
@@ -102,3 +102,18 @@ def test_the_oracle_picks_each_sentences_best_candidate():
     assert gold.scores(chosen).f1 > gold.scores(wrong).f1
     both = reranking.Candidates(tuple((w, s.tree) for w, s in zip(wrong, gold.sentences)), ((-1.0, -2.0),) * 2, 0)
     assert gold.scores(reranking.oracle(both, gold)).f1 == 100.0
+
+
+def test_an_ensembles_score_is_its_members_mean():
+    first, second = ((-1.0, -3.0), (-2.0,)), ((-3.0, -1.0), (-4.0,))
+    assert reranking.mean_scores([first, second]) == ((-2.0, -2.0), (-3.0,))
+    assert reranking.mean_scores([first]) == first
+    # Two members that agree change nothing: the ensemble of a run with itself reranks as the run.
+    candidates = candidates_of(([A, B], [-1.0, -1.5]), ([C], [-2.0]))
+    assert reranking.choose(candidates, reranking.mean_scores([first, first]), 0.75) == \
+        reranking.choose(candidates, first, 0.75)
+    # Disagreeing members: the mean decides (A: -2 - 0.75, B: -2 - 1.125 -> A; alone, the second picks B).
+    assert reranking.choose(candidates, reranking.mean_scores([first, second]), 0.75)[0] == tree(A)
+    assert reranking.choose(candidates, second, 0.75)[0] == tree(B)
+    with pytest.raises(ValueError, match="no model"):
+        reranking.mean_scores([])
