@@ -613,16 +613,7 @@ def parse_all(grammar: Grammar, sentences: Sequence[Sequence[str]], fallback: Ca
               max_words: Optional[int] = None) -> tuple:
     """(trees, number not derived): each non-empty sentence's parse, `fallback(words)` where the
     grammar derives none or the sentence has more than `max_words` words (if given)."""
-    trees, failed = [], 0
-    for words in sentences:
-        tree = None
-        if words and (max_words is None or len(words) <= max_words):
-            tree = grammar.parse(words)
-        if tree is None and words:
-            tree = fallback(list(words))
-            failed += 1
-        trees.append(tree)
-    return tuple(trees), failed
+    return _each_sentence(sentences, grammar.parse, fallback, max_words, empty=None)
 
 
 def parse_all_kbest(grammar: Grammar, sentences: Sequence[Sequence[str]], k: int, fallback: Callable,
@@ -630,13 +621,22 @@ def parse_all_kbest(grammar: Grammar, sentences: Sequence[Sequence[str]], k: int
     """(each sentence's `Grammar.parse_kbest` list, number not derived), as `parse_all`: a
     non-empty sentence the grammar derives none of (or of more than `max_words` words, if given)
     gets [(fallback(words), -inf)]; an empty one, []."""
-    lists, failed = [], 0
+    return _each_sentence(sentences, lambda words: grammar.parse_kbest(words, k, max_derivations) or None,
+                          lambda words: [(fallback(words), _NEG_INF)], max_words, empty=[])
+
+
+def _each_sentence(sentences: Sequence[Sequence[str]], parse: Callable, fallback: Callable,
+                   max_words: Optional[int], empty) -> tuple:
+    """(each sentence's `parse(words)`, number not derived): `fallback(words)` where that is None
+    (nothing derived) or the sentence is longer than `max_words`; `empty` for an empty sentence."""
+    results, failed = [], 0
     for words in sentences:
-        candidates = []
-        if words and (max_words is None or len(words) <= max_words):
-            candidates = grammar.parse_kbest(words, k, max_derivations)
-        if not candidates and words:
-            candidates = [(fallback(list(words)), _NEG_INF)]
+        if not words:
+            results.append(empty)
+            continue
+        result = parse(words) if max_words is None or len(words) <= max_words else None
+        if result is None:
+            result = fallback(list(words))
             failed += 1
-        lists.append(candidates)
-    return tuple(lists), failed
+        results.append(result)
+    return tuple(results), failed
