@@ -16,6 +16,17 @@ first is being handled (e.g. a long save) stops at once, without saving, by rais
 `SignalStop` (a `KeyboardInterrupt` whose `exit_code` the command exits with: 143 for a
 second SIGTERM, not Ctrl-C's 130).
 
+A handler's exception surfaces wherever the interpreter was, and two places there lose it:
+C code that calls back into Python and does not expect an error (TensorFlow's graph building)
+reports one of its own instead, e.g. `SystemError: ... bad argument to internal function`;
+a `__del__` swallows it and prints "Exception ignored". So once the handler has raised, an
+error that ends the block, or its end without one, is taken for what it is, the signal:
+`at_once()` raises `Interrupted`, the `with` block the second signal's `SignalStop`. What the
+interrupted work leaves half done fails in turn when it is collected (TensorFlow's graph
+stack: "Nesting violated"); those errors, and the handler's own that a `__del__` swallowed,
+are not printed: after a handler's raise the `with` block collects the leftovers and keeps
+their "Exception ignored" tracebacks off the console.
+
     with StopSignals() as signals:
         while ...:
             train_step()
@@ -31,7 +42,9 @@ second SIGTERM, not Ctrl-C's 130).
 from __future__ import annotations
 
 import contextlib
+import gc
 import signal
+import sys
 import threading
 from typing import Optional
 
@@ -76,14 +89,20 @@ class StopSignals:
         self.received: Optional[int] = None
         self._previous = {}
         self._at_once = False
+        self._raised: Optional[SignalStop] = None  # what the handler last raised
+        self._swallowed: Optional[SignalStop] = None  # the same, if a __del__ swallowed it
+        self._previous_hook = sys.unraisablehook
+        self._quiet = False  # the handler has raised: collected leftovers fail silently
 
     def _handle(self, signum, frame):  # pylint: disable=unused-argument
         if self.received is not None:
-            raise SignalStop(signum, f"{name(signum)} again: stopping without saving")
+            self._raised, self._quiet = SignalStop(signum, f"{name(signum)} again: stopping without saving"), True
+            raise self._raised
         self.received = signum
         if self._at_once:
             self._at_once = False  # raised once; what follows (the save) runs as after an update
-            raise Interrupted(signum, name(signum))
+            self._raised, self._quiet = Interrupted(signum, name(signum)), True
+            raise self._raised
 
     @contextlib.contextmanager
     def at_once(self):
@@ -91,19 +110,49 @@ class StopSignals:
         before raises on entry): for long work that writes nothing until it ends."""
         if self.received is not None:
             raise Interrupted(self.received, name(self.received))
-        self._at_once = True
+        self._at_once, self._raised, self._swallowed = True, None, None
         try:
             yield
+        except Exception as error:  # pylint: disable=broad-except
+            if isinstance(self._raised, Interrupted):  # C code reported the handler's raise as its own
+                raise self._raised from error
+            raise
         finally:
             self._at_once = False
+        if isinstance(self._swallowed, Interrupted):  # raised into a __del__, which swallowed it
+            raise self._swallowed
+
+    def _unraisable(self, unraisable) -> None:
+        """`sys.unraisablehook`: silent once the handler has raised (its exception is raised again
+        where it counts; the interrupted work's leftovers fail as they are collected)."""
+        if not self._quiet:
+            self._previous_hook(unraisable)
+        elif unraisable.exc_value is self._raised:
+            self._swallowed = self._raised
 
     def __enter__(self) -> "StopSignals":
         if threading.current_thread() is threading.main_thread():
             for signum in HANDLED:
                 self._previous[signum] = signal.signal(signum, self._handle)
+            self._previous_hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, exc_type, error, traceback) -> None:
+        stop, swallowed, quiet = self._raised, self._swallowed, self._quiet
+        self._raised = self._swallowed = None
+        again = None  # a second signal, lost in a __del__ or reported as C code's error
+        if not (stop is None or isinstance(stop, Interrupted) or error is stop) and (
+                (error is None and swallowed is stop) or isinstance(error, Exception)):
+            again = stop.with_traceback(None)
+        stop = swallowed = None
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
+        if self._previous and not (quiet and (error is not None or again is not None)):
+            if quiet:
+                gc.collect()  # the interrupted work's leftovers, while the hook keeps them quiet
+            sys.unraisablehook = self._previous_hook
+            self._quiet = False
+        # else the command ends on an error after a signal: the hook stays quiet for its leftovers
         self._previous.clear()
+        if again is not None:
+            raise again from error
