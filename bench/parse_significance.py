@@ -32,13 +32,18 @@ from keras_transformer import cli  # noqa: E402  pylint: disable=wrong-import-po
 from pipelines.errors import DataError  # noqa: E402  pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("data_dir", None, "The treebank of the gold trees (the folder `parse --data_dir` reads).")
-flags.DEFINE_enum("treebank_split", "test", ["validation", "test"], "The split both files parse.")
-flags.DEFINE_string("baseline", None, "The baseline parser's trees, one per line.")
-flags.DEFINE_string("system", None, "The other parser's trees, one per line, the same sentences.")
-flags.DEFINE_integer("samples", 10000, "Bootstrap draws.", lower_bound=100)
-flags.DEFINE_integer("seed", 1, "The draws' random seed.")
-flags.mark_flags_as_required(["data_dir", "baseline", "system"])
+
+
+def define_flags() -> None:
+    """The command's flags: defined when it runs, not when a test imports its functions beside
+    another bench script's (absl refuses a flag defined twice)."""
+    flags.DEFINE_string("data_dir", None, "The treebank of the gold trees (the folder `parse --data_dir` reads).")
+    flags.DEFINE_enum("treebank_split", "test", ["validation", "test"], "The split both files parse.")
+    flags.DEFINE_string("baseline", None, "The baseline parser's trees, one per line.")
+    flags.DEFINE_string("system", None, "The other parser's trees, one per line, the same sentences.")
+    flags.DEFINE_integer("samples", 10000, "Bootstrap draws.", lower_bound=100)
+    flags.DEFINE_integer("seed", 1, "The draws' random seed.")
+    flags.mark_flags_as_required(["data_dir", "baseline", "system"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,4 +136,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     cli.run(main)
