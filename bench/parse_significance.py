@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402  pylint: disable=wrong-import-position
 from absl import flags  # noqa: E402  pylint: disable=wrong-import-position
 
 from keras_transformer import cli  # noqa: E402  pylint: disable=wrong-import-position
+from pipelines import text_files  # noqa: E402  pylint: disable=wrong-import-position
 from pipelines.errors import DataError  # noqa: E402  pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
@@ -105,10 +106,7 @@ def read_trees(path: str, words: Sequence[Sequence[str]]) -> list:
     the first line that is not."""
     import nltk  # pylint: disable=import-outside-toplevel
 
-    if not os.path.isfile(path):
-        raise DataError(f"{path}: no such file")
-    with open(path, encoding="utf-8") as file:
-        lines = [line for line in file.read().splitlines() if line.strip()]
+    lines = [line for line in text_files.read_lines(path) if line]  # a missing file, not UTF-8: DataError
     if len(lines) != len(words):
         raise DataError(f"{path} holds {len(lines)} trees but the split has {len(words)} sentences")
     trees = []

@@ -6,8 +6,9 @@ a sentence it cannot derive, none for an empty sentence; each candidate is score
 sentence's source and the tree linearized as the model was trained (words kept, or "XX"); the
 choice is the argmax of model + weight x PCFG worked out by hand (weight 0: the model alone; a
 large weight: the PCFG's best; ties to the PCFG's order; a lone candidate of score -inf taken
-without a NaN); an ensemble scores by its members' mean (two equal members rerank as one); the oracle takes each sentence's candidate of best EVALB F1 and reaches 100 when a
-gold tree is among them. The command with a trained model, from the run and from its export, is
+without a NaN); an ensemble scores by its members' mean (two equal members rerank as one); the
+oracle takes each sentence's candidate of best EVALB F1 and reaches 100 when a gold tree is among
+them. The command with a trained model, from the run and from its export, is
 in tests/keras_transformer/test_parse.py.
 """
 

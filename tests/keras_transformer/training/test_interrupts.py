@@ -49,7 +49,8 @@ def raised_through_c_code(signum):
     try:
         os.kill(os.getpid(), signum)
     except KeyboardInterrupt:
-        raise SystemError("Objects/listobject.c:338: bad argument to internal function")  # pylint: disable=raise-missing-from
+        # pylint: disable-next=raise-missing-from
+        raise SystemError("Objects/listobject.c:338: bad argument to internal function")
 
 
 def test_an_error_that_c_code_reports_for_the_handlers_raise_is_still_the_signal():
