@@ -19,7 +19,11 @@ The module imports no model: a model is reached only through
             once and reorders it only when examples leave the batch, never with the beams
             (the hypotheses of one example share their source).
     logits: float (rows, vocab_size) for the token at position step + 1 (any float dtype;
-            the log-softmax is taken in float32).
+            the log-softmax is taken in float32). With `normalize=False` the function returns
+            log-probabilities instead, which the search adds up as they are: a constraint that
+            masks tokens after the model's softmax (`tree_constraint`) keeps the model's own
+            log P(Y) as the score, where a log-softmax over the masked logits would spread the
+            masked tokens' probability over the allowed ones.
 
 Done examples leave the batch: `rows` is live * beam (live * 1 for greedy search), where live
 are the examples still searched, in their batch order. An example whose result can no longer
@@ -125,9 +129,11 @@ def _with_memory(symbols_to_logits_fn: SymbolsToLogitsFn, memory: Any) -> Tuple[
     return symbols_to_logits_fn, tf.nest.map_structure(tf.convert_to_tensor, memory)
 
 
-def _log_probs(logits: tf.Tensor) -> tf.Tensor:
-    """float32 log-softmax of logits (rows, V) of any float dtype; -inf (masked) becomes NEG_INF."""
-    return tf.maximum(tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1), NEG_INF)
+def _log_probs(logits: tf.Tensor, normalize: bool = True) -> tf.Tensor:
+    """float32 log-softmax of logits (rows, V) of any float dtype, or (normalize=False) the
+    log-probabilities given, in float32; -inf (masked) becomes NEG_INF."""
+    values = tf.cast(logits, tf.float32)
+    return tf.maximum(tf.nn.log_softmax(values, axis=-1) if normalize else values, NEG_INF)
 
 
 def prefix_tokens(prefix: tf.Tensor, step) -> tf.Tensor:
@@ -197,6 +203,7 @@ def beam_search(
     n_best: Optional[LengthLike] = None,
     memory: Any = None,
     prefix: Optional[tf.Tensor] = None,
+    normalize: bool = True,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Beam search with the GNMT length penalty (paper section 6.1: beam 4, alpha 0.6).
 
@@ -230,6 +237,8 @@ def beam_search(
         prefix: None, or int32 (B, P): a target prefix per example, padded with -1, that every
             hypothesis starts with (`force_prefix`); it counts in |Y| and in log P(Y), and a
             prefix longer than the example's max_decode_length is cut there.
+        normalize: True: `symbols_to_logits_fn` returns logits, and each step takes their
+            log-softmax; False: it returns log-probabilities (module docstring).
 
     Returns:
         sequences: int32 (B, n_best, T), best first, without the start token; each holds its
@@ -328,7 +337,7 @@ def beam_search(
 
         flat_ids = tf.reshape(state["alive_seq"][:, :, -1], [-1])  # (n * beam,)
         logits, new_cache = model(flat_ids, step, state["cache"], state["memory"])
-        log_probs = tf.reshape(_log_probs(logits), [n, beam_size, vocab_size])  # (n, beam, V)
+        log_probs = tf.reshape(_log_probs(logits, normalize), [n, beam_size, vocab_size])  # (n, beam, V)
         if prefix is not None:
             log_probs = force_prefix(log_probs, tf.gather(prefix, live), step)
 
@@ -428,6 +437,7 @@ def greedy_search(
     memory: Any = None,
     prefix: Optional[tf.Tensor] = None,
     choose: Optional[Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor]] = None,
+    normalize: bool = True,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Greedy decoding: the most probable next token at every step.
 
@@ -448,6 +458,7 @@ def greedy_search(
         choose: None (the argmax), or how the next token is picked: `choose(log_probs, live,
             step)` -> int32 (n,), given the (n, V) log-probabilities (the prefix already forced),
             the int32 (n,) example of each row and the int32 step; `sampling.sample` draws there.
+        normalize: as in `beam_search`.
 
     Returns:
         sequences: int32 (B, T), without the start token, up to and including EOS, then 0s.
@@ -479,7 +490,7 @@ def greedy_search(
     def body(state):
         hypotheses = state["hypotheses"]
         logits, cache = model(hypotheses["seq"][:, -1], state["step"], state["cache"], state["memory"])
-        log_probs = _log_probs(logits)  # (n, V)
+        log_probs = _log_probs(logits, normalize)  # (n, V)
         if prefix is not None:
             log_probs = force_prefix(log_probs, tf.gather(prefix, state["live"]), state["step"])
         if choose is None:

@@ -82,6 +82,7 @@ def sample(
     temperature: Number = 1.0,
     memory: Any = None,
     prefix: Optional[tf.Tensor] = None,
+    normalize: bool = True,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Samples one output per example, token by token, until EOS or the length limit.
 
@@ -99,6 +100,9 @@ def sample(
         memory: None, or the nested structure `symbols_to_logits_fn` receives as 4th argument.
         prefix: None, or int32 (B, P), a forced target prefix per example padded with -1
             (`beam_search.force_prefix`): its tokens are taken, not drawn.
+        normalize: as in `beam_search.beam_search`: False when `symbols_to_logits_fn` returns
+            masked log-probabilities (the tree constraint); the draw is from them renormalized
+            either way, and the score is then log P(Y) under the model itself.
 
     Returns:
         sequences: int32 (B, T), without the start token, up to and including EOS, then 0s.
@@ -115,4 +119,5 @@ def sample(
         return choose_tokens(log_probs, own_topk, own_topp, own_temperature, draw_seed)
 
     return beam_search_lib.greedy_search(symbols_to_logits_fn, initial_ids, initial_cache, max_decode_length,
-                                         eos_id=eos_id, memory=memory, prefix=prefix, choose=choose)
+                                         eos_id=eos_id, memory=memory, prefix=prefix, choose=choose,
+                                         normalize=normalize)

@@ -190,22 +190,26 @@ def translate_ids(
                              f"{model.config.output_vocab_size}")
         fn, cache, memory = tree_constraint.constrain(grammar, fn, cache, memory, source_ids, EOS_ID,
                                                       model.config.pad_id, limits=limits)
+    # The constrained step returns the model's log-probabilities with the forbidden tokens masked
+    # (`tree_constraint.constrain`): the search adds them up as they are.
+    normalize = grammar is None
     if target_prefix is not None:
         target_prefix = tf.cast(target_prefix, tf.int32)
     initial_ids = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
     if sampling is not None:
         sequences, scores = sampling_lib.sample(
             fn, initial_ids, cache, limits, eos_id=EOS_ID, memory=memory, seed=sampling.seed, topk=sampling.topk,
-            topp=sampling.topp, temperature=sampling.temperature, prefix=target_prefix)
+            topp=sampling.topp, temperature=sampling.temperature, prefix=target_prefix, normalize=normalize)
         sequences, scores = sequences[:, None, :], scores[:, None]  # (B, 1, T), (B, 1)
     elif greedy:
         sequences, scores = beam_search_lib.greedy_search(
-            fn, initial_ids, cache, limits, eos_id=EOS_ID, memory=memory, prefix=target_prefix)
+            fn, initial_ids, cache, limits, eos_id=EOS_ID, memory=memory, prefix=target_prefix, normalize=normalize)
         sequences, scores = sequences[:, None, :], scores[:, None]  # (B, 1, T), (B, 1)
     else:
         sequences, scores = beam_search_lib.beam_search(
             fn, initial_ids, cache, model.config.output_vocab_size, beam_size=beam_size, alpha=alpha,
             max_decode_length=limits, eos_id=EOS_ID, n_best=n_best, memory=memory, prefix=target_prefix,
+            normalize=normalize,
         )
     return sequences, tf.where((limits > 0)[:, None], scores, 0.0)
 

@@ -34,9 +34,22 @@ never a source piece; a bracket may go before any of them (each is a whole word)
 once there are as many as words and every bracket is closed; and the length limit counts one
 token per word left.
 
+The search scores a hypothesis by the model's own log P(Y | X): each step takes the log-softmax of
+the model's logits over the whole vocabulary and only then masks the tokens the rules forbid
+(`beam_search.beam_search(normalize=False)`), so a token the rules force costs what the model
+says it costs. Masking first and taking the log-softmax over the allowed tokens (the way this
+module worked until issue 32) gives a forced token probability 1 and spreads the mass the model
+put on forbidden tokens over the allowed ones: a hypothesis where the model wanted to close a
+bracket the rules keep open, or to write another word, then loses nothing, and the search, on a
+model trained on a few thousand trees, found trees the model itself rates far below the ones a
+treebank PCFG finds. With the model's own probabilities the constrained beam search ranks trees
+by the same log P(tree | sentence) as the `score` command and the PCFG reranker
+(`tasks.reranking`), and its scores are that quantity (divided by the length penalty); on the
+treebank sample's validation split it parses more accurately (docs/BENCHMARKS.md, issue 32).
+
 The run of opening brackets before a word is bounded: a treebank's trees open a few
 constituents at once (`pipelines.linearized_trees.MAX_OPENING_RUN`), but a model lost in a long
-sentence can find an opening bracket, renormalized over the few tokens allowed, likelier than
+sentence could find an opening bracket, renormalized over the few tokens allowed, likelier than
 the next word again and again, `(QP (NP (QP (NP ...` up to the length limit (docs/BENCHMARKS.md),
 and each such bracket costs precision. After `max_opening_run` in a row, the next token must be
 the next word (a bracket just opened cannot close).
@@ -121,7 +134,9 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
             included, as the search is given it (`max_decode_length`).
 
     Returns:
-        The same triple for `beam_search` / `greedy_search`: the cache gains each hypothesis'
+        The same triple for `beam_search` / `greedy_search` with `normalize=False`: the step
+        returns float32 log-probabilities, the model's, with every token the rules forbid at
+        NEG_INF (module docstring). The cache gains each hypothesis'
         state `{"copied": (B,), "depth": (B,), "run": (B,), "stack": (B, max_depth)}`
         (reordered with the beams; "run" counts the brackets opened since the last piece
         copied, the stack holds the open brackets' ids), the memory the source pieces.
@@ -186,8 +201,9 @@ def constrain(grammar: TreeGrammar, fn, cache, memory, source_ids, eos_id: int, 
                    | (may_end[:, None] & tf.equal(vocabulary, eos_id)))  # (rows, V)
 
         logits, model_cache = fn(ids, position, cache["model"], memory["model"])
-        logits = logits + tf.where(allowed, 0.0, NEG_INF)
-        return logits, {"model": model_cache, "tree": {"copied": copied, "depth": depth, "run": run, "stack": stack}}
+        # The model's own log-probabilities, masked after its softmax (module docstring).
+        log_probs = tf.where(allowed, tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1), NEG_INF)
+        return log_probs, {"model": model_cache, "tree": {"copied": copied, "depth": depth, "run": run, "stack": stack}}
 
     return step, cache, memory
 

@@ -22,9 +22,9 @@ the run alone (the command); the run with a second one (its copy with seeded noi
 weight, standing in for a run of another --seed, which would cost a training) parses the two
 shortest sentences into trees over their words, none repaired (`parse_file`), and each step of its
 tree-constrained search ranks by the members' mean probability (worked out here from full
-teacher-forced passes of each member, `test_ensemble.hand_mean`) restricted to the tokens the
-grammar allows and renormalized, averaged first and constrained after: the greedy tokens are its
-argmax and the score the sum of its logs. Needs ../shared/data (skips without it).
+teacher-forced passes of each member, `test_ensemble.hand_mean`) at the tokens the grammar allows,
+not renormalized over them (averaged first, constrained after): the greedy tokens are its argmax
+and the score the sum of its logs, the ensemble's own log-probability of the tree. Needs ../shared/data (skips without it).
 """
 
 import json
@@ -330,14 +330,13 @@ def test_an_ensemble_of_two_runs_parses_trees_by_their_mean_probability_under_th
     ids, total, choices = tf.fill([2], BOS_ID), np.zeros(2), 0
     for step in range(sequences.shape[1]):
         logits, cache = ensemble_fn(ids, step, cache, memory)
-        log_probs = tf.nn.log_softmax(logits).numpy()  # (2, V), what the search ranks by
+        log_probs = logits.numpy()  # (2, V): log-probabilities, what the search adds up (normalize=False)
         allowed, state = allowed_fn(ids, step, state, allowed_memory)
         allowed = allowed.numpy() > NEG_INF / 2  # (2, V)
         for row in range(2):
             if step > 0 and sequences[row, step - 1] in (EOS_ID, pad_id):
                 continue  # this row has ended
-            expected = np.where(allowed[row], means[row, step], -np.inf)
-            expected -= np.logaddexp.reduce(expected[np.isfinite(expected)])  # averaged, then constrained
+            expected = np.where(allowed[row], means[row, step], -np.inf)  # averaged, then constrained
             np.testing.assert_allclose(log_probs[row][allowed[row]], expected[allowed[row]], rtol=1e-4, atol=1e-4)
             assert np.all(log_probs[row][~allowed[row]] < NEG_INF / 2), (row, step)
             choices = max(choices, int(allowed[row].sum()))

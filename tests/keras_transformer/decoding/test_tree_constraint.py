@@ -7,6 +7,7 @@ fail). The grammar is read off a sentencepiece-style vocabulary.
 """
 
 import dataclasses
+import itertools
 
 import keras
 import numpy as np
@@ -17,7 +18,8 @@ from keras_transformer import Transformer, TransformerConfig
 from keras_transformer.config import DecodingConfig
 from keras_transformer.decoding import search, tree_constraint
 from keras_transformer.training import evaluation
-from keras_transformer.special_ids import EOS_ID, PAD_ID
+from keras_transformer.losses import decoder_inputs
+from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID
 from pipelines import linearized_trees
 
 S = linearized_trees.SENTENCEPIECE_SPACE
@@ -141,6 +143,64 @@ def test_dev_evaluation_decodes_under_the_constraint_as_translate_and_the_export
         for row, pieces in zip(free(tf.constant(source_ids()))[0].numpy(), SOURCES):
             repaired += bool(linearized_trees.to_tree(text_of(row), words_of(pieces))[1])
     assert repaired >= 6  # of 12: without the grammar the setting would be a silent no-op
+
+
+def teacher_forced_log_probs(model, sources, sequences):
+    """log P(Y | X) of each row of `sequences` (B, T, EOS then 0s) from the full causal forward pass
+    (not the search's cache), over the vocabulary less PAD and BOS (what a search may write)."""
+    sequences = np.asarray(sequences)
+    logits = model((tf.constant(sources), decoder_inputs(sequences)), training=False).numpy()
+    logits[..., [PAD_ID, BOS_ID]] = -np.inf
+    log_probs = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
+    picked = np.take_along_axis(log_probs, sequences[..., None], axis=-1)[..., 0]
+    return np.where(sequences != 0, picked, 0.0).sum(axis=1)
+
+
+@pytest.mark.parametrize("beam_size, alpha", [(1, 0.0), (4, 0.0), (4, 0.6)])
+def test_a_constrained_search_scores_its_trees_by_the_model_s_own_log_probability(grammar, beam_size, alpha):
+    """The rules mask tokens after the model's softmax: a tree's score is log P(Y | X) under the
+    model (over the length penalty), as teacher forcing computes it, not the larger probability
+    of a distribution renormalized over the tokens the rules allow at each step."""
+    for seed in (1, 2, 3):
+        model = make_model(seed)
+        sequences, scores = search.translate_ids(model, source_ids(), beam_size=beam_size, alpha=alpha,
+                                                   max_extra_length=100, n_best=beam_size, grammar=grammar)
+        for slot in range(beam_size):
+            best = sequences.numpy()[:, slot]
+            lengths = np.count_nonzero(best, axis=1)
+            expected = teacher_forced_log_probs(model, source_ids(), best) / ((5.0 + lengths) / 6.0) ** alpha
+            np.testing.assert_allclose(scores.numpy()[:, slot], expected, rtol=1e-4, atol=1e-4)
+
+
+def chains(labels, depth):
+    """Every tree over one word "bark" that a grammar of `labels` and `depth` allows: a chain of
+    1 to `depth` constituents, as linearized ids (then EOS)."""
+    found = []
+    for size in range(1, depth + 1):
+        for chain in itertools.product(labels, repeat=size):
+            opened = [ID[S + "(" + label] for label in chain]
+            closed = [ID[S + ")" + label] for label in reversed(chain)]
+            found.append(opened + [ID[S + "bark"]] + closed + [EOS_ID])
+    return found
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_a_beam_as_wide_as_the_trees_finds_the_tree_the_model_rates_highest(grammar, seed):
+    """With a beam as wide as the number of trees (39 over one word at depth 3), the search is
+    exact: its best tree is the one of highest log P(Y | X) among all of them, each scored by
+    teacher forcing. (A search over renormalized distributions finds the best tree of those.)"""
+    model = make_model(seed)
+    trees = chains(["S", "NP", "VP"], grammar.max_depth)
+    assert len(trees) == 39
+    width = max(len(t) for t in trees)
+    candidates = np.array([t + [0] * (width - len(t)) for t in trees], np.int32)
+    source = np.array([[ID[S + "bark"], EOS_ID]] * len(trees), np.int32)
+    log_probs = teacher_forced_log_probs(model, source, candidates)
+    sequences, scores = search.translate_ids(model, source[:1], beam_size=40, alpha=0.0, max_extra_length=100,
+                                               grammar=grammar)
+    found = sequences.numpy()[0, 0]
+    assert list(found[found != 0]) == trees[int(np.argmax(log_probs))]
+    np.testing.assert_allclose(scores.numpy()[0, 0], log_probs.max(), rtol=1e-4, atol=1e-4)
 
 
 def test_the_constraint_without_its_grammar_is_refused_not_ignored():
