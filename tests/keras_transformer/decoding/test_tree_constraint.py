@@ -18,9 +18,10 @@ from keras_transformer import Transformer, TransformerConfig
 from keras_transformer.config import DecodingConfig
 from keras_transformer.decoding import search, tree_constraint
 from keras_transformer.training import evaluation
-from keras_transformer.losses import decoder_inputs
-from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID
+from keras_transformer.special_ids import EOS_ID, PAD_ID
 from pipelines import linearized_trees
+# log P(Y | X) by teacher forcing, over the vocabulary less PAD and BOS (what a search may write)
+from tests.keras_transformer.decoding.test_sampling import sequence_log_probs
 
 S = linearized_trees.SENTENCEPIECE_SPACE
 PIECES = ["<pad>", "<unk>", "<s>", "</s>",
@@ -145,17 +146,6 @@ def test_dev_evaluation_decodes_under_the_constraint_as_translate_and_the_export
     assert repaired >= 6  # of 12: without the grammar the setting would be a silent no-op
 
 
-def teacher_forced_log_probs(model, sources, sequences):
-    """log P(Y | X) of each row of `sequences` (B, T, EOS then 0s) from the full causal forward pass
-    (not the search's cache), over the vocabulary less PAD and BOS (what a search may write)."""
-    sequences = np.asarray(sequences)
-    logits = model((tf.constant(sources), decoder_inputs(sequences)), training=False).numpy()
-    logits[..., [PAD_ID, BOS_ID]] = -np.inf
-    log_probs = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
-    picked = np.take_along_axis(log_probs, sequences[..., None], axis=-1)[..., 0]
-    return np.where(sequences != 0, picked, 0.0).sum(axis=1)
-
-
 @pytest.mark.parametrize("beam_size, alpha", [(1, 0.0), (4, 0.0), (4, 0.6)])
 def test_a_constrained_search_scores_its_trees_by_the_model_s_own_log_probability(grammar, beam_size, alpha):
     """The rules mask tokens after the model's softmax: a tree's score is log P(Y | X) under the
@@ -168,7 +158,7 @@ def test_a_constrained_search_scores_its_trees_by_the_model_s_own_log_probabilit
         for slot in range(beam_size):
             best = sequences.numpy()[:, slot]
             lengths = np.count_nonzero(best, axis=1)
-            expected = teacher_forced_log_probs(model, source_ids(), best) / ((5.0 + lengths) / 6.0) ** alpha
+            expected = sequence_log_probs(model, source_ids(), best) / ((5.0 + lengths) / 6.0) ** alpha
             np.testing.assert_allclose(scores.numpy()[:, slot], expected, rtol=1e-4, atol=1e-4)
 
 
@@ -195,7 +185,7 @@ def test_a_beam_as_wide_as_the_trees_finds_the_tree_the_model_rates_highest(gram
     width = max(len(t) for t in trees)
     candidates = np.array([t + [0] * (width - len(t)) for t in trees], np.int32)
     source = np.array([[ID[S + "bark"], EOS_ID]] * len(trees), np.int32)
-    log_probs = teacher_forced_log_probs(model, source, candidates)
+    log_probs = sequence_log_probs(model, source, candidates)
     sequences, scores = search.translate_ids(model, source[:1], beam_size=40, alpha=0.0, max_extra_length=100,
                                                grammar=grammar)
     found = sequences.numpy()[0, 0]
