@@ -80,10 +80,10 @@ def _cpu_vendor():
 def ct2_model(tmp_path_factory):
     """A CTranslate2 float32 folder of an untrained tiny model (only its load matters here)."""
     from export import ctranslate2_model  # pylint: disable=import-outside-toplevel
-    from tests.helpers.export_models import make_model_dir  # pylint: disable=import-outside-toplevel
+    from tests.helpers.export_models import shared_model_dir  # pylint: disable=import-outside-toplevel
 
     model_dir = tmp_path_factory.mktemp("run")
-    make_model_dir(model_dir, steps=0)
+    shared_model_dir(tmp_path_factory, model_dir, steps=0)
     path, _ = ctranslate2_model.convert(str(model_dir), str(tmp_path_factory.mktemp("ct2") / "model"))
     return path
 

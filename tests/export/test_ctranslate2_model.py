@@ -1,6 +1,6 @@
 """The CTranslate2 export: the same network as the TensorFlow model, checked by scoring and decoding.
 
-One tiny trained training directory (`export_models.make_model_dir`) exported with
+One tiny trained training directory (`export_models.shared_model_dir`) exported with
 `python -m export --format=ctranslate2` (float32) and with `convert(quantization="int8")`.
 The teacher-forced log-probabilities of CTranslate2 equal the model's (this catches any wrong
 weight, transposition, scale, position table or layer-norm epsilon), greedy search gives the
@@ -26,7 +26,7 @@ from keras_transformer.losses import decoder_inputs  # noqa: E402
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID  # noqa: E402
 from pipelines import grammar_corpus, tokenizers  # noqa: E402
 from tests.helpers.commands import assert_one_error_line, run_command  # noqa: E402
-from tests.helpers.export_models import MAX_LENGTH, make_model_dir  # noqa: E402
+from tests.helpers.export_models import MAX_LENGTH, shared_model_dir  # noqa: E402
 
 SENTENCES = 40
 
@@ -35,7 +35,7 @@ SENTENCES = 40
 def run(tmp_path_factory):
     """(training directory, exports folder, source sentences, reference targets, model, tokenizer)."""
     path = tmp_path_factory.mktemp("run")
-    make_model_dir(path)
+    shared_model_dir(tmp_path_factory, path)
     out = tmp_path_factory.mktemp("ct2") / "transformer"
     result = run_command("-m", "export", f"--model_dir={path}", f"--export_dir={out}", "--format=ctranslate2",
                          "--beam_size=4", "--alpha=0.6", timeout=600)

@@ -19,7 +19,7 @@ from keras_transformer.run_dir import layout
 from pipelines import tokenizers
 from tests.export.test_serving_module import FRESH_PROCESS, SIGNATURES
 from tests.helpers.commands import assert_one_error_line, run_command
-from tests.helpers.export_models import make_model_dir
+from tests.helpers.export_models import make_model_dir, shared_model_dir
 from tests.helpers.files import write_run_settings as write_run
 
 DECODING = DecodingConfig(beam_size=3, alpha=0.6, max_extra_length=20)
@@ -97,7 +97,7 @@ def test_mismatched_vocabularies_are_one_error_line_through_the_commands(tmp_pat
 def runs(tmp_path_factory):
     """Two tiny runs of one tokenizer and different shapes (the second: 1 layer, d_model 32)."""
     a = tmp_path_factory.mktemp("a")
-    pairs = make_model_dir(a)
+    pairs = shared_model_dir(tmp_path_factory, a)
     b = tmp_path_factory.mktemp("b")
     make_model_dir(b, steps=100, seed=1, tokenizer_from=a, num_layers=1, d_model=32, d_ff=64, num_heads=4)
     return str(a), str(b), pairs

@@ -26,7 +26,7 @@ from keras_transformer.run_dir import layout
 from keras_transformer.config import DecodingConfig, SamplingConfig
 from pipelines import tokenizers
 from tests.helpers.commands import assert_one_error_line, run_command
-from tests.helpers.export_models import FRESH_PROCESS, MAX_LENGTH, make_model_dir
+from tests.helpers.export_models import FRESH_PROCESS, MAX_LENGTH, shared_model_dir
 
 DECODING = DecodingConfig(beam_size=4, alpha=0.6, max_extra_length=50)
 SIGNATURES = ["score", "serving_default", "translate_n_best", "translate_sampled", "translate_with_attention",
@@ -44,7 +44,7 @@ BAD_INPUTS = {
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("run")
-    pairs = make_model_dir(path)
+    pairs = shared_model_dir(tmp_path_factory, path)
     return path, pairs
 
 

@@ -21,7 +21,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
 from export import client, serving_module, versions, warmup
-from tests.helpers.export_models import make_model_dir
+from tests.helpers.export_models import make_model_dir, shared_model_dir
 from keras_transformer.config import DecodingConfig
 from keras_transformer.decoding import precision as precision_lib
 
@@ -32,7 +32,7 @@ INPUT = serving_module.SIGNATURE_INPUT
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     run = tmp_path_factory.mktemp("run")
-    make_model_dir(run, steps=0)
+    shared_model_dir(tmp_path_factory, run, steps=0)
     return run
 
 

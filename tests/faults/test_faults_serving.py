@@ -19,7 +19,7 @@ import pytest
 from export import versions
 from tasks import translation
 from tests.helpers.commands import assert_one_error_line, run_command
-from tests.helpers.export_models import make_model_dir
+from tests.helpers.export_models import shared_model_dir
 
 
 def snapshot(path: pathlib.Path) -> dict:
@@ -34,7 +34,7 @@ def root(tmp_path_factory):
     """A training directory (an untrained tiny model: nothing here is translated), an input,
     an existing output, an export base folder with a version, and a plain file."""
     root = tmp_path_factory.mktemp("faults")
-    make_model_dir(root / "run", steps=0)
+    shared_model_dir(tmp_path_factory, root / "run", steps=0)
     (root / "source.txt").write_text("Der Hund.\nDie Katze.\nDer Mann.\n", encoding="utf-8")
     (root / "short.txt").write_text("The dog.\nThe cat.\n", encoding="utf-8")
     (root / "hyp.txt").write_text("an earlier translation\n", encoding="utf-8")

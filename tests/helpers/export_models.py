@@ -4,10 +4,13 @@
 tokenizer (500 ids) trained on embedded-corpus sentences, and a checkpoint of a
 TransformerConfig.tiny model trained for a few seconds, so that it ends its outputs with EOS
 at varied lengths (random weights only repeat one token up to the length limit).
+`shared_model_dir(tmp_path_factory, path, ...)`: the same, trained once per test session for the
+same arguments and copied into `path` (the module fixtures of several files ask for one model).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import textwrap
 
@@ -20,6 +23,7 @@ from keras_transformer.config import TransformerConfig
 from keras_transformer.losses import decoder_inputs
 from keras_transformer.model import Transformer
 from pipelines import grammar_corpus, tokenizers
+from tests.helpers.shared_folders import key_of, shared_copy
 
 VOCAB_SIZE = 500
 MAX_LENGTH = 48
@@ -102,3 +106,17 @@ def make_model_dir(path, *, steps: int = 150, seed: int = 0, num_pairs: int = 40
     )
     manager.save(checkpoint_number=steps)
     return pairs
+
+
+def shared_model_dir(tmp_path_factory, path, **kwargs) -> list[tuple[str, str]]:
+    """`make_model_dir(path, **kwargs)`, trained once per test session for the same arguments
+    (`shared_folders.shared_copy`: under pytest-xdist, once for all workers) and copied into `path`;
+    returns the same pairs. Not with `tokenizer_from`: another caller's folder is not a key."""
+    if kwargs.get("tokenizer_from") is not None:
+        raise ValueError("shared_model_dir: tokenizer_from names a caller's folder; use make_model_dir")
+    arguments = inspect.signature(make_model_dir).bind(path, **kwargs)
+    arguments.apply_defaults()  # make_model_dir(p) and make_model_dir(p, steps=150) are one model
+    settings = {name: value for name, value in arguments.arguments.items() if name != "path"}
+    pairs = shared_copy(tmp_path_factory, key_of("make_model_dir", settings),
+                        lambda folder: make_model_dir(folder, **kwargs), path)
+    return [tuple(pair) for pair in pairs]

@@ -9,7 +9,7 @@ from export import client, serving_module
 from keras_transformer.decoding import sorted_batches
 from keras_transformer.config import DecodingConfig
 from tests.helpers.commands import assert_one_error_line, run_command
-from tests.helpers.export_models import make_model_dir
+from tests.helpers.export_models import shared_model_dir
 
 
 def run(*args, stdin=None):
@@ -19,7 +19,7 @@ def run(*args, stdin=None):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     root = tmp_path_factory.mktemp("translate")
-    pairs = make_model_dir(root / "run")[:20]
+    pairs = shared_model_dir(tmp_path_factory, root / "run")[:20]
     (root / "source.txt").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
     (root / "reference.txt").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
     translator, _ = serving_module.from_model_dir(str(root / "run"), DecodingConfig())
