@@ -28,7 +28,7 @@ import pytest
 
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.paths import REPO
-from tests.helpers.train_runs import TINY, train_args
+from tests.helpers.train_runs import TINY, shared_tiny_run, train_args
 
 SLOW = 900  # seconds a command that trains, evaluates or exports may take on a busy machine
 FINISHED = ("--train_steps=12", "--checkpoint_every_steps=6", "--eval_every_steps=0", "--eval_max_sentences=8",
@@ -46,12 +46,11 @@ def snapshot(directory) -> dict:
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     """A finished tiny run (checkpoints at steps 6 and 12, evaluated and averaged), its flag file
-    and a folder of small inputs."""
+    and a folder of small inputs. The run is test_faults_training.py's (the same flags), copied."""
     base = tmp_path_factory.mktemp("commands")
     flagfile = base / "tiny.flags"
     flagfile.write_text(TINY)
-    result = run_command(*train_args(base / "run", *FINISHED, flagfile=flagfile), timeout=SLOW)
-    assert result.returncode == 0, result.stderr[-2000:]
+    shared_tiny_run(tmp_path_factory, base / "run", *FINISHED, timeout=SLOW)
     (base / "source.txt").write_text("A dog runs .\nThe cat sleeps .\n", encoding="utf-8")
     (base / "reference.txt").write_text("Ein Hund rennt .\nDie Katze schläft .\n", encoding="utf-8")
     return base

@@ -19,7 +19,7 @@ import pytest
 
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.paths import REPO
-from tests.helpers.train_runs import TINY, latest_step, train_args
+from tests.helpers.train_runs import TINY, latest_step, shared_tiny_run, train_args
 
 FINISHED = ("--train_steps=12", "--checkpoint_every_steps=6", "--eval_every_steps=0", "--eval_max_sentences=8",
             "--average_checkpoints=2", "--keep_checkpoints=2")
@@ -35,13 +35,13 @@ def snapshot(directory):
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
-    """A finished tiny run: checkpoints at steps 6 and 12, evaluated and averaged at the end."""
+    """A finished tiny run: checkpoints at steps 6 and 12, evaluated and averaged at the end
+    (test_faults_commands.py's: the same flags, trained once and copied)."""
     base = tmp_path_factory.mktemp("finished")
     flagfile = base / "tiny.flags"
     flagfile.write_text(TINY)
     model_dir = base / "run"
-    result = run_command(*train_args(model_dir, *FINISHED, flagfile=flagfile))
-    assert result.returncode == 0, result.stderr[-2000:]
+    shared_tiny_run(tmp_path_factory, model_dir, *FINISHED)
     return model_dir, flagfile
 
 

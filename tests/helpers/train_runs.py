@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from tests.helpers.commands import run_command
 from tests.helpers.paths import REPO
+from tests.helpers.shared_folders import key_of, shared_copy
 
 TINY = (REPO / "configs" / "tiny.flags").read_text(encoding="utf-8")
 
@@ -23,3 +25,18 @@ def latest_step(model_dir):
         return None
     first = state.read_text().splitlines()[0]  # model_checkpoint_path: "ckpt-N"
     return int(first.split("ckpt-")[1].rstrip('"'))
+
+
+def shared_tiny_run(tmp_path_factory, model_dir, *flags, timeout=900) -> None:
+    """A finished run of the tiny recipe with `flags` in `model_dir`: the training command's,
+    trained once per test session for the same flags (`shared_folders.shared_copy`: under
+    pytest-xdist, once for all workers) and copied there. A run names no path of its own (its
+    checkpoint lists are relative), so the copy is that run. Fails the caller if training fails."""
+
+    def build(folder):
+        flagfile = folder.parent / "tiny.flags"
+        flagfile.write_text(TINY)
+        result = run_command(*train_args(folder, *flags, flagfile=flagfile), timeout=timeout)
+        assert result.returncode == 0, result.stderr[-2000:]
+
+    shared_copy(tmp_path_factory, key_of("tiny run", TINY, flags), build, model_dir)
