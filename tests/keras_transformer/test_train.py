@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.paths import REPO
-from tests.helpers.train_runs import latest_step, train_args
+from tests.helpers.train_runs import TINY, latest_step, train_args
 
 
 @pytest.mark.parametrize("flags, fragment", [
@@ -70,35 +71,49 @@ def test_tiny_run_learns_resumes_and_refuses_another_model(tmp_path, flagfile):
     assert_one_error_line(other, "d_model=32 (saved) vs 64 (flags)")
 
 
-def test_a_run_with_bpe_dropout_records_it_trains_and_evaluates(tmp_path, flagfile):
+# The two levers of the tests below, in one run: BPE-dropout segments only the training stream (the
+# dev pairs are tokenized as always), so the EMA test's dev losses are the moving average's either way.
+LEVERS = ("--train_steps=20", "--eval_every_steps=20", "--bpe_dropout=0.1", "--ema_decay=0.9",
+          "--eval_max_sentences=-1", "--precision=float32")  # the restored model decodes in float32: the same numbers
+
+
+@pytest.fixture(scope="module")
+def levers_run(tmp_path_factory):
+    """A tiny run of 20 updates with --bpe_dropout=0.1 and --ema_decay=0.9 (`LEVERS`), its flag
+    file and the training command's result. Tests that run a command on it copy it first."""
+    base = tmp_path_factory.mktemp("levers")
+    flagfile = base / "tiny.flags"
+    flagfile.write_text(TINY)
+    model_dir = base / "run"
+    trained = run_command(*train_args(model_dir, *LEVERS, flagfile=flagfile))
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    return model_dir, flagfile, trained
+
+
+def test_a_run_with_bpe_dropout_records_it_trains_and_evaluates(levers_run):
     """BPE-dropout reaches the training stream (the log and model_config.json say so); the run
     trains and evaluates. Whether it learns faster or slower is the recipe's question, measured in
     docs/BENCHMARKS.md: its draws are not seeded, so a margin here would be a coin toss."""
-    model_dir = tmp_path / "run"
-    trained = run_command(*train_args(model_dir, "--train_steps=20", "--eval_every_steps=20", "--bpe_dropout=0.1",
-                                      "--eval_max_sentences=-1", "--precision=float32", flagfile=flagfile))
-    assert trained.returncode == 0, trained.stderr[-2000:]
+    model_dir, _, trained = levers_run
     assert "BPE-dropout 0.1 (a new segmentation each epoch, not seeded)" in trained.stdout
     assert json.loads((model_dir / "model_config.json").read_text())["data"]["bpe_dropout"] == 0.1
     history = json.loads((model_dir / "eval" / "history.json").read_text())["evaluations"]
     assert [h["step"] for h in history] == [20] and np.isfinite(history[0]["loss"])
 
 
-def test_a_run_with_ema_decay_records_it_and_evaluate_only_scores_the_average(tmp_path, flagfile):
+def test_a_run_with_ema_decay_records_it_and_evaluate_only_scores_the_average(levers_run, tmp_path):
     """The dev loss of the training run's evaluation (the shadow swapped in) is the loss
     `--evaluate_only` finds from the saved checkpoint: both score the moving average."""
+    run, flagfile, _ = levers_run
     model_dir = tmp_path / "run"
-    args = ("--train_steps=20", "--eval_every_steps=20", "--ema_decay=0.9", "--eval_max_sentences=-1",
-            "--precision=float32")  # the restored model decodes in float32: the same numbers
-    trained = run_command(*train_args(model_dir, *args, flagfile=flagfile))
-    assert trained.returncode == 0, trained.stderr[-2000:]
+    shutil.copytree(run, model_dir)  # --evaluate_only writes its translations into the run
     assert json.loads((model_dir / "model_config.json").read_text())["training"]["ema_decay"] == 0.9
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
     keys = [name for name, _ in tf.train.list_variables(str(model_dir / "checkpoints" / "ckpt-20"))]
     assert any(name.startswith("ema/shadow/") for name in keys)
     history = json.loads((model_dir / "eval" / "history.json").read_text())["evaluations"]
-    evaluated = run_command(*train_args(model_dir, *args, "--evaluate_only", flagfile=flagfile))
+    evaluated = run_command(*train_args(model_dir, *LEVERS, "--evaluate_only", flagfile=flagfile))
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
     line = [line for line in evaluated.stdout.splitlines() if "ckpt-20" in line][-1]
     results = json.loads(line[line.index("{"):])
