@@ -27,15 +27,24 @@ def files(tmp_path_factory):
     return root
 
 
-def test_from_model_dir_with_reference_and_from_export_agree(files):
+@pytest.fixture(scope="module")
+def translated(files):
+    """source.txt translated from the training directory into hyp.txt and scored (--batch_size=8),
+    once for the module: (the command's result, the hypotheses). The tests that need the plain
+    translations take them from here: they do not depend on the batch size (the first test checks
+    them against the export's in batches of 5)."""
     result = run(f"--model_dir={files / 'run'}", f"--input={files / 'source.txt'}",
                  f"--output={files / 'hyp.txt'}", f"--reference={files / 'reference.txt'}", "--batch_size=8")
     assert result.returncode == 0, result.stderr[-2000:]
+    return result, (files / "hyp.txt").read_text(encoding="utf-8").splitlines()
+
+
+def test_from_model_dir_with_reference_and_from_export_agree(files, translated):
+    result, hypotheses = translated
     report = result.stdout
     assert report.startswith("BLEU = ") and "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in report
     assert [line.split(" = ")[0] for line in report.splitlines()[0::2]] == ["BLEU", "chrF2", "chrF2++"]
     assert "|nc:6|nw:0|" in report and "|nc:6|nw:2|" in report  # chrF and chrF++ signatures
-    hypotheses = (files / "hyp.txt").read_text(encoding="utf-8").splitlines()
     assert len(hypotheses) == 20
     # stderr is a pipe: no progress bar (ANSI colours, carriage returns), plain lines only.
     stderr = result.stderr
@@ -56,9 +65,9 @@ def test_from_model_dir_with_reference_and_from_export_agree(files):
         result.stderr[-1000:]
 
 
-def test_n_best_from_model_dir_and_from_export_agree_and_lead_with_the_best(files):
+def test_n_best_from_model_dir_and_from_export_agree_and_lead_with_the_best(files, translated):
     """--n_best=3: Moses n-best lines, best first; the first of each sentence is its 1-best
-    translation of the same search (beam 4), from a training directory and from the export."""
+    translation of the same search (beam 4, `translated`), from a training directory and from the export."""
     lines = (files / "source.txt").read_text(encoding="utf-8").splitlines()[:8] + [""]
     (files / "nbest_source.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     outputs = {}
@@ -77,8 +86,8 @@ def test_n_best_from_model_dir_and_from_export_agree_and_lead_with_the_best(file
     for hypotheses in list(by_sentence.values())[:-1]:
         assert len(hypotheses) == 3
         assert [score for _, score in hypotheses] == sorted((score for _, score in hypotheses), reverse=True)
-    one_best = run(f"--model_dir={files / 'run'}", f"--input={files / 'nbest_source.txt'}", "--output=-")
-    assert one_best.stdout.splitlines()[:-1] == [by_sentence[i][0][0] for i in range(len(lines) - 1)]
+    one_best = translated[1][:len(lines) - 1]  # the plain translations of the same first 8 sentences
+    assert one_best == [by_sentence[i][0][0] for i in range(len(lines) - 1)]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -151,9 +160,9 @@ def test_sampling_from_model_dir_and_from_export_agree_and_the_seed_decides(file
     assert cold.stdout == greedy.stdout
 
 
-def test_target_prefixes_from_model_dir_and_from_export_agree_and_start_each_translation(files):
+def test_target_prefixes_from_model_dir_and_from_export_agree_and_start_each_translation(files, translated):
     sources = (files / "source.txt").read_text(encoding="utf-8").splitlines()
-    plain = run(f"--model_dir={files / 'run'}", f"--input={files / 'source.txt'}", "--output=-").stdout.splitlines()
+    plain = translated[1]
     # Every other line gets the first word of another line's translation as its prefix; the rest none.
     prefixes = [plain[(i + 3) % len(plain)].split(" ")[0] if i % 2 else "" for i in range(len(sources))]
     (files / "prefixes.txt").write_text("".join(p + "\n" for p in prefixes), encoding="utf-8")
