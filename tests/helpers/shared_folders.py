@@ -32,10 +32,11 @@ def key_of(*parts) -> str:
 
 
 def _root(tmp_path_factory) -> pathlib.Path:
-    """The folder every process of this test session sees: with pytest-xdist the parent of the
-    worker's base folder (the controller's), else the session's base folder."""
+    """The folder every process of this test session sees: in a pytest-xdist worker the parent of
+    its base folder (the controller's, which names it popen-<worker>), else the session's base folder."""
     base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return base.parent if worker and base.name == f"popen-{worker}" else base
 
 
 def shared_copy(tmp_path_factory, key: str, build: Callable[[pathlib.Path], Any], path) -> Any:
