@@ -28,11 +28,9 @@ import pytest
 
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.paths import REPO
-from tests.helpers.train_runs import TINY, shared_tiny_run, train_args
+from tests.helpers.train_runs import FINISHED, TINY, shared_tiny_run, train_args
 
 SLOW = 900  # seconds a command that trains, evaluates or exports may take on a busy machine
-FINISHED = ("--train_steps=12", "--checkpoint_every_steps=6", "--eval_every_steps=0", "--eval_max_sentences=8",
-            "--average_checkpoints=2", "--keep_checkpoints=2")
 
 
 def snapshot(directory) -> dict:

@@ -19,10 +19,8 @@ import pytest
 
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.paths import REPO
-from tests.helpers.train_runs import TINY, latest_step, shared_tiny_run, train_args
+from tests.helpers.train_runs import FINISHED, TINY, latest_step, shared_tiny_run, train_args
 
-FINISHED = ("--train_steps=12", "--checkpoint_every_steps=6", "--eval_every_steps=0", "--eval_max_sentences=8",
-            "--average_checkpoints=2", "--keep_checkpoints=2")
 LONG = ("--train_steps=100000", "--log_every_steps=1", "--checkpoint_every_steps=0", "--eval_every_steps=0",
         "--eval_max_sentences=-1")
 

@@ -7,6 +7,10 @@ from tests.helpers.paths import REPO
 from tests.helpers.shared_folders import key_of, shared_copy
 
 TINY = (REPO / "configs" / "tiny.flags").read_text(encoding="utf-8")
+# A finished tiny run (checkpoints at 6 and 12, evaluated and averaged): the fault tests' common run,
+# trained once per session by `shared_tiny_run` for every module that asks for it.
+FINISHED = ("--train_steps=12", "--checkpoint_every_steps=6", "--eval_every_steps=0", "--eval_max_sentences=8",
+            "--average_checkpoints=2", "--keep_checkpoints=2")
 
 
 def train_args(model_dir, *flags, flagfile=None) -> list[str]:
