@@ -83,7 +83,7 @@ class DataConfig:
         tokenizer: "bpe" (the paper's), "unigram" or "wordpiece".
         vocab_size: an upper bound on the trained vocabulary (paper: about 37,000).
         shared_vocab: one vocabulary for both sides (section 3.4).
-        lowercase: case-fold text before tokenizing.
+        lowercase: lowercase text before tokenizing (Unicode lowercase; German ß stays ß).
         split_by_script: no subword joins two Unicode scripts (sentencepiece's default); False
             for linearized trees, whose brackets and labels then make one piece.
         batch_tokens: source (and target) tokens of one update, padding included (paper: 25,000).

@@ -58,6 +58,12 @@ CONFIG_FILE = "tokenizer.json"
 SENTENCEPIECE_FILE = "tokenizer.model"
 WORDPIECE_FILE = "vocab.txt"
 TYPES = ("bpe", "unigram", "wordpiece")
+# How `lowercase` tokenizers fold case. "lower" (Unicode lowercase, `tf.strings.lower`): ß, ä, ö, ü
+# stay as they are, as in lowercased references (Moses' lowercase.perl, Python's str.lower), so a
+# German model writes "weiße", not "weisse". "case_fold" (`tensorflow_text.case_fold_utf8`, NFKC
+# case folding: ß -> ss, final sigma -> sigma, compatibility characters decomposed): what every
+# lowercase tokenizer did before "lower"; a saved tokenizer.json without "lowercase_op" has it.
+LOWERCASE_OPS = ("lower", "case_fold")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +77,8 @@ class TokenizerConfig:
             (sentencepiece's hard_vocab_limit=False); size the model's embedding
             with the trained tokenizer's `vocab_size`.
         shared: one vocabulary for source and target (the paper); else one per side.
-        lowercase: case-fold text before tokenizing (then round trips lose case).
+        lowercase: lowercase text before tokenizing (Unicode lowercase: German ß stays ß, as in
+            lowercased references; round trips lose case).
         split_by_script: sentencepiece's split_by_unicode_script: no piece joins characters of
             two Unicode scripts (punctuation is one); False lets a linearized tree's "(NP" be one
             piece instead of "(" + "NP" (section 6.3's targets: 62 instead of 100 pieces a tree).
@@ -141,16 +148,20 @@ class Tokenizer(tf.Module):
     Attributes:
         type: "bpe", "unigram" or "wordpiece".
         vocab_size: number of ids, special ones included.
-        lowercase: whether text is case-folded first.
+        lowercase: whether text is lowercased first.
+        lowercase_op: how (`LOWERCASE_OPS`): "lower" for every tokenizer trained now.
         asset_path: the model/vocabulary file on disk once saved or loaded (for the
             exporter's `tf.saved_model.Asset`), else None.
     """
 
-    def __init__(self, type: str, vocab_size: int, lowercase: bool, name=None):  # pylint: disable=redefined-builtin
+    def __init__(self, type: str, vocab_size: int, lowercase: bool, lowercase_op: str = "lower", name=None):  # pylint: disable=redefined-builtin
         super().__init__(name=name)
+        if lowercase_op not in LOWERCASE_OPS:
+            raise ValueError(f"lowercase_op={lowercase_op!r}: expected one of {LOWERCASE_OPS}")
         self.type = type
         self.vocab_size = int(vocab_size)
         self.lowercase = bool(lowercase)
+        self.lowercase_op = lowercase_op
         self.asset_path: Optional[str] = None
 
     @property
@@ -185,7 +196,7 @@ class Tokenizer(tf.Module):
         check_bpe_dropout(bpe_dropout, self.type)
         strings = tf.convert_to_tensor(strings, tf.string)
         if self.lowercase:
-            strings = tf_text.case_fold_utf8(strings)
+            strings = _lowercase_op(self.lowercase_op)(strings)
         pieces = self._sampled_pieces(strings, bpe_dropout) if bpe_dropout else self._pieces(strings)
         ids = tf.cast(pieces, tf.int32)
         if add_eos:
@@ -198,9 +209,14 @@ class Tokenizer(tf.Module):
         return self._join(_trim(ids))
 
     def settings(self) -> dict:
-        return {"type": self.type, "vocab_size": self.vocab_size,
-                "lowercase": self.lowercase, "model_file": self.model_file,
-                "pad_id": PAD_ID, "unk_id": UNK_ID, "bos_id": BOS_ID, "eos_id": EOS_ID}
+        settings = {"type": self.type, "vocab_size": self.vocab_size,
+                    "lowercase": self.lowercase, "model_file": self.model_file,
+                    "pad_id": PAD_ID, "unk_id": UNK_ID, "bos_id": BOS_ID, "eos_id": EOS_ID}
+        if self.lowercase and self.lowercase_op != "case_fold":
+            # Only where it says something new: a case-folding or cased tokenizer keeps the settings
+            # (and so the fingerprint, `fingerprint`) it was saved with before the key existed.
+            settings["lowercase_op"] = self.lowercase_op
+        return settings
 
     def save(self, directory: str) -> str:
         """Writes the model file, then `tokenizer.json`, into `directory` (each atomically); returns it."""
@@ -219,7 +235,8 @@ class SentencePieceTokenizer(Tokenizer):
     Args:
         model: the serialized sentencepiece `ModelProto` (bytes).
         type: "bpe" or "unigram" (informational).
-        lowercase: case-fold inputs with `tensorflow_text.case_fold_utf8`.
+        lowercase: lowercase inputs first, as `lowercase_op` says (`LOWERCASE_OPS`).
+        lowercase_op: "lower" or, for tokenizers saved before it, "case_fold".
 
     Example:
         >>> tok = train(["Grüße aus Köln.", "Hello, world!"] * 50,
@@ -228,13 +245,14 @@ class SentencePieceTokenizer(Tokenizer):
         array([b'Gr\\xc3\\xbc\\xc3\\x9fe, world!'], dtype=object)
     """
 
-    def __init__(self, model: bytes, type: str = "bpe", lowercase: bool = False, name=None):  # pylint: disable=redefined-builtin
+    def __init__(self, model: bytes, type: str = "bpe", lowercase: bool = False, lowercase_op: str = "lower",  # pylint: disable=redefined-builtin
+                 name=None):
         processor = spm.SentencePieceProcessor(model_proto=model)
         specials = [processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id()]
         if specials != list(SPECIAL_IDS):
             raise ValueError(f"sentencepiece model has special ids (pad, unk, bos, eos) = "
                              f"{specials}, expected {list(SPECIAL_IDS)}")
-        super().__init__(type, processor.get_piece_size(), lowercase, name=name)
+        super().__init__(type, processor.get_piece_size(), lowercase, lowercase_op, name=name)
         self._model = model
         with silence_native_stderr():  # each model resource logs "normalizer.cc ... precompiled_charsmap is empty"
             self._sp = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
@@ -275,15 +293,16 @@ class WordPieceTokenizer(Tokenizer):
     Args:
         vocab: the pieces, starting with [PAD], [UNK], [BOS], [EOS] in that order;
             word-internal pieces carry the "##" prefix.
-        lowercase: case-fold inputs with `tensorflow_text.case_fold_utf8`.
+        lowercase: lowercase inputs first, as `lowercase_op` says (`LOWERCASE_OPS`).
+        lowercase_op: "lower" or, for tokenizers saved before it, "case_fold".
     """
 
-    def __init__(self, vocab: Sequence[str], lowercase: bool = False, name=None):
+    def __init__(self, vocab: Sequence[str], lowercase: bool = False, lowercase_op: str = "lower", name=None):
         vocab = list(vocab)
         if tuple(vocab[:4]) != WORDPIECE_SPECIAL_TOKENS:
             raise ValueError(f"WordPiece vocabulary must start with {WORDPIECE_SPECIAL_TOKENS}, "
                              f"got {tuple(vocab[:4])}")
-        super().__init__("wordpiece", len(vocab), lowercase, name=name)
+        super().__init__("wordpiece", len(vocab), lowercase, lowercase_op, name=name)
         self._vocab = vocab
         self._wp = tf_text.FastWordpieceTokenizer(
                 vocab=vocab, token_out_type=tf.int32, unknown_token="[UNK]",
@@ -334,16 +353,24 @@ def _train_sentencepiece(sentences: Iterable[str], model_type: str, vocab_size: 
     return model.getvalue()
 
 
-def _case_fold(sentences: Iterable[str]) -> Iterator[str]:
-    """Case-folds with the same op `tokenize` runs (`tensorflow_text.case_fold_utf8`)."""
+def _lowercase_op(name: str) -> Callable[[tf.Tensor], tf.Tensor]:
+    """The op `LOWERCASE_OPS`' `name` stands for, on a tf.string tensor."""
+    if name == "case_fold":
+        return tf_text.case_fold_utf8
+    return lambda strings: tf.strings.lower(strings, encoding="utf-8")
+
+
+def _lowercase(sentences: Iterable[str]) -> Iterator[str]:
+    """Lowercases with the op a tokenizer trained now runs, so its vocabulary is learned on what it reads."""
+    lower = _lowercase_op("lower")
     batch = []
     for s in sentences:
         batch.append(s)
         if len(batch) == 4096:
-            yield from (x.decode("utf-8") for x in tf_text.case_fold_utf8(batch).numpy())
+            yield from (x.decode("utf-8") for x in lower(tf.constant(batch, tf.string)).numpy())
             batch = []
     if batch:
-        yield from (x.decode("utf-8") for x in tf_text.case_fold_utf8(batch).numpy())
+        yield from (x.decode("utf-8") for x in lower(tf.constant(batch, tf.string)).numpy())
 
 
 def _sample(sentences: Iterable[str], size: int, seed: int) -> list[str]:
@@ -410,7 +437,7 @@ def _wordpiece_vocab(sentences: Iterable[str], config: TokenizerConfig) -> list[
 def train(sentences: Iterable[str], config: TokenizerConfig = TokenizerConfig()) -> Tokenizer:
     """Trains one tokenizer on an iterable of sentences (str)."""
     if config.lowercase:
-        sentences = _case_fold(sentences)
+        sentences = _lowercase(sentences)
     if config.type == "wordpiece":
         return WordPieceTokenizer(_wordpiece_vocab(sentences, config), lowercase=config.lowercase)
     model = _train_sentencepiece(
@@ -470,6 +497,8 @@ def load(directory: str) -> Tokenizer:
     fields = {"model_file": str, "type": str, "lowercase": bool}
     wrong = [name for name, kind in fields.items()
              if not isinstance(settings, dict) or not isinstance(settings.get(name), kind)]
+    if not wrong and settings.get("lowercase_op", "case_fold") not in LOWERCASE_OPS:
+        wrong = ["lowercase_op"]
     if wrong:
         raise DataError(f"{config_path}: not a tokenizer's settings (missing or invalid: {', '.join(wrong)})")
     path = os.path.join(directory, settings["model_file"])
@@ -477,12 +506,14 @@ def load(directory: str) -> Tokenizer:
         raise DataError(f"{path}: no such file (the model file {config_path} names)")
     with open(path, "rb") as f:
         data = f.read()
+    # Saved before "lowercase_op" existed: such a lowercase tokenizer case-folded (`LOWERCASE_OPS`).
+    lowercase_op = settings.get("lowercase_op", "case_fold")
     if settings["type"] == "wordpiece":
         tokenizer = WordPieceTokenizer(data.decode("utf-8").split("\n")[:-1],
-                                       lowercase=settings["lowercase"])
+                                       lowercase=settings["lowercase"], lowercase_op=lowercase_op)
     else:
         tokenizer = SentencePieceTokenizer(data, type=settings["type"],
-                                           lowercase=settings["lowercase"])
+                                           lowercase=settings["lowercase"], lowercase_op=lowercase_op)
     tokenizer.asset_path = path
     return tokenizer
 

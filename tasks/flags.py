@@ -182,7 +182,8 @@ def define_data_flags() -> None:
     flags.DEFINE_integer("vocab_size", 37000, "Vocabulary size, an upper bound, special ids included "
                          "(paper: about 37,000 shared).")
     flags.DEFINE_boolean("shared_vocab", True, "One vocabulary and embedding for both sides (section 3.4).")
-    flags.DEFINE_boolean("lowercase", False, "Case-fold text before tokenizing.")
+    flags.DEFINE_boolean("lowercase", False, "Lowercase text before tokenizing, both sides (Unicode "
+                         "lowercase, as lowercased references are written: German ß stays ß).")
     flags.DEFINE_boolean("split_by_script", True, "SentencePiece: no subword joins characters of two Unicode "
                          "scripts (punctuation is one); false for parse trees, so that '(NP' is one piece.")
     flags.DEFINE_integer("batch_tokens", 25000, "Source (and target) token budget of one batch, padding "

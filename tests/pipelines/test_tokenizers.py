@@ -10,6 +10,7 @@ import sentencepiece as spm
 import tensorflow as tf
 
 from pipelines import text_files
+from pipelines.errors import DataError
 from keras_transformer import special_ids
 from pipelines import tokenizers as tok_lib
 
@@ -104,8 +105,11 @@ def test_save_and_load_in_a_fresh_module(bpe, tmp_path):
                                   bpe.tokenize(x, add_eos=True).to_tensor())
 
 
-def test_tokenizer_survives_a_savedmodel(bpe, tmp_path):
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_tokenizer_survives_a_savedmodel(bpe, pairs, lowercase, tmp_path):
     """The exporter's path: tokenizer ops inside a SavedModel, loaded without Python objects."""
+    if lowercase:
+        bpe, _ = tok_lib.train_pair(pairs[:500], tok_lib.TokenizerConfig(vocab_size=500, lowercase=True))
 
     class Wrapper(tf.Module):
         def __init__(self, tokenizer):
@@ -120,7 +124,7 @@ def test_tokenizer_survives_a_savedmodel(bpe, tmp_path):
     tf.saved_model.save(Wrapper(bpe), str(tmp_path / "sm"))
     restored = tf.saved_model.load(str(tmp_path / "sm"))
     out = restored.round_trip(tf.constant(HARD_CASES))
-    assert [s.decode() for s in out["text"].numpy()] == HARD_CASES
+    assert [s.decode() for s in out["text"].numpy()] == [s.lower() if lowercase else s for s in HARD_CASES]
     np.testing.assert_array_equal(out["ids"], bpe.tokenize(tf.constant(HARD_CASES), add_eos=True).to_tensor())
 
 
@@ -158,6 +162,51 @@ def test_lowercase_folds_case(pairs):
     tokenizer, _ = tok_lib.train_pair(pairs[:500], tok_lib.TokenizerConfig(vocab_size=500, lowercase=True))
     a, b = tokenizer.tokenize(tf.constant(["Der HUND", "der hund"])).to_list()
     assert a == b
+
+
+@pytest.mark.parametrize("model_type", ["bpe", "unigram"])
+def test_lowercase_is_unicode_lowercase_that_keeps_sharp_s(pairs, model_type):
+    """Lowercased references keep ß (Moses' lowercase.perl, str.lower): so must the model's text."""
+    tokenizer, _ = tok_lib.train_pair(pairs[:500], tok_lib.TokenizerConfig(
+        type=model_type, vocab_size=500, lowercase=True))
+    assert tokenizer.lowercase_op == "lower"
+    assert _round_trip(tokenizer, HARD_CASES) == [s.lower() for s in HARD_CASES]
+    assert _round_trip(tokenizer, ["WEIßE Straße, STRASSE"]) == ["weiße straße, strasse"]
+
+
+def _lowercase_pair_saved(pairs, directory, **settings_changes):
+    tokenizer, _ = tok_lib.train_pair(pairs[:500], tok_lib.TokenizerConfig(vocab_size=500, lowercase=True))
+    tok_lib.save(tokenizer, str(directory))
+    config = directory / tok_lib.CONFIG_FILE
+    settings = json.loads(config.read_text(encoding="utf-8"))
+    assert settings["lowercase_op"] == "lower"
+    settings.update(settings_changes)
+    settings = {key: value for key, value in settings.items() if value is not None}
+    config.write_text(json.dumps(settings), encoding="utf-8")
+    return tokenizer, settings
+
+
+def test_lowercase_tokenizer_saved_before_lowercase_op_still_case_folds(pairs, tmp_path):
+    """A lowercase tokenizer.json without "lowercase_op" was written when lowercasing was
+    tensorflow-text's case folding: it keeps folding ß to ss, and its settings, which the model's
+    fingerprint hashes, come back unchanged."""
+    new, old_settings = _lowercase_pair_saved(pairs, tmp_path, lowercase_op=None)
+    old = tok_lib.load(str(tmp_path))
+    assert old.lowercase_op == "case_fold"
+    assert old.settings() == old_settings
+    assert _round_trip(old, ["WEIßE Straße"]) == ["weisse strasse"]
+    assert tok_lib.fingerprint(old, old) != tok_lib.fingerprint(new, new)
+
+
+def test_lowercase_op_saves_loads_and_rejects_an_unknown_op(pairs, tmp_path):
+    saved, _ = _lowercase_pair_saved(pairs, tmp_path / "lower")
+    loaded = tok_lib.load(str(tmp_path / "lower"))
+    assert loaded.lowercase_op == "lower"
+    assert tok_lib.fingerprint(loaded, loaded) == tok_lib.fingerprint(saved, saved)
+    assert _round_trip(loaded, ["WEIßE Straße"]) == ["weiße straße"]
+    _lowercase_pair_saved(pairs, tmp_path / "upper", lowercase_op="upper")
+    with pytest.raises(DataError, match="lowercase_op"):
+        tok_lib.load(str(tmp_path / "upper"))
 
 
 def test_vocab_too_small_is_a_clear_error(pairs):
