@@ -497,7 +497,9 @@ def load(directory: str) -> Tokenizer:
     fields = {"model_file": str, "type": str, "lowercase": bool}
     wrong = [name for name, kind in fields.items()
              if not isinstance(settings, dict) or not isinstance(settings.get(name), kind)]
-    if not wrong and settings.get("lowercase_op", "case_fold") not in LOWERCASE_OPS:
+    # Saved before "lowercase_op" existed: such a lowercase tokenizer case-folded (`LOWERCASE_OPS`).
+    lowercase_op = settings.get("lowercase_op", "case_fold") if not wrong else None
+    if not wrong and lowercase_op not in LOWERCASE_OPS:
         wrong = ["lowercase_op"]
     if wrong:
         raise DataError(f"{config_path}: not a tokenizer's settings (missing or invalid: {', '.join(wrong)})")
@@ -506,8 +508,6 @@ def load(directory: str) -> Tokenizer:
         raise DataError(f"{path}: no such file (the model file {config_path} names)")
     with open(path, "rb") as f:
         data = f.read()
-    # Saved before "lowercase_op" existed: such a lowercase tokenizer case-folded (`LOWERCASE_OPS`).
-    lowercase_op = settings.get("lowercase_op", "case_fold")
     if settings["type"] == "wordpiece":
         tokenizer = WordPieceTokenizer(data.decode("utf-8").split("\n")[:-1],
                                        lowercase=settings["lowercase"], lowercase_op=lowercase_op)

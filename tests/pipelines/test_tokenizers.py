@@ -48,6 +48,12 @@ def bpe(pairs):
     return source
 
 
+@pytest.fixture(scope="module")
+def lowercase_bpe(pairs):
+    tokenizer, _ = tok_lib.train_pair(pairs[:500], tok_lib.TokenizerConfig(vocab_size=500, lowercase=True))
+    return tokenizer
+
+
 def _round_trip(tokenizer, sentences):
     ids = tokenizer.tokenize(tf.constant(sentences))
     return [s.decode("utf-8") for s in tokenizer.detokenize(ids).numpy()]
@@ -106,10 +112,10 @@ def test_save_and_load_in_a_fresh_module(bpe, tmp_path):
 
 
 @pytest.mark.parametrize("lowercase", [False, True])
-def test_tokenizer_survives_a_savedmodel(bpe, pairs, lowercase, tmp_path):
+def test_tokenizer_survives_a_savedmodel(bpe, lowercase_bpe, lowercase, tmp_path):
     """The exporter's path: tokenizer ops inside a SavedModel, loaded without Python objects."""
     if lowercase:
-        bpe, _ = tok_lib.train_pair(pairs[:500], tok_lib.TokenizerConfig(vocab_size=500, lowercase=True))
+        bpe = lowercase_bpe
 
     class Wrapper(tf.Module):
         def __init__(self, tokenizer):
@@ -165,17 +171,16 @@ def test_lowercase_folds_case(pairs):
 
 
 @pytest.mark.parametrize("model_type", ["bpe", "unigram"])
-def test_lowercase_is_unicode_lowercase_that_keeps_sharp_s(pairs, model_type):
+def test_lowercase_is_unicode_lowercase_that_keeps_sharp_s(pairs, lowercase_bpe, model_type):
     """Lowercased references keep ß (Moses' lowercase.perl, str.lower): so must the model's text."""
-    tokenizer, _ = tok_lib.train_pair(pairs[:500], tok_lib.TokenizerConfig(
-        type=model_type, vocab_size=500, lowercase=True))
+    tokenizer = lowercase_bpe if model_type == "bpe" else tok_lib.train_pair(pairs[:500], tok_lib.TokenizerConfig(
+        type=model_type, vocab_size=500, lowercase=True))[0]
     assert tokenizer.lowercase_op == "lower"
     assert _round_trip(tokenizer, HARD_CASES) == [s.lower() for s in HARD_CASES]
     assert _round_trip(tokenizer, ["WEIßE Straße, STRASSE"]) == ["weiße straße, strasse"]
 
 
-def _lowercase_pair_saved(pairs, directory, **settings_changes):
-    tokenizer, _ = tok_lib.train_pair(pairs[:500], tok_lib.TokenizerConfig(vocab_size=500, lowercase=True))
+def _lowercase_pair_saved(tokenizer, directory, **settings_changes):
     tok_lib.save(tokenizer, str(directory))
     config = directory / tok_lib.CONFIG_FILE
     settings = json.loads(config.read_text(encoding="utf-8"))
@@ -186,11 +191,11 @@ def _lowercase_pair_saved(pairs, directory, **settings_changes):
     return tokenizer, settings
 
 
-def test_lowercase_tokenizer_saved_before_lowercase_op_still_case_folds(pairs, tmp_path):
+def test_lowercase_tokenizer_saved_before_lowercase_op_still_case_folds(lowercase_bpe, tmp_path):
     """A lowercase tokenizer.json without "lowercase_op" was written when lowercasing was
     tensorflow-text's case folding: it keeps folding ß to ss, and its settings, which the model's
     fingerprint hashes, come back unchanged."""
-    new, old_settings = _lowercase_pair_saved(pairs, tmp_path, lowercase_op=None)
+    new, old_settings = _lowercase_pair_saved(lowercase_bpe, tmp_path, lowercase_op=None)
     old = tok_lib.load(str(tmp_path))
     assert old.lowercase_op == "case_fold"
     assert old.settings() == old_settings
@@ -198,13 +203,13 @@ def test_lowercase_tokenizer_saved_before_lowercase_op_still_case_folds(pairs, t
     assert tok_lib.fingerprint(old, old) != tok_lib.fingerprint(new, new)
 
 
-def test_lowercase_op_saves_loads_and_rejects_an_unknown_op(pairs, tmp_path):
-    saved, _ = _lowercase_pair_saved(pairs, tmp_path / "lower")
+def test_lowercase_op_saves_loads_and_rejects_an_unknown_op(lowercase_bpe, tmp_path):
+    saved, _ = _lowercase_pair_saved(lowercase_bpe, tmp_path / "lower")
     loaded = tok_lib.load(str(tmp_path / "lower"))
     assert loaded.lowercase_op == "lower"
     assert tok_lib.fingerprint(loaded, loaded) == tok_lib.fingerprint(saved, saved)
     assert _round_trip(loaded, ["WEIßE Straße"]) == ["weiße straße"]
-    _lowercase_pair_saved(pairs, tmp_path / "upper", lowercase_op="upper")
+    _lowercase_pair_saved(lowercase_bpe, tmp_path / "upper", lowercase_op="upper")
     with pytest.raises(DataError, match="lowercase_op"):
         tok_lib.load(str(tmp_path / "upper"))
 
