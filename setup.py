@@ -12,7 +12,7 @@ setuptools.setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=setuptools.find_packages(include=["keras_transformer*", "pipelines*", "export*", "tasks*"]),
+    packages=setuptools.find_packages(include=["keras_transformer*", "pipelines*", "training_directory*", "export*", "tasks*"]),
     install_requires=[
         # TF and tensorflow-text must share a minor version; so must the model server.
         "tensorflow==2.21.*",

@@ -78,6 +78,7 @@ from typing import Callable, Optional, Sequence
 from absl import flags
 
 from keras_transformer import cli
+from keras_transformer.files import command_files, json_files
 from keras_transformer.config import TrainingConfig
 
 FLAGS = flags.FLAGS
@@ -280,7 +281,7 @@ def branch(out_dir: str, run: Run, long_run: Run, training: TrainingConfig, log:
     shutil.rmtree(partial, ignore_errors=True)  # a cut a kill interrupted
     os.makedirs(partial)
     shutil.copytree(os.path.join(source, layout.TOKENIZER_DIR), os.path.join(partial, layout.TOKENIZER_DIR))
-    layout.write_json_atomically(os.path.join(partial, layout.CONFIG_FILE), layout.read_settings(source))
+    json_files.write_json_atomically(os.path.join(partial, layout.CONFIG_FILE), layout.read_settings(source))
     copies = {averaging.checkpoint_step(prefix): prefix for prefix in checkpoints.copy_until(source, partial, at)}
     missing = sorted(step for step in saved_steps(training, long_run.train_steps) - set(copies) if step <= at)
     if missing:
@@ -294,7 +295,7 @@ def branch(out_dir: str, run: Run, long_run: Run, training: TrainingConfig, log:
         best = best_checkpoints.rebuild(os.path.join(partial, layout.BEST_DIR), training.keep_best_checkpoints,
                                         training.best_checkpoint_metric,
                                         [(r["step"], r, copies[r["step"]]) for r in history])
-    layout.write_json_atomically(marker, record)
+    json_files.write_json_atomically(marker, record)
     os.rename(partial, target)
     log(f"{run.name}: {long_run.name} as it stood at update {at:,}: checkpoints {min(copies):,}..{at:,} "
         f"({len(copies)}), {len(history)} dev evaluations, best {[entry['step'] for entry in best]}; the recipe's "
@@ -323,7 +324,7 @@ def check_branch(target: str, marker: str, record: dict, before: list[dict]) -> 
 def score(out_dir: str, name: str, log: Callable[[str], None]) -> None:
     """OUT_DIR/<name>.test_scores by bench/multi30k_scores.py, unless it holds the test row of the
     first --decodings setting already."""
-    from keras_transformer.run_dir import atomic_files  # pylint: disable=g-import-not-at-top
+    from keras_transformer.files import atomic  # pylint: disable=g-import-not-at-top
 
     path = os.path.join(out_dir, name + ".test_scores")
     beam, _, alpha = FLAGS.decodings[0].partition(":")
@@ -339,7 +340,7 @@ def score(out_dir: str, name: str, log: Callable[[str], None]) -> None:
     if done.returncode:
         sys.stderr.write(done.stderr[-3000:])
         raise Stopped(f"{name}: scoring failed (exit {done.returncode})", done.returncode)
-    atomic_files.write_atomically(path, (done.stdout + done.stderr).encode("utf-8"))
+    atomic.write_atomically(path, (done.stdout + done.stderr).encode("utf-8"))
 
 
 def read_scores(path: str) -> dict:
@@ -408,9 +409,9 @@ def main(argv):
     for value in FLAGS.decodings:
         if not re.fullmatch(r"\d+(:\d*\.?\d*)?", value):
             raise ValueError(f"--decodings: {value!r} is not beam:alpha (e.g. 5:1.4)")
-    cli.check_writable_folder(FLAGS.out_dir, "out_dir")
+    command_files.check_writable_folder(FLAGS.out_dir, "out_dir")
     cli.start_tensorflow()
-    from keras_transformer.run_dir import atomic_files  # pylint: disable=g-import-not-at-top
+    from keras_transformer.files import atomic  # pylint: disable=g-import-not-at-top
     from keras_transformer.training import reporting  # pylint: disable=g-import-not-at-top
     from keras_transformer.training.trainer import planned_end  # pylint: disable=g-import-not-at-top
 
@@ -451,7 +452,7 @@ def main(argv):
             sys.exit(2)
         cli.fail(error, code=error.exit_code)
     lines = table(out, runs, sources, notes)
-    atomic_files.write_atomically(os.path.join(out, "table.md"), ("\n".join(lines) + "\n").encode("utf-8"))
+    atomic.write_atomically(os.path.join(out, "table.md"), ("\n".join(lines) + "\n").encode("utf-8"))
     _print("\n".join(lines))
 
 

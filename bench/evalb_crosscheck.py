@@ -1,4 +1,4 @@
-"""Cross-checks `tasks.evalb` against a compiled EVALB on random tree pairs.
+"""Cross-checks `tasks.parsing.evalb` against a compiled EVALB on random tree pairs.
 
     python bench/evalb_crosscheck.py --evalb=EVALB/evalb --prm=EVALB/COLLINS.prm
     python bench/evalb_crosscheck.py --evalb=EVALB/evalb --prm=EVALB/COLLINS.prm --pairs=2000 --seeds=5
@@ -17,16 +17,17 @@ few sentences of punctuation only (EVALB's skipped sentences). Each test tree is
 tree with random edits (nodes dropped, relabelled, wrapped in a unary) or an unrelated random tree
 over the same words. Both are written in EVALB's input format (tags put back, under TOP; the
 test side with the gold tags) and scored by the binary twice: with --prm (labelled) and with a
-copy of it saying LABELED 0 (unlabelled), written to a temporary folder. `tasks.evalb` scores the
-same trees without the tag level, under a root of TOP, ROOT or "" (all three are no constituent
-there).
+copy of it saying LABELED 0 (unlabelled), written to a temporary folder. `tasks.parsing.evalb`
+scores the same trees without the tag level, under a root of TOP, ROOT or "" (all three are no
+constituent there).
 
 Compared, for both runs: every sentence's length, status (0, or 2 for a skipped sentence),
 matched, gold and test brackets; and both summaries ("All" and "len<=40"): the numbers of
 sentences, error, skipped and valid sentences, recall, precision, F-measure and complete match,
 as EVALB prints them (two decimals). The F-measure may differ by 0.01: EVALB computes 2PR/(P+R),
-`tasks.evalb` 200 matched/(gold + test), which can round the other way; and EVALB prints nan
-where nothing matches, `tasks.evalb` 0. --prm must hold COLLINS.prm's settings (`tasks.evalb.COLLINS`).
+`tasks.parsing.evalb` 200 matched/(gold + test), which can round the other way; and EVALB prints
+nan where nothing matches, `tasks.parsing.evalb` 0. --prm must hold COLLINS.prm's settings
+(`tasks.parsing.evalb.COLLINS`).
 
 Prints one line per seed, then `agree: N pairs`, or the first mismatches and exits with status 1.
 """
@@ -44,7 +45,7 @@ import tempfile
 from absl import app, flags
 from nltk import Tree
 
-from tasks import evalb
+from tasks.parsing import evalb
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("evalb", None, "The compiled EVALB binary (evalb.c of EVALB, built with make).")
@@ -60,7 +61,7 @@ LABELS = ["S", "NP", "VP", "PP", "ADVP", "PRT", "SBAR", "ADJP", "NP", "NP", "VP"
 TAGS = ["NN", "VB", "DT", "JJ", "RB", "IN", "NNS", "VBD", "PRP"]
 PUNCTUATION = list(evalb.PUNCTUATION_TAGS)  # the tag is also the word
 TRACE = ("-NONE-", "*T*-1")
-ROOTS = ["TOP", "ROOT", ""]  # the root above the tree on the tasks.evalb side
+ROOTS = ["TOP", "ROOT", ""]  # the root above the tree on the tasks.parsing.evalb side
 # evalb.c's limits (MAX_SENT_LEN, MAX_BRACKET_IN_SENT): a pair over them is drawn again.
 MAX_LINE_CHARACTERS = 5000
 MAX_BRACKETS = 200
@@ -155,7 +156,7 @@ def random_pair(rng: random.Random, max_words: int) -> tuple:
 # EVALB -------------------------------------------------------------------------------------------
 
 def read_prm(text: str) -> evalb.EvalbParams:
-    """The settings of a .prm file that `tasks.evalb` knows, with the roots it deletes beside TOP."""
+    """The settings of a .prm file that `tasks.parsing.evalb` knows, with the roots it deletes beside TOP."""
     values = {}
     for key, value in re.findall(r"^(DELETE_LABEL_FOR_LENGTH|DELETE_LABEL|EQ_LABEL|CUTOFF_LEN)[ \t]+(.*?)\s*$",
                                  text, re.M):
@@ -223,14 +224,15 @@ def check_seed(seed: int, folder: str, params: evalb.EvalbParams, prms: dict) ->
                         ours.gold, ours.test)
             if row != expected:
                 mismatches.append(f"{where}, sentence {index + 1}: (length, status, matched, gold, test) EVALB {row}, "
-                                  f"tasks.evalb {expected}\n  gold {gold_lines[index]}\n  test {test_lines[index]}")
+                                  f"tasks.parsing.evalb {expected}\n  gold {gold_lines[index]}\n"
+                                  f"  test {test_lines[index]}")
         for title, max_words in (("All", None), (f"len<={params.cutoff_length}", params.cutoff_length)):
             theirs = summaries.get(title, {})
             ours = evalb.score(gold_trees, test_trees, tags, params, labelled=labelled, max_words=max_words)
             for key, value in expected_summary(ours).items():
                 if not same_value(key, theirs.get(key, "missing"), value):
                     mismatches.append(f"{where}, -- {title} --: {key} EVALB {theirs.get(key, 'missing')}, "
-                                      f"tasks.evalb {value}")
+                                      f"tasks.parsing.evalb {value}")
             if max_words is None:
                 f1[name] = theirs.get("Bracketing FMeasure", "missing")
     lengths = [evalb.sentence_length(sentence_tags, params) for sentence_tags in tags]
@@ -255,7 +257,7 @@ def main(argv):
     differ = [field.name for field in dataclasses.fields(params)
               if getattr(params, field.name) != getattr(evalb.COLLINS, field.name)]
     if differ or not re.search(r"^LABELED[ \t]+1\b", prm_text, re.M):
-        print(f"error: --prm={FLAGS.prm}: not COLLINS.prm's settings (LABELED 1 and tasks.evalb.COLLINS); "
+        print(f"error: --prm={FLAGS.prm}: not COLLINS.prm's settings (LABELED 1 and tasks.parsing.evalb.COLLINS); "
               f"differ: {', '.join(differ or ['LABELED'])}", file=sys.stderr)
         return 2
     mismatches = []

@@ -112,7 +112,7 @@ def sentence_table(sentences) -> tuple[list[bytes], list[bytes]]:
 
 def write_shard(tables, shard: int, lines: int, paths) -> None:
     """`lines` pairs, each joining 2 or 3 random Multi30k pairs, the same ones on both sides."""
-    from keras_transformer.run_dir.atomic_files import write_atomically  # pylint: disable=g-import-not-at-top
+    from keras_transformer.files.atomic import write_atomically  # pylint: disable=g-import-not-at-top
 
     rng = np.random.default_rng([SEED, shard])
     first, second, third = rng.integers(0, len(tables[0][0]), size=(3, lines)).tolist()

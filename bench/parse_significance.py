@@ -6,9 +6,9 @@
 Both files hold one tree per line for the sentences of --treebank_split, in order, as
 `python -m keras_transformer.parse --output=...` writes them (no tag level; the gold tags are
 the treebank's). Each sentence's labelled brackets are counted once against its gold tree
-(`tasks.evalb.sentence_scores`, COLLINS.prm); then --samples times the sentences are drawn with
-replacement, the same draw for both parsers, and each draw's corpus F1 is computed from its
-summed counts (as EVALB sums over a file, not a mean of sentence F1s). Printed: both parsers' F1,
+(`tasks.parsing.evalb.sentence_scores`, COLLINS.prm); then --samples times the sentences are
+drawn with replacement, the same draw for both parsers, and each draw's corpus F1 is computed from
+its summed counts (as EVALB sums over a file, not a mean of sentence F1s). Printed: both parsers' F1,
 the difference (system - baseline), the 95% interval of the drawn differences, and the share of
 draws where the system is not above the baseline: the one-sided p-value of the paired bootstrap
 (Koehn 2004; Berg-Kirkpatrick et al. 2012 for its reading), e.g. 0.3 means that in 3 draws of 10
@@ -92,7 +92,7 @@ def paired_bootstrap(baseline: np.ndarray, system: np.ndarray, samples: int = 10
 def sentence_counts(gold_sentences: Sequence, trees: Sequence) -> np.ndarray:
     """[sentences, 3]: matched, gold and test labelled brackets of each tree against its gold
     `pipelines.treebank.ParsedSentence` (EVALB's skipped sentences count 0, as EVALB does)."""
-    from tasks import evalb  # pylint: disable=import-outside-toplevel
+    from tasks.parsing import evalb  # pylint: disable=import-outside-toplevel
 
     rows = []
     for gold, tree in zip(gold_sentences, trees):

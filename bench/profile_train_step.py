@@ -124,7 +124,7 @@ def build(model_dir: str):
     from keras_transformer.training import distribution, trainer as trainer_lib  # pylint: disable=g-import-not-at-top
     from pipelines import batching, tokenizers  # pylint: disable=g-import-not-at-top
     from pipelines.data_config import DataConfig  # pylint: disable=g-import-not-at-top
-    from tasks.vocabulary import sized_model  # pylint: disable=g-import-not-at-top
+    from training_directory.vocabulary import sized_model  # pylint: disable=g-import-not-at-top
 
     data = DataConfig(dataset="files", data_dir=FLAGS.data_dir, source_file=f"train.{FLAGS.source_lang}.gz",
                       target_file=f"train.{FLAGS.target_lang}.gz", tokenizer="bpe", vocab_size=FLAGS.vocab_size,

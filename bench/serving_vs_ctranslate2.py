@@ -136,6 +136,7 @@ from absl import flags
 
 import engine_process
 from keras_transformer import cli
+from keras_transformer.files import command_files
 from tasks import flags as task_flags
 
 FLAGS = flags.FLAGS
@@ -234,8 +235,8 @@ def read_corpus() -> tuple[list[str], Optional[list[str]]]:
     """
     from pipelines import text_files  # pylint: disable=g-import-not-at-top  (no TensorFlow)
 
-    cli.check_input_file(FLAGS.input, "input")
-    cli.check_input_file(FLAGS.reference, "reference")
+    command_files.check_input_file(FLAGS.input, "input")
+    command_files.check_input_file(FLAGS.reference, "reference")
     lines = text_files.read_lines(FLAGS.input)
     references = text_files.read_lines(FLAGS.reference) if FLAGS.reference else None
     if references is not None and len(references) != len(lines):
@@ -722,7 +723,7 @@ def main(argv):
     if not os.path.isdir(FLAGS.model_dir):
         raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such training directory")
     if FLAGS.work_dir:
-        cli.check_writable_folder(FLAGS.work_dir, "work_dir")
+        command_files.check_writable_folder(FLAGS.work_dir, "work_dir")
     lines, references = read_corpus()
     decoding = task_flags.decoding_config()
     command = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable), *sys.argv])

@@ -6,8 +6,6 @@
   serving_module  the `tf.Module` (`Translator`: tokenizer + beam search in the graph), its
                   signatures, and the atomic writer of a version folder.
   versions        TF Serving's layout: version folders, the next one, the SavedModel to load.
-  opened_run      a training directory opened for reading (every command that reads a run):
-                  its config, its tokenizer checked against the run's fingerprint, its model.
   ensemble_members  the runs of `--ensemble_model_dirs`, their vocabulary (and a parser's source
                   tags, tagger, tree targets) checked before TensorFlow.
   client          what runs an export: a `serving_default` from a training directory or a

@@ -64,6 +64,7 @@ from absl import flags, logging
 from export import versions
 from keras_transformer import cli
 from tasks import flags as task_flags
+from training_directory import TrainingDirectory
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory (model_config.json, tokenizer/, checkpoints/).")
@@ -98,7 +99,7 @@ def main(argv):
         raise ValueError("--quantization applies to --format=ctranslate2 only")
     if FLAGS.format == "ctranslate2" and FLAGS["precision"].present:
         raise ValueError("--precision applies to --format=saved_model only (CTranslate2: --quantization)")
-    cli.check_training_directory(FLAGS.model_dir)
+    TrainingDirectory(FLAGS.model_dir).check_exists()
     versions.check_export_dir(FLAGS.export_dir, FLAGS.version, model_dir=FLAGS.model_dir)
     ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir)
     if ensemble_model_dirs and FLAGS.format == "ctranslate2":
@@ -109,10 +110,10 @@ def main(argv):
     from export import serving_module  # pylint: disable=g-import-not-at-top
 
     from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
-    from tasks import parsing  # pylint: disable=g-import-not-at-top
+    from tasks.parsing import parse_files  # pylint: disable=g-import-not-at-top
 
     if os.path.isfile(os.path.join(FLAGS.model_dir, layout.CONFIG_FILE)):  # else export_model_dir says so
-        decoding = task_flags.decoding_config(base=parsing.run_decoding(FLAGS.model_dir))
+        decoding = task_flags.decoding_config(base=parse_files.run_decoding(FLAGS.model_dir))
     if FLAGS.format == "ctranslate2":
         if decoding.tree_constraint:  # CTranslate2 decodes as each call says, with no such rule
             print("note: CTranslate2 cannot constrain decoding to trees; its outputs are repaired instead "

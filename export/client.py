@@ -11,6 +11,7 @@ in process from a checkpoint or loaded from the SavedModel.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional, Sequence, Union
 
 from export.versions import N_BEST_SIGNATURE, PREFIX_SIGNATURE, SAMPLED_SIGNATURE
@@ -81,14 +82,15 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
     (sentences, target prefixes). Either only with `n_best` 1 (the caller checks).
 
     Raises:
-        ValueError: `n_best` larger than that beam, or an export without the signature asked for.
+        ValueError: `n_best` larger than that beam (`DecodingConfig`'s check), or an export without
+            the signature asked for.
     """
     if (model_dir is None) == (export_dir is None):
         raise ValueError("give exactly one of model_dir and export_dir")
     if model_dir:
         from export import serving_module  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
-        check_n_best(n_best, decoding.beam_size, "--beam_size")
+        decoding = dataclasses.replace(decoding, n_best=n_best)  # checked against its beam_size
         translator, source = serving_module.from_model_dir(model_dir, decoding, checkpoint,
                                                            ensemble_model_dirs=ensemble_model_dirs)
         if sampling is not None:
@@ -99,7 +101,7 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
 
             return prefixed_fn, source
         if n_best > 1:
-            options = _n_best_options(n_best, decoding)
+            options = _n_best_options(decoding)
 
             def n_best_fn(sentences):  # holds the Translator, as below
                 return translator.translate_n_best(sentences, **options)
@@ -133,7 +135,7 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
         return fn, source
     if n_best == 1:
         return loaded.signatures["serving_default"], source
-    signature, options = loaded.signatures[N_BEST_SIGNATURE], _n_best_options(n_best, exported)
+    signature, options = loaded.signatures[N_BEST_SIGNATURE], _n_best_options(exported)
 
     def loaded_n_best(sentences):
         return signature(sentences=sentences, **options)
@@ -196,16 +198,11 @@ def load_saved_model(source: str):
     return loaded
 
 
-def check_n_best(n_best: int, beam_size: int, beam_name: str) -> None:
-    """A one-line `ValueError` unless 1 <= n_best <= beam_size (the search keeps no more)."""
-    if not 1 <= n_best <= beam_size:
-        raise ValueError(f"--n_best={n_best} must be between 1 and {beam_name} ({beam_size})")
-
-
 def check_export_n_best(export_dir: str, n_best: int) -> Optional[DecodingConfig]:
     """A one-line error unless `export_dir` (a version folder or its base folder) holds a
     SavedModel and, for `n_best` > 1, its export.json lists `translate_n_best` (an older export
-    does not) and its beam keeps `n_best` hypotheses (then its `DecodingConfig`, else None).
+    does not) and its beam keeps `n_best` hypotheses (then its `DecodingConfig`, with `n_best`;
+    else None).
     Reads files only: a command calls it before TensorFlow starts."""
     from export import versions  # pylint: disable=g-import-not-at-top
 
@@ -219,21 +216,26 @@ def check_export_n_best(export_dir: str, n_best: int) -> Optional[DecodingConfig
 
 
 def _exported_decoding(settings: dict, n_best: int, source: str) -> DecodingConfig:
-    """The `DecodingConfig` of an export's export.json `settings`, checked to keep `n_best`."""
+    """The `DecodingConfig` of an export's export.json `settings` with `n_best`: a one-line
+    `ValueError` naming the export unless its beam keeps that many (`DecodingConfig`'s check)."""
     from export import versions  # pylint: disable=g-import-not-at-top
 
     try:
         exported = DecodingConfig(**settings.get("decoding", {}))
     except TypeError as error:  # an unknown field
         raise ValueError(f"{versions.settings_path(source)}: its \"decoding\" is not an export's ({error})") from None
-    check_n_best(n_best, exported.beam_size, "the export's beam_size")
-    return exported
+    try:
+        return dataclasses.replace(exported, n_best=n_best)
+    except ValueError as error:  # the export's beam_size, fixed when it was exported
+        raise ValueError(f"--n_best with the export {source}: {error}") from None
 
 
-def _n_best_options(n_best: int, decoding: DecodingConfig) -> dict:
+def _n_best_options(decoding: DecodingConfig) -> dict:
+    """A `translate_n_best` request's options: `decoding`'s n_best, beam_size and alpha."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    return {"n_best": tf.constant([n_best], tf.int32), "beam_size": tf.constant([decoding.beam_size], tf.int32),
+    return {"n_best": tf.constant([decoding.n_best], tf.int32),
+            "beam_size": tf.constant([decoding.beam_size], tf.int32),
             "alpha": tf.constant([decoding.alpha], tf.float32)}
 
 

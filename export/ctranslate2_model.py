@@ -131,7 +131,7 @@ def _sized(pieces: Sequence[str], rows: int, side: str) -> list[str]:
     pieces = list(pieces)
     if len(pieces) > rows:
         raise ValueError(f"the {side} tokenizer has {len(pieces)} ids but the model's embedding only {rows} rows")
-    # Rows without a piece do not occur in this project's runs (tasks/vocabulary.py sizes the
+    # Rows without a piece do not occur in this project's runs (training_directory/vocabulary.py sizes the
     # model by its tokenizer); a model that has them may output them, with CTranslate2 as without.
     return pieces + [f"<unused_{i}>" for i in range(len(pieces), rows)]
 

@@ -5,7 +5,7 @@
 
 An ensemble (`keras_transformer.decoding.ensemble`) reads one source and averages its members'
 next-token probabilities id by id: its members must read the same ids and mean the same token
-by each id. Each run's model_config.json is read as JSON (no TensorFlow) and compared with
+by each id. Each run's model_config.json is read as JSON (`TrainingDirectory.settings`, no TensorFlow) and compared with
 --model_dir's (`check_members`):
 
 * the tokenizer: the fingerprint the runs recorded (`pipelines.tokenizers.fingerprint`, in
@@ -23,7 +23,7 @@ by each id. Each run's model_config.json is read as JSON (no TensorFlow) and com
   it learned from, so it is refused rather than accepted in silence.
 
 Shapes (layers, d_model, heads, positions) may differ. Opening each run afterwards
-(`export.opened_run`) checks its tokenizer against its own record, as for a single model.
+(`training_directory.TrainingDirectory.open`) checks its tokenizer against its own record, as for a single model.
 """
 
 from __future__ import annotations
@@ -35,9 +35,8 @@ from typing import Optional
 
 from keras_transformer.config import VOCABULARY_FIELDS
 from pipelines import pos_tags
+from training_directory import TrainingDirectory
 
-CONFIG_FILE = "model_config.json"  # keras_transformer.run_dir.layout's names, without importing TensorFlow
-TOKENIZER_DIR = "tokenizer"
 # The data settings that change what a model reads or writes, and their value in a run that
 # recorded none (`pipelines.data_config.DataConfig`'s defaults: words alone, trees of words).
 DATA_SETTINGS = {"source_tags": "none", "tree_targets": "words"}
@@ -56,19 +55,7 @@ def parse_dirs(value: Optional[str]) -> list[str]:
 
 
 def _settings(model_dir: str) -> dict:
-    path = os.path.join(model_dir, CONFIG_FILE)
-    if not os.path.isdir(model_dir):
-        raise FileNotFoundError(f"{model_dir}: no such training directory")
-    try:
-        with open(path, encoding="utf-8") as file:
-            settings = json.load(file)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: not found; is {model_dir!r} a training directory?") from None
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: not a run's settings ({type(error).__name__})") from None
-    if not isinstance(settings, dict) or not isinstance(settings.get("model"), dict):
-        raise ValueError(f"{path}: not a run's settings (no \"model\" object)")
-    return settings
+    return TrainingDirectory(model_dir).settings()
 
 
 def _tokenizer(model_dir: str, settings: dict) -> tuple[str, str]:
@@ -78,7 +65,7 @@ def _tokenizer(model_dir: str, settings: dict) -> tuple[str, str]:
     if recorded:
         return "fingerprint", recorded
     digest = hashlib.sha256()
-    folder = os.path.join(model_dir, TOKENIZER_DIR)
+    folder = TrainingDirectory(model_dir).tokenizer_dir
     for root, dirs, names in os.walk(folder):
         dirs.sort()
         for name in sorted(names):

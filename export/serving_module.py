@@ -98,16 +98,16 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from export import ensemble_members, opened_run, ops, versions, warmup
+from export import ensemble_members, ops, versions, warmup
 from export.versions import N_BEST_SIGNATURE, PREFIX_SIGNATURE, SAMPLED_SIGNATURE
 from keras_transformer.decoding import beam_search, ensemble, search, sequence_scores
 from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.config import DecodingConfig, SamplingConfig
 from keras_transformer.model import Transformer
-from keras_transformer.run_dir import layout
 from keras_transformer.special_ids import EOS_ID
 from pipelines import linearized_trees, pos_tags, sources
 from pipelines import tokenizers as tokenizers_lib
+from training_directory import TrainingDirectory
 
 SIGNATURE_INPUT = "sentences"
 ATTENTION_SIGNATURE = "translate_with_attention"
@@ -426,13 +426,13 @@ def from_model_dir(
     """
     if ensemble_model_dirs:
         ensemble_members.check_members(model_dir, list(ensemble_model_dirs))
-    run = opened_run.open_run(model_dir)  # the tokenizer checked against the run's fingerprint
+    run = TrainingDirectory(model_dir).open()  # the tokenizer checked against the run's fingerprint
     model, checkpoint = run.restore(checkpoint)
     model = precision_lib.decoding_model(model, precision)
     if ensemble_model_dirs:
         members, checkpoints = [model], [checkpoint]
         for member_dir in ensemble_model_dirs:
-            member_run = opened_run.open_run(member_dir)
+            member_run = TrainingDirectory(member_dir).open()
             if member_run.fingerprint != run.fingerprint:
                 raise ValueError(f"--ensemble_model_dirs: {member_dir} was trained with another tokenizer than "
                                  f"--model_dir={model_dir}: an ensemble's models must share one vocabulary")
@@ -551,7 +551,7 @@ def export_model_dir(
     """
     versions.check_export_dir(export_dir, version)
     translator, checkpoint = from_model_dir(model_dir, decoding_config, checkpoint, precision, ensemble_model_dirs)
-    dataset = layout.read_settings(model_dir).get("data", {}).get("dataset", "")
+    dataset = TrainingDirectory(model_dir).settings().get("data", {}).get("dataset", "")
     extra = {"checkpoint": checkpoint, "task": sources.task_of(dataset)}  # parse refuses a translation export
     tagger = os.path.join(model_dir, pos_tags.TAGGER_FILE)
     extra_files = [tagger] if translator.source_tags == "predicted" else []  # parse tags raw text with it

@@ -25,7 +25,6 @@ before TensorFlow starts.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import secrets
@@ -33,7 +32,7 @@ import shutil
 import socket
 from typing import Callable, Optional, Union
 
-from keras_transformer import cli
+from keras_transformer.files import command_files, json_files
 
 SAVED_MODEL_FILE = "saved_model.pb"
 ASSETS_EXTRA = "assets.extra"  # a version's folder for files beside the SavedModel (TF Serving reads its warm-up here)
@@ -89,11 +88,7 @@ def read_settings(saved_model_dir: str) -> dict:
     path = settings_path(saved_model_dir)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: not found; was {saved_model_dir} made by python -m export?")
-    with open(path, encoding="utf-8") as file:
-        try:
-            settings = json.load(file)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ValueError(f"{path}: not valid JSON ({error}); export the model again") from None
+    settings = json_files.read_json(path, "an export's settings", advice="; export the model again")
     damaged = [name for name, value in (settings.items() if isinstance(settings, dict) else [])
                if name in ("decoding", "model", "source_tokenizer", "target_tokenizer") and not isinstance(value, dict)]
     if not isinstance(settings, dict) or damaged:
@@ -108,12 +103,12 @@ def read_settings(saved_model_dir: str) -> dict:
 def check_export_dir(export_dir: str, version: Optional[int] = None, model_dir: Optional[str] = None) -> None:
     """Raises a one-line `ValueError` unless a version folder can be written into `export_dir`:
     it is not the training directory `model_dir` (if given) it exports, it is a writable folder
-    or can be created as one (`cli.check_writable_folder`), and `export_dir/<version>` (if
+    or can be created as one (`command_files.check_writable_folder`), and `export_dir/<version>` (if
     `version` is given) does not exist yet."""
-    if model_dir is not None and cli.same_file(export_dir, model_dir):
+    if model_dir is not None and command_files.same_file(export_dir, model_dir):
         raise ValueError(f"--export_dir={export_dir}: is the training directory --model_dir={model_dir}; give "
                          "the export a folder of its own (TF Serving's model base path)")
-    cli.check_writable_folder(export_dir, "export_dir")
+    command_files.check_writable_folder(export_dir, "export_dir")
     if version is not None and os.path.lexists(os.path.join(export_dir, str(version))):
         raise ValueError(f"{os.path.join(export_dir, str(version))} already exists; pick another --version or "
                          "leave it out")

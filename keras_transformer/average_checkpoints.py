@@ -4,7 +4,7 @@
 
 writes MODEL_DIR/averaged/ckpt-<last step> (see `keras_transformer.run_dir.averaging`), which
 translation and export then prefer over the latest checkpoint. Bad input (too few
-checkpoints, a damaged one among them, a run that `export.opened_run.open_run` refuses: a
+checkpoints, a damaged one among them, a run that `training_directory.TrainingDirectory.open` refuses: a
 damaged model_config.json, a tokenizer that is not the run's) prints one line `error: ...` and
 exits with status 2, writing nothing. On a run being trained, a checkpoint that its rotation
 removes meanwhile makes it list the last ones again.
@@ -17,6 +17,8 @@ import os
 from absl import app, flags, logging
 
 from keras_transformer import cli
+from keras_transformer.files import command_files
+from training_directory import TrainingDirectory
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory holding checkpoints/.")
@@ -29,14 +31,13 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.model_dir:
         raise ValueError("--model_dir is required")
-    cli.check_training_directory(FLAGS.model_dir)
-    cli.check_writable_folder(FLAGS.model_dir, "model_dir")  # the average is written there: a read-only run, at once
+    TrainingDirectory(FLAGS.model_dir).check_exists()
+    command_files.check_writable_folder(FLAGS.model_dir, "model_dir")  # the average is written there: a read-only run, at once
     cli.start_tensorflow()
     logging.set_verbosity(logging.WARNING)  # TF's per-save "Sharding callback" INFO lines
-    from export import opened_run  # pylint: disable=g-import-not-at-top
     from keras_transformer.run_dir import averaging  # pylint: disable=g-import-not-at-top
 
-    opened_run.open_run(FLAGS.model_dir, need_tokenizer=False)  # a damaged run, a tokenizer not the run's: refused
+    TrainingDirectory(FLAGS.model_dir).open(need_tokenizer=False)  # a damaged run, a tokenizer not the run's: refused
     path, paths = averaging.average_recent(FLAGS.model_dir, FLAGS.num_checkpoints)
     print(f"averaged {', '.join(os.path.basename(p) for p in paths)} -> {path}")
 

@@ -240,10 +240,17 @@ class DecodingConfig:
         alpha: length penalty exponent (paper: 0.6).
         max_extra_length: a hypothesis may be this many tokens longer than its source
             (paper: 50; at most `MAX_EXTRA_LENGTH`).
-        n_best: hypotheses returned per sentence, best first (1 <= n_best <= beam_size).
+        n_best: hypotheses returned per sentence, best first (1 <= n_best <= beam_size: the
+            search keeps no more).
         tree_constraint: decode only linearized trees over the input's words (a parsing
             model's output, `keras_transformer.decoding.tree_constraint`); needs a vocabulary with
             whole bracket pieces.
+
+    The settings are checked here, once: the commands (--n_best against --beam_size or an
+    export's beam), `search.translate_ids` (its Python-valued overrides) and the export build a
+    `DecodingConfig` (or `dataclasses.replace` one) rather than compare values themselves, and
+    `beam_search` takes them as checked. A SavedModel request's per-sentence options are
+    tensors, bounded in its graph (`export.serving_module`).
     """
 
     beam_size: int = 4
@@ -262,7 +269,8 @@ class DecodingConfig:
             raise ValueError(f"max_extra_length must be an integer in [0, {MAX_EXTRA_LENGTH}], "
                              f"got {self.max_extra_length!r}")
         if not isinstance(self.n_best, int) or not 1 <= self.n_best <= self.beam_size:
-            raise ValueError(f"n_best must be in [1, beam_size={self.beam_size}], got {self.n_best!r}")
+            raise ValueError(f"n_best must be an integer between 1 and beam_size ({self.beam_size}), "
+                             f"got {self.n_best!r}")
         if not isinstance(self.tree_constraint, bool):
             raise ValueError(f"tree_constraint must be a bool, got {self.tree_constraint!r}")
 

@@ -39,7 +39,7 @@ words there in order, `pipelines.linearized_trees.to_tree`).
 (as --baseline=pcfg) proposes each sentence's K most probable distinct trees, the model (a run, an
 ensemble's mean, or an export's `score` signature) scores each as log P(tree | sentence), and the
 candidate of highest model score + --pcfg_weight x PCFG log-probability is the parse
-(`tasks.reranking`; Charniak & Johnson 2005, Fried et al. 2017). Every output is one of the PCFG's
+(`tasks.parsing.reranking`; Charniak & Johnson 2005, Fried et al. 2017). Every output is one of the PCFG's
 trees; with gold trees the report adds the candidates' oracle F1. On the treebank sample this is
 the most accurate parser here (docs/BENCHMARKS.md); beam search stays the default, the paper's.
 
@@ -75,21 +75,24 @@ import sys
 from absl import flags
 
 from keras_transformer import cli
+from keras_transformer.files import command_files
 from keras_transformer.config import PARSING_DECODING
 from tasks import flags as task_flags
+from training_directory import TrainingDirectory
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory of a parsing model (checkpoint + tokenizer).")
 flags.DEFINE_string("export_dir", None, "SavedModel of a parsing model: a version folder or its base folder.")
 flags.DEFINE_enum("baseline", None, ["right_branching", "pcfg"], "Parse with a baseline instead of a model: "
                   "right-branching trees, or the PCFG of the treebank's training split under --data_dir "
-                  "(tasks/pcfg.py).")
+                  "(tasks/parsing/pcfg.py).")
 flags.DEFINE_integer("rerank_kbest", 0, "With --model_dir or --export_dir: instead of decoding, rerank the K most "
                      "probable distinct trees of the PCFG of --data_dir's training split by the model's log P(tree | "
-                     "sentence) + --pcfg_weight * the PCFG's log P (tasks/reranking.py; 50 and 100 measured "
-                     "in docs/BENCHMARKS.md); 0: decode (beam search).", lower_bound=0)
+                     "sentence) + --pcfg_weight * the PCFG's log P (tasks/parsing/reranking.py; 50 and 100 "
+                     "measured in docs/BENCHMARKS.md); 0: decode (beam search).", lower_bound=0)
 flags.DEFINE_float("pcfg_weight", None, "With --rerank_kbest: the weight of the PCFG's log-probability beside the "
-                   "model's (default: tasks/reranking.py PCFG_WEIGHT, chosen on validation).", lower_bound=0.0)
+                   "model's (default: tasks/parsing/reranking.py PCFG_WEIGHT, chosen on validation).",
+                   lower_bound=0.0)
 flags.DEFINE_integer("pcfg_horizontal", 1, "--baseline=pcfg, --rerank_kbest: siblings an intermediate symbol of "
                      "the binarized grammar remembers (horizontal markovization).", lower_bound=0)
 flags.DEFINE_integer("pcfg_vertical", 1, "--baseline=pcfg, --rerank_kbest: parent labels a phrase is annotated "
@@ -152,10 +155,10 @@ def _check_flags() -> list[str]:
         for flag in ("pcfg_horizontal", "pcfg_vertical"):
             if FLAGS[flag].present:
                 raise ValueError(f"--{flag}: only with --baseline=pcfg or --rerank_kbest")
-    cli.check_input_file(FLAGS.input, "input")
-    cli.check_input_file(FLAGS.reference, "reference", stdin=False)  # the gold trees
+    command_files.check_input_file(FLAGS.input, "input")
+    command_files.check_input_file(FLAGS.reference, "reference", stdin=False)  # the gold trees
     if FLAGS.model_dir:
-        cli.check_training_directory(FLAGS.model_dir)
+        TrainingDirectory(FLAGS.model_dir).check_exists()
     ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir)  # refused without --model_dir
     if FLAGS.export_dir:
         from export import versions  # pylint: disable=g-import-not-at-top  (no TensorFlow)
@@ -171,13 +174,13 @@ def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     ensemble_model_dirs = _check_flags()
-    from tasks import parsing  # pylint: disable=g-import-not-at-top
+    from tasks.parsing import parse_files  # pylint: disable=g-import-not-at-top
 
-    cli.check_output_path(FLAGS.output, inputs={"input": FLAGS.input, "reference": FLAGS.reference})
+    command_files.check_output_path(FLAGS.output, inputs={"input": FLAGS.input, "reference": FLAGS.reference})
     decoding = task_flags.decoding_config()
     if FLAGS.baseline is None:
         cli.start_tensorflow()
-    report = parsing.parse_file(
+    report = parse_files.parse_file(
         FLAGS.input, FLAGS.output, model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir, baseline=FLAGS.baseline,
         decoding=decoding, checkpoint=FLAGS.checkpoint, reference=FLAGS.reference,
         treebank_split=(FLAGS.data_dir, FLAGS.treebank_split) if FLAGS.treebank_split else None,

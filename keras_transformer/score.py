@@ -33,8 +33,10 @@ from __future__ import annotations
 from absl import flags
 
 from keras_transformer import cli
+from keras_transformer.files import command_files
 from tasks import flags as task_flags
 from tasks import scoring
+from training_directory import TrainingDirectory
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory to score with (checkpoint + tokenizer).")
@@ -52,8 +54,8 @@ def main(argv):
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     # The paths and the text, before TensorFlow starts: a bad one must not cost a model load
     # (score_files checks them again before it loads the model).
-    cli.check_training_directory(FLAGS.model_dir)
-    scoring.check_inputs(FLAGS.source, FLAGS.target, FLAGS.output)  # and the output (`cli.check_output_path`)
+    TrainingDirectory(FLAGS.model_dir).check_exists()
+    scoring.check_inputs(FLAGS.source, FLAGS.target, FLAGS.output)  # and the output (`command_files.check_output_path`)
     cli.start_tensorflow()
     scoring.score_files(FLAGS.model_dir, FLAGS.source, FLAGS.target, FLAGS.output, checkpoint=FLAGS.checkpoint,
                         batch_tokens=FLAGS.batch_tokens)

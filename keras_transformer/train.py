@@ -47,7 +47,10 @@ import sys
 from absl import app, flags, logging
 
 from keras_transformer import cli
+from keras_transformer.files import command_files
+from keras_transformer.run_dir import layout
 from tasks import flags as task_flags
+from training_directory import TrainingDirectory
 
 FLAGS = flags.FLAGS
 
@@ -189,15 +192,15 @@ def main(argv):
     bleu_sentences = {0: None, -1: 0}.get(FLAGS.eval_max_sentences, max(FLAGS.eval_max_sentences, 0))
     _check_selection(training, data, bleu_sentences)
     if FLAGS.evaluate_only:
-        cli.check_training_directory(FLAGS.model_dir)
-        cli.check_writable_folder(FLAGS.model_dir, "model_dir")  # the translations are written there
+        TrainingDirectory(FLAGS.model_dir).check_exists()
+        command_files.check_writable_folder(FLAGS.model_dir, "model_dir")  # the translations are written there
         data.check_inputs(data.dev_split)
     else:
         new_run = not os.path.isdir(FLAGS.model_dir) or not os.listdir(FLAGS.model_dir)
-        problem = FLAGS.init_from and new_run and cli.files.init_from_problem(FLAGS.init_from)
+        problem = FLAGS.init_from and new_run and layout.init_from_problem(FLAGS.init_from)
         if problem:  # a resumed run ignores --init_from: only a new one is refused here
             raise FileNotFoundError(f"--init_from={FLAGS.init_from}: {problem}")
-        cli.check_writable_folder(FLAGS.model_dir, "model_dir")
+        command_files.check_writable_folder(FLAGS.model_dir, "model_dir")
         if not os.environ.get("TF_CONFIG"):  # several machines: only the chief locks (known once TF runs)
             from keras_transformer.training import run_lock  # pylint: disable=g-import-not-at-top  (no TF)
 
@@ -210,15 +213,13 @@ def main(argv):
     from tasks import dev_evaluation, training as training_task  # pylint: disable=g-import-not-at-top
 
     if FLAGS.evaluate_only:
-        from tasks import vocabulary  # pylint: disable=g-import-not-at-top
-
         # The run's tokenizer is what evaluation loads, but tags in the source and placeholders in
         # the targets are data: a tagged parser evaluated on untagged sentences (or a placeholder
         # parser under the words' tree constraint) would score garbage without a word. (Reading the
         # run's settings imports TensorFlow: checked before the model loads.)
-        vocabulary.check_tokenizer_flags(FLAGS.model_dir, data, FLAGS.model_dir,
-                                         advice=" (the dev sources must be what it was trained on)",
-                                         names=("source_tags", "tree_targets"))
+        TrainingDirectory(FLAGS.model_dir).check_tokenizer_flags(
+            data, FLAGS.model_dir, advice=" (the dev sources must be what it was trained on)",
+            names=("source_tags", "tree_targets"))
         dev_evaluation.evaluate(FLAGS.model_dir, data, decoding, bleu_sentences)
         return
     from keras_transformer.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top

@@ -61,12 +61,15 @@ the model loads).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from absl import flags
 
 from keras_transformer import cli
+from keras_transformer.files import command_files
 from tasks import flags as task_flags
+from training_directory import TrainingDirectory
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory to translate with (checkpoint + tokenizer).")
@@ -112,13 +115,13 @@ def main(argv):
         if FLAGS.export_dir:  # an older export lacks the signature
             client.check_export_signature(FLAGS.export_dir, versions.SAMPLED_SIGNATURE if sampling else
                                           versions.PREFIX_SIGNATURE)
-    elif FLAGS.model_dir:
-        client.check_n_best(FLAGS.n_best, decoding.beam_size, "--beam_size")
+    elif FLAGS.model_dir:  # DecodingConfig checks it against --beam_size
+        decoding = dataclasses.replace(decoding, n_best=FLAGS.n_best)
     # The paths, before TensorFlow starts: a bad one must not cost a model load (translate_file
     # checks them again, and the reference's line count, before it loads the model).
-    cli.check_input_file(FLAGS.input, "input")
+    command_files.check_input_file(FLAGS.input, "input")
     for flag in ("reference", "target_prefix_file"):
-        cli.check_input_file(FLAGS[flag].value, flag, stdin=False)
+        command_files.check_input_file(FLAGS[flag].value, flag, stdin=False)
     if FLAGS.moses_bleu_lang is not None and not FLAGS.reference:
         raise ValueError("--moses_bleu_lang: only with --reference (it scores the translations against it)")
     if FLAGS.moses_bleu_lang is not None and not FLAGS.moses_bleu_lang.isalpha():
@@ -127,7 +130,7 @@ def main(argv):
 
     translation.check_files(FLAGS.input, FLAGS.output, FLAGS.reference, FLAGS.target_prefix_file)
     if FLAGS.model_dir:
-        cli.check_training_directory(FLAGS.model_dir)
+        TrainingDirectory(FLAGS.model_dir).check_exists()
     else:  # a SavedModel (a version folder or its base folder); the export's beam, from its export.json
         client.check_export_n_best(FLAGS.export_dir, FLAGS.n_best)
     cli.start_tensorflow()

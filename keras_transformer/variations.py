@@ -31,6 +31,7 @@ import sys
 from absl import app, flags
 
 from keras_transformer import cli
+from keras_transformer.files import command_files
 
 FLAGS = flags.FLAGS
 
@@ -53,7 +54,7 @@ def main(argv):
         raise app.UsageError("--flagfile=RECIPE is required: the training recipe whose model is the base row "
                              "(e.g. configs/multi30k_en_de.flags)")
     rows = model_variations.select_rows(FLAGS.rows, seeds=FLAGS.seeds)
-    cli.check_writable_folder(FLAGS.out, "out")
+    command_files.check_writable_folder(FLAGS.out, "out")
     recipe_args = [arg for arg in argv[1:] if arg != "--"]
     cli.start_tensorflow()
     from tasks import variations_table  # pylint: disable=g-import-not-at-top

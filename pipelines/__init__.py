@@ -23,7 +23,7 @@ target tokens. The modules, upstream to downstream:
 
 The special ids (PAD, UNK, BOS, EOS) are the model's (`keras_transformer.special_ids`);
 the tokenizers reserve them. From the rest of `keras_transformer/` only what a pipeline
-shares with the commands is imported: atomic writes (`run_dir.atomic_files`), the quiet
+shares with the commands is imported: atomic writes (`keras_transformer.files.atomic`), the quiet
 start-up (`cli`) and the tree constraint's grammar (`decoding.tree_constraint`); never the
 model.
 

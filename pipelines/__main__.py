@@ -22,6 +22,7 @@ from absl import flags
 from absl import logging
 
 from keras_transformer import cli
+from keras_transformer.files import command_files
 from tasks import flags as task_flags
 
 COMMANDS = ("stats", "train_tokenizer")
@@ -39,7 +40,7 @@ def main(argv):
     if command == "train_tokenizer" and not FLAGS.tokenizer_dir:
         raise ValueError("train_tokenizer needs --tokenizer_dir (where to save it)")
     if FLAGS.tokenizer_dir and (command == "train_tokenizer" or not os.path.isdir(FLAGS.tokenizer_dir)):
-        cli.check_writable_folder(FLAGS.tokenizer_dir, "tokenizer_dir")  # a file there: one line, before TF
+        command_files.check_writable_folder(FLAGS.tokenizer_dir, "tokenizer_dir")  # a file there: one line, before TF
     data = task_flags.data_config()
     data.check_inputs("train")
     if command == "stats" and FLAGS.split != "train":

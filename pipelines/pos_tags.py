@@ -83,11 +83,11 @@ def accuracy(tagger, sentences) -> float:
 
 def save(tagger, path: str) -> None:
     """Writes the tagger (weights, tag dictionary, classes) as JSON, atomically."""
-    from keras_transformer.run_dir import atomic_files  # pylint: disable=g-import-not-at-top  (no TensorFlow)
+    from keras_transformer.files import atomic  # pylint: disable=g-import-not-at-top  (no TensorFlow)
 
     text = json.dumps({"weights": tagger.model.weights, "tagdict": tagger.tagdict,
                        "classes": sorted(tagger.classes)}, sort_keys=True)
-    atomic_files.write_atomically(path, text.encode("utf-8"))
+    atomic.write_atomically(path, text.encode("utf-8"))
 
 
 def load(path: str):

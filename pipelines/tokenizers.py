@@ -47,7 +47,8 @@ import tensorflow_text as tf_text
 from tensorflow.python.trackable import resource as tf_resource  # pylint: disable=g-direct-tensorflow-import
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece  # pylint: disable=g-direct-tensorflow-import
 
-from keras_transformer.run_dir.atomic_files import write_atomically
+from keras_transformer.files import json_files
+from keras_transformer.files.atomic import write_atomically
 from keras_transformer.cli import silence_native_stderr
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, UNK_ID
 from pipelines.bpe_dropout import check_bpe_dropout
@@ -489,11 +490,7 @@ def load(directory: str) -> Tokenizer:
     config_path = os.path.join(directory, CONFIG_FILE)
     if not os.path.isfile(config_path):
         raise DataError(f"{config_path}: no such file (not a saved tokenizer folder)")
-    with open(config_path, encoding="utf-8") as f:
-        try:
-            settings = json.load(f)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise DataError(f"{config_path}: not valid JSON ({error})") from None
+    settings = json_files.read_json(config_path, "a saved tokenizer's settings", error=DataError)
     fields = {"model_file": str, "type": str, "lowercase": bool}
     wrong = [name for name, kind in fields.items()
              if not isinstance(settings, dict) or not isinstance(settings.get(name), kind)]

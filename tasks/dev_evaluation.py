@@ -39,9 +39,9 @@ def build_evaluator(data: DataConfig, decoding: DecodingConfig, model: Transform
         rows = source_tokenizer.tokenize([s for s, _ in pairs], add_eos=True).to_list()
     task_scores = None
     if sources.spec(data.dataset).task == "parsing":  # section 6.3: EVALB F1 of the dev trees too
-        from tasks import parsing  # pylint: disable=g-import-not-at-top
+        from tasks.parsing import parse_files  # pylint: disable=g-import-not-at-top
 
-        task_scores = parsing.Gold.from_treebank(data.data_dir, data.dev_split).take(len(pairs)).dev_scores
+        task_scores = parse_files.Gold.from_treebank(data.data_dir, data.dev_split).take(len(pairs)).dev_scores
     grammar = (linearized_trees.tree_grammar(target_tokenizer.pieces(), model.output_vocab_size,
                                              source_tags=data.tagged,
                                              placeholders=data.tree_targets == "placeholders")
@@ -60,11 +60,11 @@ def evaluate(model_dir: str, data: DataConfig, decoding: DecodingConfig, bleu_se
         {"loss", "nll", "perplexity", "tokens"} and, with BLEU, {"bleu", "signature", "chrf", "chrf++"}
         and the chrF signatures.
     """
-    from export import opened_run  # pylint: disable=g-import-not-at-top
+    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
     if os.path.isdir(model_dir) and not os.path.isfile(os.path.join(model_dir, layout.CONFIG_FILE)):
         raise FileNotFoundError(f"{model_dir}: no {layout.CONFIG_FILE}; train first")
-    run = opened_run.open_run(model_dir)  # the layout (eval/ a folder), config, tokenizer and its fingerprint
+    run = TrainingDirectory(model_dir).open()  # the layout (eval/ a folder), config, tokenizer and its fingerprint
     data = data.for_run(model_dir)
     source_tok, target_tok = run.source_tokenizer, run.target_tokenizer
     model, checkpoint = run.restore()

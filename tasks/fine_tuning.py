@@ -16,7 +16,8 @@ from keras_transformer import cli
 from keras_transformer.config import TransformerConfig
 from keras_transformer.run_dir import layout
 from pipelines.data_config import DataConfig
-from tasks.vocabulary import check_placeholder, check_tokenizer_flags, sized_model
+from training_directory import TrainingDirectory
+from training_directory.vocabulary import check_placeholder, sized_model
 
 
 # What may differ between a run and the model it starts from: training settings, not shapes.
@@ -47,12 +48,12 @@ class InitSource:
             readable_checkpoints.check_readable(path)
             run_dir, checkpoint = os.path.dirname(os.path.dirname(os.path.abspath(path))), path
         elif os.path.isdir(path):
-            run_dir, checkpoint = path, layout.latest_checkpoint(path)
+            run_dir, checkpoint = path, TrainingDirectory(path).latest_checkpoint()
             if checkpoint is None:
                 raise ValueError(f"--init_from={path}: no checkpoint in {layout.CHECKPOINT_DIR}/ or "
                                  f"{layout.AVERAGED_DIR}/")
         else:
-            raise FileNotFoundError(f"--init_from={path}: {cli.files.init_from_problem(path)}")
+            raise FileNotFoundError(f"--init_from={path}: {layout.init_from_problem(path)}")
         if os.path.abspath(run_dir) == os.path.abspath(model_dir):
             raise ValueError(f"--init_from={path} is in --model_dir itself; to go on with that run, leave "
                              "out --init_from (the same command resumes it)")
@@ -67,16 +68,16 @@ class InitSource:
 
     def check(self, model_dir: str, model: TransformerConfig, data: DataConfig) -> None:
         """A one-line `ValueError` unless this run's flags ask for the architecture and vocabulary
-        (every tokenizer flag, `vocabulary.check_tokenizer_flags`) of the model it starts from,
-        whose run must be whole (`export.opened_run.open_run`: its tokenizer the one it recorded).
+        (every tokenizer flag, `TrainingDirectory.check_tokenizer_flags`) of the model it starts
+        from, whose run must be whole (`TrainingDirectory.open`: its tokenizer the one it recorded).
         Reads only; writes nothing in either directory."""
-        from export import opened_run  # pylint: disable=g-import-not-at-top
         from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
-        run = opened_run.open_run(self.run_dir)
+        there_dir = TrainingDirectory(self.run_dir)
+        run = there_dir.open()
         source, target = run.source_tokenizer, run.target_tokenizer
-        check_tokenizer_flags(self.run_dir, data, f"the run of --init_from={self.run_dir}",
-                              advice=", or start from another run")
+        there_dir.check_tokenizer_flags(data, f"the run of --init_from={self.run_dir}",
+                                        advice=", or start from another run")
         settings = source.settings()
         wanted = {"type": data.tokenizer, "lowercase": data.lowercase, "shared": data.shared_vocab}
         have = {"type": settings["type"], "lowercase": settings["lowercase"], "shared": source is target}
@@ -85,10 +86,11 @@ class InitSource:
             raise ValueError(f"--init_from={self.run_dir}: its vocabulary differs: {'; '.join(diff)}")
         if data.tree_targets == "placeholders":  # a run from before the flag recorded no tree_targets
             check_placeholder(target)
-        ours = os.path.join(model_dir, layout.TOKENIZER_DIR)
-        if tokenizers.is_saved(ours) and tokenizers.fingerprint(*tokenizers.load_pair(ours)) != \
-                tokenizers.fingerprint(source, target):
-            raise ValueError(f"{ours} is not the tokenizer of --init_from={self.run_dir}; use another --model_dir")
+        ours = TrainingDirectory(model_dir)
+        if tokenizers.is_saved(ours.tokenizer_dir) and \
+                tokenizers.fingerprint(*ours.load_tokenizers()) != tokenizers.fingerprint(source, target):
+            raise ValueError(f"{ours.tokenizer_dir} is not the tokenizer of --init_from={self.run_dir}; use another "
+                             "--model_dir")
         there = run.config.to_dict()
         ours_model = sized_model(model, source, target).to_dict()
         skip = set(TRAINING_ONLY_FIELDS) | ({"max_length"} if there["positional_encoding"] == "sinusoidal" else set())
@@ -101,11 +103,10 @@ class InitSource:
         """Saves the tokenizer of the run started from as this run's (unless already there)."""
         from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
-        ours = os.path.join(model_dir, layout.TOKENIZER_DIR)
+        ours = TrainingDirectory(model_dir).tokenizer_dir
         if not tokenizers.is_saved(ours):
             with cli.silence_native_stderr():
-                tokenizers.save_pair(*tokenizers.load_pair(os.path.join(self.run_dir, layout.TOKENIZER_DIR)),
-                                     ours)
+                tokenizers.save_pair(*TrainingDirectory(self.run_dir).load_tokenizers(), ours)
 
     def load_weights(self, model) -> None:
         """Reads the model's weights (not the optimizer's state, not the step) from the checkpoint:
@@ -118,7 +119,8 @@ class InitSource:
 def recorded_init(model_dir: str) -> Optional[InitSource]:
     """The `InitSource` model_config.json records for a run that has no checkpoint yet (a run
     started with --init_from and stopped before its first save starts from it again)."""
-    if not os.path.isfile(os.path.join(model_dir, layout.CONFIG_FILE)):
+    run = TrainingDirectory(model_dir)
+    if not run.has_settings():
         return None
-    record = layout.read_settings(model_dir).get("init_from")
+    record = run.settings().get("init_from")
     return InitSource(record["run_dir"], record["checkpoint"]) if record else None

@@ -113,11 +113,11 @@ def check_model_dir_only(why: str) -> None:
 def define_checkpoint_flag(help_text: str) -> None:
     """--checkpoint, a checkpoint prefix (e.g. MODEL_DIR/checkpoints/ckpt-1000) to read instead of the
     run's default one: one that names no checkpoint is refused as the flags are parsed, before
-    TensorFlow starts (`keras_transformer.cli.files.checkpoint_prefix_problem`)."""
-    from keras_transformer import cli  # pylint: disable=g-import-not-at-top
+    TensorFlow starts (`keras_transformer.run_dir.layout.checkpoint_prefix_problem`)."""
+    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top  (no TensorFlow)
 
     def check(prefix):
-        problem = prefix is not None and cli.files.checkpoint_prefix_problem(prefix)
+        problem = prefix is not None and layout.checkpoint_prefix_problem(prefix)
         if problem:
             raise flags.ValidationError(problem)  # absl: "flag --checkpoint=PREFIX: <problem>"
         return True

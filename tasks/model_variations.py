@@ -216,7 +216,8 @@ def run_table(out: str, rows: Sequence[str], recipe_args: Sequence[str], bleu_se
     Raises:
         TableStopped: a row's run failed or was stopped by a signal.
     """
-    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    from keras_transformer.files import json_files  # pylint: disable=g-import-not-at-top
+    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
     os.makedirs(os.path.join(out, ROWS_DIR), exist_ok=True)
     records, minutes_per_row = [], []
@@ -236,10 +237,10 @@ def run_table(out: str, rows: Sequence[str], recipe_args: Sequence[str], bleu_se
         change = {}
         offset = seed_offset(row)
         if row != "base":
-            base = layout.read_config(run_dir(out, "base"))
+            base = TrainingDirectory(run_dir(out, "base")).config()
             variant = base if offset else scale_row(row, base)
             if offset:
-                seed = layout.read_settings(run_dir(out, "base"))["training"]["seed"] + offset
+                seed = TrainingDirectory(run_dir(out, "base")).settings()["training"]["seed"] + offset
                 change = {"seed": seed}
             else:
                 change = changes(variant, base)
@@ -259,7 +260,7 @@ def run_table(out: str, rows: Sequence[str], recipe_args: Sequence[str], bleu_se
             record["changes"] = change
         record["wall_minutes"] = 0.0 if same else before + (time.time() - started) / 60
         record["finished"] = True
-        layout.write_json_atomically(record_path(out, row), record)
+        json_files.write_json_atomically(record_path(out, row), record)
         if not same:
             minutes_per_row.append(record["wall_minutes"])
         records.append(record)
@@ -271,7 +272,7 @@ def _train_and_score(out: str, row: str, variant: Optional[TransformerConfig], b
                      log: Callable[[str], None]) -> dict:
     """One row: its run trained (or resumed) to the end, then scored; its record (unfinished
     records keep the minutes of the attempts before)."""
-    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    from keras_transformer.files import json_files  # pylint: disable=g-import-not-at-top
 
     model_dir = run_dir(out, row)
     record = record or {"row": row, "run_dir": os.path.basename(model_dir), "same_as": None, "train_minutes": 0.0,
@@ -287,11 +288,11 @@ def _train_and_score(out: str, row: str, variant: Optional[TransformerConfig], b
     if code != 0:
         record["wall_minutes"] += (time.time() - started) / 60
         if summary is not None:
-            layout.write_json_atomically(record_path(out, row), record)
+            json_files.write_json_atomically(record_path(out, row), record)
         stopped = {130: "SIGINT", 143: "SIGTERM"}.get(code)
         raise TableStopped(f"row {row}: {f'its run stopped by {stopped}' if stopped else f'training failed (exit {code})'}"
                            f"; run the same command to go on", code)
-    layout.write_json_atomically(record_path(out, row), record)  # trained: a kill now only repeats the scoring
+    json_files.write_json_atomically(record_path(out, row), record)  # trained: a kill now only repeats the scoring
     return _score(model_dir, record, bleu_sentences, log)
 
 
@@ -299,24 +300,25 @@ def _copy_tokenizer(base_dir: str, model_dir: str) -> None:
     """The base row's tokenizer saved as `model_dir`'s, unless it has one (section 5.1: one vocabulary)."""
     from keras_transformer import cli  # pylint: disable=g-import-not-at-top
     from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
-    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
+    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
-    ours = os.path.join(model_dir, layout.TOKENIZER_DIR)
+    ours = TrainingDirectory(model_dir).tokenizer_dir
     if not tokenizers.is_saved(ours):
         with cli.silence_native_stderr():
-            tokenizers.save_pair(*tokenizers.load_pair(os.path.join(base_dir, layout.TOKENIZER_DIR)), ours)
+            tokenizers.save_pair(*TrainingDirectory(base_dir).load_tokenizers(), ours)
 
 
 def _score(model_dir: str, record: dict, bleu_sentences: Optional[int], log: Callable[[str], None]) -> dict:
     """The row's parameters (`model.count_params()`) and its dev perplexity and BLEU (beam 4,
     alpha 0.6), scored as `--evaluate_only` scores, on the data the run recorded."""
     from keras_transformer.model import Transformer  # pylint: disable=g-import-not-at-top
-    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
     from pipelines.data_config import DataConfig  # pylint: disable=g-import-not-at-top
     from tasks import dev_evaluation  # pylint: disable=g-import-not-at-top
+    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
-    settings = layout.read_settings(model_dir)
-    config = layout.read_config(model_dir)
+    run = TrainingDirectory(model_dir)
+    settings = run.settings()
+    config = run.config()
     model = Transformer(config)
     model.build()
     data = DataConfig(**settings["data"])

@@ -37,7 +37,7 @@ Defined cases:
   is a folder, cannot be written or is one of the inputs, a missing training directory,
   model config, tokenizer or checkpoint, a tokenizer that is not the run's.
 * The output file is replaced atomically once every pair is scored
-  (`keras_transformer.run_dir.atomic_files`): a failed or interrupted run leaves an existing file as
+  (`keras_transformer.files.atomic`): a failed or interrupted run leaves an existing file as
   it was. On stderr: a first line naming the model, a progress bar only when stderr is a
   terminal (as `export.client.translate_lines`), a last line with the time and speed.
 
@@ -54,7 +54,8 @@ import time
 from typing import Optional, Sequence
 
 from keras_transformer import cli
-from keras_transformer.run_dir import atomic_files
+from keras_transformer.files import command_files
+from keras_transformer.files import atomic
 from pipelines import text_files
 from pipelines.errors import DataError
 
@@ -65,7 +66,7 @@ def check_inputs(source_path: str, target_path: str, output_path: str = "-") -> 
     """The common line count of two parallel text files; a one-line `DataError` / `ValueError`
     for a missing or empty file, a folder, gzip-compressed or non-UTF-8 text (with its line),
     different line counts, or an `output_path` that cannot be written or is one of the inputs
-    (`cli.check_output_path`). No TensorFlow."""
+    (`command_files.check_output_path`). No TensorFlow."""
     counts = []
     for path in (source_path, target_path):  # one file each: a name is never read as a glob pattern
         if os.path.isfile(path) and text_files.is_gzip(path):
@@ -75,13 +76,13 @@ def check_inputs(source_path: str, target_path: str, output_path: str = "-") -> 
     if target_count != count:
         raise DataError(f"{target_path}: has {target_count} lines but {source_path} has {count}; each source line "
                         "needs its target on the same line")
-    cli.check_output_path(output_path, inputs={"source": source_path, "target": target_path})
+    command_files.check_output_path(output_path, inputs={"source": source_path, "target": target_path})
     return count
 
 
 def read_pair_lines(source_path: str, target_path: str) -> tuple[list[str], list[str]]:
     """The lines of both files (checked by `check_inputs`) as stripped text, in file order."""
-    return tuple([line.decode("utf-8").strip() for line in cli.read_lines(path)] for path in (source_path, target_path))
+    return tuple([line.decode("utf-8").strip() for line in command_files.read_lines(path)] for path in (source_path, target_path))
 
 
 def tokenize_lines(tokenizer, lines: Sequence[str]):
@@ -151,10 +152,10 @@ def load_run(model_dir: str, checkpoint: Optional[str] = None):
     `(model, checkpoint_path, source_tokenizer, target_tokenizer)`. A missing directory,
     config, tokenizer or checkpoint, or a tokenizer that is not the one the run recorded, is a
     one-line error; the directory, config and tokenizer are checked before the model loads
-    (`export.opened_run.open_run`)."""
-    from export import opened_run  # pylint: disable=g-import-not-at-top
+    (`training_directory.TrainingDirectory.open`)."""
+    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
-    run = opened_run.open_run(model_dir)
+    run = TrainingDirectory(model_dir).open()
     model, checkpoint = run.restore(checkpoint)
     return model, checkpoint, run.source_tokenizer, run.target_tokenizer
 
@@ -165,10 +166,10 @@ def score_files(model_dir: str, source_path: str, target_path: str, output_path:
     writes one `format_line` per pair to `output_path` ("-": stdout). Returns the number of pairs.
 
     See the module docstring for the defined cases. Bad input is found before the model loads
-    (`cli.check_output_path`, `check_inputs`, `load_run`), a pair too long for learned positions
+    (`command_files.check_output_path`, `check_inputs`, `load_run`), a pair too long for learned positions
     before any pair is scored; the output file is replaced atomically at the end.
     """
-    count = check_inputs(source_path, target_path, output_path)  # the output too (`cli.check_output_path`)
+    count = check_inputs(source_path, target_path, output_path)  # the output too (`command_files.check_output_path`)
     start = time.perf_counter()
     model, checkpoint, source_tokenizer, target_tokenizer = load_run(model_dir, checkpoint)
     print(f"scoring {count} pairs with {checkpoint}", file=sys.stderr)
@@ -176,7 +177,7 @@ def score_files(model_dir: str, source_path: str, target_path: str, output_path:
     results = score_lines(model, source_tokenizer, target_tokenizer, source_lines, target_lines, batch_tokens,
                           progress, names=(source_path, target_path))
     text = "".join(format_line(log_prob, tokens) + "\n" for log_prob, tokens in results)
-    atomic_files.write_output(output_path, text)
+    atomic.write_output(output_path, text)
     elapsed = time.perf_counter() - start
     print(f"{len(results)} pairs in {elapsed:.1f} s ({len(results) / max(elapsed, 1e-9):.1f} pairs/s)",
           file=sys.stderr)

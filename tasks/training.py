@@ -28,8 +28,8 @@ from pipelines.data_config import DataConfig, check_batch_tokens
 from tasks.dev_evaluation import build_evaluator
 from tasks.disk_cache import prepare_disk_cache
 from tasks.fine_tuning import InitSource, recorded_init
-from tasks.run_checks import check_resume, check_run_files, has_checkpoints
-from tasks.vocabulary import load_tokenizers, sized_model
+from training_directory import TrainingDirectory
+from training_directory.vocabulary import sized_model
 
 _print = functools.partial(print, flush=True)
 
@@ -61,7 +61,7 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
 
     The chief holds `run_lock.RunLock(model_dir)` throughout (a second trainer on the directory
     gets a one-line error) and first removes what a killed run left half-written. A run that
-    has checkpoints must still have its tokenizer and config (`check_run_files`); the
+    has checkpoints must still have its tokenizer and config (`TrainingDirectory.check_resumable`); the
     tokenizer's fingerprint is recorded in model_config.json and checked on every resume.
     SIGINT or SIGTERM end the loop after the current update with a checkpoint, and stop the
     dev evaluation (the final one too) and the average at once (`state.stop_reason ==
@@ -85,9 +85,10 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         training.precision, use_gpus=num_gpus != 0, strategy=strategy, log=log))
     check_batch_tokens(data.batch_tokens, data.max_length, replicas, training.accumulation_steps)
     layout.check_layout(model_dir)  # no file where a folder belongs (checkpoints/, eval/, .lock, ...)
+    run = TrainingDirectory(model_dir)
     data = data.for_run(model_dir)  # predicted source tags: the tagger saved in the run (trained once)
     init = None
-    if not has_checkpoints(model_dir):
+    if not run.has_checkpoints():
         init = InitSource.resolve(init_from, model_dir) if init_from else recorded_init(model_dir)
         if init is not None:
             init.check(model_dir, model, data)
@@ -95,18 +96,18 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
     with run_lock.RunLock(model_dir) if chief else contextlib.nullcontext():
         if chief:
             run_lock.remove_stale_temporaries(model_dir, log)
-        check_run_files(model_dir)
+        run.check_resumable()
         if init is not None and chief:
             init.copy_tokenizer(model_dir)
-        source_tok, target_tok = load_tokenizers(model_dir, data, save=chief, log=log)
+        source_tok, target_tok = run.load_or_train_tokenizers(data, save=chief, log=log)
         check_can_batch(data, source_tok, target_tok)  # before the config: else no step finds a batch
         model = sized_model(model, source_tok, target_tok)
         fingerprint = tokenizers.fingerprint(source_tok, target_tok)
-        check_resume(model_dir, model, fingerprint, init, data)
+        run.check_resume(model, fingerprint, starts_from_another_run=init is not None, data=data)
         if chief:
-            layout.write_config(model_dir, model, training=training.to_dict(), data=dataclasses.asdict(data),
-                                       decoding=decoding.to_dict(), tokenizer={"sha256": fingerprint},
-                                       **({"init_from": init.record()} if init else {}))
+            run.write_settings(model, training=training.to_dict(), data=dataclasses.asdict(data),
+                               decoding=decoding.to_dict(), tokenizer={"sha256": fingerprint},
+                               **({"init_from": init.record()} if init else {}))
         trainer = trainer_lib.build_trainer(model, training, model_dir, strategy, batch_tokens=data.batch_tokens,
                                             log=log)
         start = trainer.restore()

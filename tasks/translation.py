@@ -14,9 +14,9 @@ import time
 from typing import Optional, Sequence
 
 from export import client
-from keras_transformer import cli
+from keras_transformer.files import command_files
 from keras_transformer.config import DecodingConfig, SamplingConfig
-from keras_transformer.run_dir import atomic_files
+from keras_transformer.files import atomic
 
 
 
@@ -36,7 +36,7 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     the ensemble of those runs' models and `model_dir`'s (`keras_transformer.decoding.ensemble`).
 
     Bad input is found before the model loads (`check_files`): an `output_path` that is a folder,
-    cannot be written or is the input or the reference (`cli.check_output_path`), a missing input
+    cannot be written or is the input or the reference (`command_files.check_output_path`), a missing input
     or reference, a reference whose line count is not the input's. The output file is replaced
     at the end, atomically: a failure leaves an existing file as it was. `progress`: the progress
     bar on stderr (default: when stderr is a terminal, see `export.client.translate_lines`); the
@@ -62,12 +62,12 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
 
     if (model_dir is None) == (export_dir is None):
         raise ValueError("give exactly one of model_dir and export_dir")
-    cli.check_output_path(output_path, inputs={"input": input_path, "reference": reference})
+    command_files.check_output_path(output_path, inputs={"input": input_path, "reference": reference})
     if n_best > 1 and (sampling is not None or target_prefix_file):
         raise ValueError("n_best above 1 is for a search without a target prefix")
     if sampling is not None and target_prefix_file:
         raise ValueError("sampling and a target prefix file do not go together")
-    lines = cli.read_lines(input_path)
+    lines = command_files.read_lines(input_path)
     references = read_references(reference, len(lines), input_path)
     prefixes = read_prefixes(target_prefix_file, len(lines), input_path)
     start = time.perf_counter()
@@ -81,7 +81,7 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
         translations = [hypotheses[0] for hypotheses in translations]
     else:
         text = "".join(one_line(t) + "\n" for t in translations)
-    atomic_files.write_output(output_path, text)
+    atomic.write_output(output_path, text)
     elapsed = time.perf_counter() - start
     print(f"{len(lines)} sentences in {elapsed:.1f} s ({len(lines) / max(elapsed, 1e-9):.1f} sentences/s)",
           file=sys.stderr)
@@ -99,13 +99,13 @@ def one_line(translation: str) -> str:
 def check_files(input_path: str, output_path: str = "-", reference: Optional[str] = None,
                 target_prefix_file: Optional[str] = None) -> None:
     """What `translate_file` checks first, for a command to call before TensorFlow starts: the
-    output can be written and is neither input (`cli.check_output_path`), and a reference and a
+    output can be written and is neither input (`command_files.check_output_path`), and a reference and a
     target prefix file have the input's line count (when the input is a file: stdin is read once,
     by `translate_file`)."""
-    cli.check_output_path(output_path, inputs={"input": input_path, "reference": reference,
+    command_files.check_output_path(output_path, inputs={"input": input_path, "reference": reference,
                                                "target_prefix_file": target_prefix_file})
     if (reference or target_prefix_file) and input_path != "-":
-        count = len(cli.read_lines(input_path))
+        count = len(command_files.read_lines(input_path))
         read_references(reference, count, input_path)
         read_prefixes(target_prefix_file, count, input_path)
 
@@ -115,7 +115,7 @@ def read_prefixes(path: Optional[str], count: int, input_path: str) -> Optional[
     are `count`, the input's."""
     if not path:
         return None
-    prefixes = cli.read_lines(path)
+    prefixes = command_files.read_lines(path)
     if len(prefixes) != count:
         raise ValueError(f"{path} has {len(prefixes)} target prefixes but the input ({input_path}) has {count} lines")
     return prefixes
@@ -126,7 +126,7 @@ def read_references(reference: Optional[str], count: int, input_path: str) -> Op
     `count`, the input's."""
     if not reference:
         return None
-    references = [line.decode("utf-8", errors="replace") for line in cli.read_lines(reference)]
+    references = [line.decode("utf-8", errors="replace") for line in command_files.read_lines(reference)]
     if len(references) != count:
         raise ValueError(f"{reference} has {len(references)} lines but the input ({input_path}) has {count}")
     return references

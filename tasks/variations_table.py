@@ -6,7 +6,7 @@ In Table 3's shape (section 6.2): each row, the values it changes, its parameter
 (`model.count_params()` of the built model), updates and training minutes, dev perplexity per
 subword and dev BLEU (beam 4, alpha 0.6), and its BLEU change from the base row beside the
 paper's change from the paper's base. The plot puts dev perplexity and dev BLEU against the
-parameters, rows labelled. Every file is written whole or not at all (`atomic_files`).
+parameters, rows labelled. Every file is written whole or not at all (`keras_transformer.files.atomic`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import os
 from typing import Optional, Sequence
 
 from keras_transformer.config import TABLE3, Table3Row
-from keras_transformer.run_dir import atomic_files
+from keras_transformer.files import atomic
 from tasks.model_variations import is_base_seed
 
 CSV_FIELDS = ("row", "changes", "same_as", "N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "eps_ls",
@@ -77,7 +77,7 @@ def _write_csv(path: str, rows: Sequence[dict]) -> str:
     writer = csv.DictWriter(text, CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
     writer.writerows({k: "" if v is None else v for k, v in row.items()} for row in rows)
-    atomic_files.write_atomically(path, text.getvalue().encode("utf-8"))
+    atomic.write_atomically(path, text.getvalue().encode("utf-8"))
     return path
 
 
@@ -110,7 +110,7 @@ def _write_markdown(path: str, rows: Sequence[dict], recipe: str, records: Seque
             _cell(row["bleu_change"], "{:+.2f}"), _cell(row["paper_ppl"], "{:.2f}"), _cell(row["paper_bleu"], "{:.1f}"),
             _cell(row["paper_bleu_change"], "{:+.1f}"), _cell(row["paper_params_millions"], "{:g}") + " |"]))
     lines += seed_noise_lines(rows)
-    atomic_files.write_atomically(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    atomic.write_atomically(path, ("\n".join(lines) + "\n").encode("utf-8"))
     return path
 
 
@@ -161,5 +161,5 @@ def _write_plot(path: str, rows: Sequence[dict]) -> Optional[str]:
     figure.suptitle("Table 3 at the recipe's size")
     data = io.BytesIO()
     figure.savefig(data, format="png", dpi=120)
-    atomic_files.write_atomically(path, data.getvalue())
+    atomic.write_atomically(path, data.getvalue())
     return path

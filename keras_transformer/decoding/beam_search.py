@@ -35,13 +35,18 @@ example are adjacent (row i * beam + j for the i-th live example).
 Everything runs in one `tf.while_loop` built from core TF ops, so the same code runs eagerly,
 under `tf.function` and inside a SavedModel served by stock TF Serving. The structure (alive and
 finished hypotheses, 2 * beam candidates per step, early stopping bound) follows tensor2tensor /
-Model Garden `official/nlp/modeling/ops/beam_search.py` and flax `examples/wmt/decode.py`.
+Model Garden `official/nlp/modeling/ops/beam_search.py` and flax `examples/wmt/decode.py`, and so
+do the names of its steps (`_BeamSearch`: `_grow_alive_seq`, `_get_new_alive_state`,
+`_get_new_finished_state`). Greedy search shares the ends of the loop with it: the arguments
+as tensors (`_prepare`), done examples leaving the batch (`_leave_batch`), the `tf.while_loop`
+(`_while_live`) and the outputs without the start token (`_outputs`).
 
 Lengths: the length |Y| of a hypothesis is the number of generated tokens, the EOS included and
 the start token excluded. `max_decode_length` bounds |Y|: a hypothesis that reaches it is ended
 ("truncated") whether or not its last token is EOS, and competes with the EOS-ended ones.
 """
 
+import dataclasses
 from typing import Any, Callable, Optional, Tuple, Union
 
 import tensorflow as tf
@@ -190,6 +195,286 @@ def _keep_rows(tensors: Any, rows: tf.Tensor, shrinks: tf.Tensor) -> Any:
     )
 
 
+# The loop ends both searches share ----------------------------------------------------------
+
+
+def _prepare(symbols_to_logits_fn: SymbolsToLogitsFn, initial_ids, initial_cache, memory,
+             max_decode_length: LengthLike) -> Tuple[tf.Tensor, Any, Callable, Any, tf.Tensor, tf.Tensor]:
+    """The arguments of a search as tensors: (initial_ids int32 (B,), initial_cache, the model as
+    fn(ids, step, cache, memory), memory, B, the length limits int32 (B,))."""
+    initial_ids = tf.cast(initial_ids, tf.int32)
+    initial_cache = tf.nest.map_structure(tf.convert_to_tensor, initial_cache)
+    model, memory = _with_memory(symbols_to_logits_fn, memory)
+    batch_size = tf.shape(initial_ids)[0]
+    return initial_ids, initial_cache, model, memory, batch_size, _per_example_limit(max_decode_length, batch_size)
+
+
+def _leave_batch(state: dict, step: tf.Tensor, done: tf.Tensor, finished: dict, carried: dict,
+                 beam: Optional[LengthLike] = None) -> Tuple[dict, tf.Tensor, tf.Tensor]:
+    """The next loop state of either search, but its cache: the `done` examples out of the batch.
+
+    Args:
+        state: the loop state before the step ("live", "results", "memory").
+        step: int32, the step the new state is at.
+        done: bool (n,), the live examples whose result is final.
+        finished: each live example's result so far, keyed as the results (`_store`); the rows
+            of the done examples are written to the results.
+        carried: the new state's other tensors with one row per live example (hypotheses),
+            which keep the rows of the examples that stay.
+        beam: the memory's rows per example (beam search), or None for one (greedy search).
+
+    Returns:
+        (the new state without "cache", int32 positions of the examples that stay, bool scalar:
+        whether some example left). The memory is copied only on the steps where one left.
+    """
+    live = state["live"]
+    stay, gone = _split(done)
+    shrinks = tf.size(gone) > 0
+    memory_rows = stay if beam is None else _beam_rows(stay, tf.range(beam)[None, :], beam)
+    new_state = {
+        "step": step,
+        "live": tf.gather(live, stay),
+        "results": _store(state["results"], finished, live, gone),
+        "memory": _keep_rows(state["memory"], memory_rows, shrinks),
+    }
+    new_state.update(tf.nest.map_structure(lambda t: tf.gather(t, stay), carried))
+    return new_state, stay, shrinks
+
+
+def _while_live(step_fn: Callable[[dict], dict], state: dict, shapes: dict) -> dict:
+    """Runs `state = step_fn(state)` in one `tf.while_loop` until no example is live.
+
+    `shapes` are the shape invariants of the search's own entries of the state; those of
+    "step", "live", "cache" and "memory" are added here (`_loose_shape` for the last two).
+    """
+    invariants = {
+        "step": tf.TensorShape([]),
+        "live": tf.TensorShape([None]),
+        "cache": tf.nest.map_structure(_loose_shape, state["cache"]),
+        "memory": tf.nest.map_structure(_loose_shape, state["memory"]),
+        **shapes,
+    }
+    (state,) = tf.while_loop(
+        lambda state: tf.size(state["live"]) > 0, lambda state: (step_fn(state),), loop_vars=(state,),
+        shape_invariants=(invariants,), parallel_iterations=1,
+    )
+    return state
+
+
+def _outputs(seq: tf.Tensor, lengths: tf.Tensor, scores: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """(sequences, scores) of a search: `seq` (..., 1 + steps) without its start token and cut
+    after the longest of `lengths` (0 columns for an empty batch), no gradient through either."""
+    sequences = seq[..., 1 : 1 + _max_or_zero(lengths)]
+    return tf.stop_gradient(sequences), tf.stop_gradient(scores)
+
+
+# Beam search, step by step -------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _BeamSearch:
+    """The fixed settings of one beam search and its named steps (Model Garden's
+    `SequenceBeamSearch`). One step of the loop (`_step`):
+
+    1. `_grow_alive_seq`: every alive hypothesis extended by every token; the 2 * beam most
+       probable candidates are kept.
+    2. `_get_new_alive_state`: the beam best candidates that did not end stay alive.
+    3. `_get_new_finished_state`: those that ended merge into the beam best finished ones,
+       ranked by log P / lp (the length penalty, Wu et al., 2016).
+    4. `_leave`: the examples that `_done_examples` finds done leave the batch.
+
+    Per-example settings (`per_example`): K = the widest beam of the batch is kept for every
+    example, and what example b's own beam k_b would not have is masked (`beam_search`).
+    """
+
+    model: Callable  # fn(ids, step, cache, memory) -> (logits, cache)
+    vocab_size: int
+    beam: LengthLike  # K, hypotheses kept per example: beam_size, or the widest per-example beam
+    n_best_width: LengthLike  # columns of the output: n_best, or the largest per-example n_best
+    alpha: Union[float, tf.Tensor]  # the length penalty's exponent when shared (per_example: unused)
+    settings: dict  # int32 / float32 (B,) each: "max_len"; per_example also "beam", "n_best", "alpha"
+    per_example: bool
+    eos_id: int
+    prefix: Optional[tf.Tensor]
+    normalize: bool
+
+    @classmethod
+    def create(cls, model: Callable, vocab_size: int, batch_size: tf.Tensor, max_len: tf.Tensor,
+               beam_size: LengthLike, alpha, n_best: Optional[LengthLike], **fixed) -> "_BeamSearch":
+        """The search for `beam_search`'s settings: Python values shared by the batch, or (one of
+        them a tensor) a setting per example."""
+        per_example = any(isinstance(v, (tf.Tensor, tf.Variable)) for v in (beam_size, n_best, alpha))
+        settings = {"max_len": max_len}  # (B,) each
+        if not per_example:
+            return cls(model=model, vocab_size=vocab_size, beam=beam_size, alpha=alpha, settings=settings,
+                       n_best_width=beam_size if n_best is None else n_best, per_example=False, **fixed)
+        settings["beam"] = _per_example_limit(beam_size, batch_size)
+        settings["n_best"] = settings["beam"] if n_best is None else _per_example_limit(n_best, batch_size)
+        settings["alpha"] = tf.broadcast_to(tf.cast(alpha, tf.float32), [batch_size])
+        return cls(model=model, vocab_size=vocab_size, beam=beam_width(settings["beam"]), alpha=alpha,
+                   settings=settings, n_best_width=tf.maximum(_max_or_zero(settings["n_best"]), 1),
+                   per_example=True, **fixed)
+
+    def search(self, initial_ids: tf.Tensor, initial_cache: Any, memory: Any) -> Tuple[tf.Tensor, tf.Tensor]:
+        """`beam_search`'s outputs: the loop from its first state to its last."""
+        state = _while_live(self._step, self._initial_state(initial_ids, initial_cache, memory),
+                            self._shape_invariants())
+        return self._outputs(state["results"])
+
+    def _initial_state(self, initial_ids: tf.Tensor, initial_cache: Any, memory: Any) -> dict:
+        """The loop state before the first step: one alive hypothesis per example (only the first
+        copy of each is alive, or the beam would hold duplicates), none finished; the examples with
+        limit 0 are done at once."""
+        batch_size, beam = tf.shape(initial_ids)[0], self.beam
+        first_beam = tf.where(tf.range(beam) == 0, 0.0, NEG_INF)[None, :]  # (1, K)
+        start_seq = tf.tile(initial_ids[:, None, None], [1, beam, 1])  # (B, K, 1)
+        empty = {
+            "seq": tf.zeros_like(start_seq),  # (B, K, 1)
+            "scores": tf.fill([batch_size, beam], NEG_INF),
+            "flags": tf.zeros([batch_size, beam], tf.bool),
+            "lengths": tf.zeros([batch_size, beam], tf.int32),
+        }
+        live = tf.range(batch_size)
+        start = {"live": live, "results": empty,
+                 "memory": tf.nest.map_structure(lambda t: _expand_to_beam(t, beam), memory)}
+        alive = {"seq": start_seq, "log_probs": tf.tile(first_beam, [batch_size, 1]),
+                 "parents": tf.zeros([batch_size, beam], tf.int32) + tf.range(beam)[None, :]}
+        cache = tf.nest.map_structure(lambda t: _expand_to_beam(t, beam), initial_cache)
+        return self._leave(start, tf.constant(0, tf.int32), alive, empty, cache, self._live_settings(live))
+
+    def _shape_invariants(self) -> dict:
+        """The shapes of the loop state's hypotheses: the beam axis is static for a shared beam."""
+        static_beam = None if self.per_example else self.beam
+        seq_shape = tf.TensorShape([None, static_beam, None])
+        beam_shape = tf.TensorShape([None, static_beam])
+        finished_shapes = {"seq": seq_shape, "scores": beam_shape, "flags": beam_shape, "lengths": beam_shape}
+        return {"alive_seq": seq_shape, "alive_log_probs": beam_shape, "finished": finished_shapes,
+                "results": finished_shapes}
+
+    def _step(self, state: dict) -> dict:
+        """One step of the loop: grow, keep the alive, keep the finished, let the done leave."""
+        own = self._live_settings(state["live"])
+        candidates, cache = self._grow_alive_seq(state, own)
+        alive = self._get_new_alive_state(candidates, own)
+        length = state["step"] + 1  # |Y| of every candidate
+        finished = self._get_new_finished_state(state["finished"], candidates, own, length)
+        return self._leave(state, length, alive, finished, cache, own)
+
+    def _live_settings(self, live: tf.Tensor) -> dict:
+        """The settings of the live examples, (n,) each; alpha a float for a shared one."""
+        own = {key: tf.gather(value, live) for key, value in self.settings.items()}
+        own.setdefault("alpha", self.alpha)
+        return own
+
+    def _grow_alive_seq(self, state: dict, own: dict) -> Tuple[dict, Any]:
+        """Every (alive hypothesis, next token) pair, flat over K * V; the 2K most probable.
+
+        Returns:
+            The candidates, (n, 2K) each: "seq" int32 (n, 2K, step + 2) (the parent's tokens and
+            the new one), "log_probs" float32 (log P of the whole candidate), "parents" int32 (the
+            alive hypothesis each extends), "valid" bool (a possible candidate that example's own
+            beam sees), "ended" bool (EOS, or its length limit reached); and the model's new cache.
+        """
+        step, live, vocab_size = state["step"], state["live"], self.vocab_size
+        n = tf.shape(live)[0]
+        flat_ids = tf.reshape(state["alive_seq"][:, :, -1], [-1])  # (n * K,)
+        logits, cache = self.model(flat_ids, step, state["cache"], state["memory"])
+        log_probs = tf.reshape(_log_probs(logits, self.normalize), [n, self.beam, vocab_size])  # (n, K, V)
+        if self.prefix is not None:
+            log_probs = force_prefix(log_probs, tf.gather(self.prefix, live), step)
+        candidates = state["alive_log_probs"][:, :, None] + log_probs  # (n, K, V)
+        candidates = tf.reshape(candidates, [n, self.beam * vocab_size])  # (n, K * V)
+        num_candidates = 2 * self.beam  # <= K * V since vocab_size >= 2
+        top_log_probs, top_indices = tf.math.top_k(candidates, k=num_candidates)  # (n, 2K)
+        top_beams = top_indices // vocab_size  # (n, 2K), the parent hypothesis
+        top_tokens = top_indices % vocab_size  # (n, 2K)
+        top_seq = tf.gather(state["alive_seq"], top_beams, batch_dims=1)  # (n, 2K, step + 1)
+        top_seq = tf.concat([top_seq, top_tokens[:, :, None]], axis=2)  # (n, 2K, step + 2)
+        valid = top_log_probs > NEG_INF / 2  # (n, 2K)
+        if self.per_example:  # example b's own beam sees only its 2 * k_b best candidates
+            valid = tf.logical_and(valid, tf.range(num_candidates)[None, :] < 2 * own["beam"][:, None])
+        ended = tf.logical_or(tf.equal(top_tokens, self.eos_id), (step + 1 >= own["max_len"])[:, None])
+        return {"seq": top_seq, "log_probs": top_log_probs, "parents": top_beams, "valid": valid,
+                "ended": ended}, cache
+
+    def _get_new_alive_state(self, candidates: dict, own: dict) -> dict:
+        """The K best candidates that did not end, ranked by log-probability: "seq" int32
+        (n, K, step + 2), "log_probs" float32 (n, K), "parents" int32 (n, K)."""
+        keep_alive = tf.logical_and(candidates["valid"], tf.logical_not(candidates["ended"]))  # (n, 2K)
+        alive_scores = tf.where(keep_alive, candidates["log_probs"], NEG_INF)
+        alive_log_probs, alive_indices = tf.math.top_k(alive_scores, k=self.beam)  # (n, K)
+        if self.per_example:  # and example b keeps its k_b best alive
+            alive_log_probs = tf.where(tf.range(self.beam)[None, :] < own["beam"][:, None], alive_log_probs, NEG_INF)
+        return {
+            "seq": tf.gather(candidates["seq"], alive_indices, batch_dims=1),  # (n, K, step + 2)
+            "log_probs": alive_log_probs,
+            "parents": tf.gather(candidates["parents"], alive_indices, batch_dims=1),  # (n, K)
+        }
+
+    def _get_new_finished_state(self, finished: dict, candidates: dict, own: dict, length: tf.Tensor) -> dict:
+        """The ended candidates merged into the K best finished hypotheses, ranked by
+        log P / lp(|Y|) (paper section 6.1; `length_penalty`). The old ones come first, so they
+        win ties (top_k prefers lower indices)."""
+        new_flags = tf.logical_and(candidates["valid"], candidates["ended"])  # (n, 2K)
+        own_alpha = own["alpha"][:, None] if self.per_example else own["alpha"]
+        new_scores = tf.where(new_flags, candidates["log_probs"] / length_penalty(length, own_alpha), NEG_INF)
+        merged = {
+            "seq": tf.concat([tf.pad(finished["seq"], [[0, 0], [0, 0], [0, 1]]), candidates["seq"]], axis=1),
+            "scores": tf.concat([finished["scores"], new_scores], axis=1),  # (n, 3K)
+            "flags": tf.concat([finished["flags"], new_flags], axis=1),
+            "lengths": tf.concat([finished["lengths"], tf.fill(tf.shape(new_flags), length)], axis=1),
+        }
+        _, keep = tf.math.top_k(merged["scores"], k=self.beam)  # (n, K)
+        return {key: tf.gather(value, keep, batch_dims=1) for key, value in merged.items()}
+
+    def _nth_finished(self, finished: dict, own: dict, key: str) -> tf.Tensor:
+        """(n,): the flag or score of each example's n_best-th best finished hypothesis."""
+        if not self.per_example:
+            return finished[key][:, self.n_best_width - 1]
+        return tf.gather(finished[key], own["n_best"][:, None] - 1, batch_dims=1)[:, 0]
+
+    def _done_examples(self, step: tf.Tensor, alive_log_probs: tf.Tensor, finished: dict, own: dict) -> tf.Tensor:
+        """bool (n,): live examples whose finished hypotheses can no longer change (the early
+        stop of section 6.1, "terminate early when possible")."""
+        best_alive = tf.reduce_max(alive_log_probs, axis=1)  # (n,)
+        # lp is monotone in the length, so its maximum over the reachable lengths
+        # [step + 1, max_len] is at one of the two ends.
+        largest_lp = tf.maximum(length_penalty(step + 1, own["alpha"]), length_penalty(own["max_len"], own["alpha"]))
+        best_possible = best_alive / largest_lp  # (n,), log-probs only decrease
+        cannot_improve = tf.logical_and(
+            self._nth_finished(finished, own, "flags"),  # scores are sorted: n_best are finished
+            self._nth_finished(finished, own, "scores") >= best_possible,
+        )
+        nothing_alive = best_alive <= NEG_INF / 2
+        return tf.logical_or(tf.logical_or(step >= own["max_len"], nothing_alive), cannot_improve)
+
+    def _leave(self, state: dict, step: tf.Tensor, alive: dict, finished: dict, cache: Any, own: dict) -> dict:
+        """The next loop state: done examples written to the results and out of the batch.
+
+        `cache` holds the rows of the current live batch and `alive["parents"]` (n, K) the beam
+        each new alive hypothesis extends: one gather reorders the beams and drops the done
+        examples.
+        """
+        done = self._done_examples(step, alive["log_probs"], finished, own)
+        carried = {"alive_seq": alive["seq"], "alive_log_probs": alive["log_probs"], "finished": finished}
+        new_state, stay, _ = _leave_batch(state, step, done, finished, carried, beam=self.beam)
+        rows = _beam_rows(stay, tf.gather(alive["parents"], stay), self.beam)
+        new_state["cache"] = tf.nest.map_structure(lambda t: _gather_beams(t, rows), cache)
+        return new_state
+
+    def _outputs(self, results: dict) -> Tuple[tf.Tensor, tf.Tensor]:
+        """`beam_search`'s (sequences, scores): the n_best best finished hypotheses of each example;
+        the slots no hypothesis reached (or past an example's own n_best) empty, score NEG_INF."""
+        width = self.n_best_width
+        flags = results["flags"][:, :width]  # (B, n_best)
+        if self.per_example:  # slots past an example's own n_best stay empty
+            flags = tf.logical_and(flags, tf.range(width)[None, :] < self.settings["n_best"][:, None])
+        scores = tf.where(flags, results["scores"][:, :width], NEG_INF)
+        lengths = tf.where(flags, results["lengths"][:, :width], 0)
+        sequences = results["seq"][:, :width] * tf.cast(flags, tf.int32)[:, :, None]  # (B, n_best, 1 + steps)
+        return _outputs(sequences, lengths, scores)
+
+
 def beam_search(
     symbols_to_logits_fn: SymbolsToLogitsFn,
     initial_ids: tf.Tensor,
@@ -214,7 +499,11 @@ def beam_search(
     it holds `n_best` finished hypotheses and even the best alive one, given the largest length
     penalty it could still get, cannot beat the n_best-th of them. A done example leaves the
     batch (module docstring): its result is final and does not depend on the rest of the
-    batch. The loop stops when no example is left.
+    batch. The loop stops when no example is left. The steps are the methods of `_BeamSearch`.
+
+    The decoding settings are not checked here: Python values come checked from a
+    `keras_transformer.config.DecodingConfig`, tensors from a request that the SavedModel
+    bounds in its graph (`export.serving_module`).
 
     Args:
         symbols_to_logits_fn: the model, see the module docstring.
@@ -222,9 +511,9 @@ def beam_search(
         initial_cache: nested structure of tensors with leading dimension B; each is expanded once
             to (B * beam_size, ...).
         vocab_size: int, the last dimension of the logits.
-        beam_size: int, hypotheses kept alive per example; or, per request, an int32 scalar
-            or (B,) tensor (values >= 1; the caller bounds them): example b then searches with
-            its own beam, exactly as alone, inside a beam as wide as the largest.
+        beam_size: int >= 1, hypotheses kept alive per example; or, per request, an int32 scalar
+            or (B,) tensor (values >= 1): example b then searches with its own beam, exactly as
+            alone, inside a beam as wide as the largest.
         alpha: float >= 0, length penalty exponent (0: rank by raw log-probability); or a
             float32 scalar or (B,) tensor.
         max_decode_length: int, int32 scalar tensor or int32 (B,): the largest |Y| per example,
@@ -257,174 +546,11 @@ def beam_search(
     """
     if vocab_size < 2:
         raise ValueError(f"vocab_size must be >= 2, got {vocab_size}.")
-    per_example = any(isinstance(v, (tf.Tensor, tf.Variable)) for v in (beam_size, n_best, alpha))
-    initial_ids = tf.cast(initial_ids, tf.int32)
-    initial_cache = tf.nest.map_structure(tf.convert_to_tensor, initial_cache)
-    model, memory = _with_memory(symbols_to_logits_fn, memory)
-    batch_size = tf.shape(initial_ids)[0]
-    settings = {"max_len": _per_example_limit(max_decode_length, batch_size)}  # (B,) each
-    if per_example:
-        settings["beam"] = _per_example_limit(beam_size, batch_size)
-        settings["n_best"] = settings["beam"] if n_best is None else _per_example_limit(n_best, batch_size)
-        settings["alpha"] = tf.broadcast_to(tf.cast(alpha, tf.float32), [batch_size])
-        beam_size = beam_width(settings["beam"])  # K: the widest beam of the batch
-        n_best_width = tf.maximum(_max_or_zero(settings["n_best"]), 1)
-    else:
-        if beam_size < 1:
-            raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
-        n_best = beam_size if n_best is None else n_best
-        if not 1 <= n_best <= beam_size:
-            raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}.")
-        n_best_width = n_best
-    num_candidates = 2 * beam_size  # <= beam_size * vocab_size since vocab_size >= 2
-
-    def live_settings(live):
-        """The settings of the live examples, (n,) each; alpha a float for a shared one."""
-        own = {key: tf.gather(value, live) for key, value in settings.items()}
-        own.setdefault("alpha", alpha)
-        return own
-
-    def nth_finished(finished, own, key):  # (n,): the n_best-th best finished flag or score
-        if not per_example:
-            return finished[key][:, n_best_width - 1]
-        return tf.gather(finished[key], own["n_best"][:, None] - 1, batch_dims=1)[:, 0]
-
-    def done_examples(step, alive_log_probs, finished, own):
-        """bool (n,): live examples whose finished hypotheses can no longer change."""
-        best_alive = tf.reduce_max(alive_log_probs, axis=1)  # (n,)
-        # lp is monotone in the length, so its maximum over the reachable lengths
-        # [step + 1, max_len] is at one of the two ends.
-        largest_lp = tf.maximum(length_penalty(step + 1, own["alpha"]), length_penalty(own["max_len"], own["alpha"]))
-        best_possible = best_alive / largest_lp  # (n,), log-probs only decrease
-        cannot_improve = tf.logical_and(
-            nth_finished(finished, own, "flags"),  # scores are sorted: n_best are finished
-            nth_finished(finished, own, "scores") >= best_possible,
-        )
-        nothing_alive = best_alive <= NEG_INF / 2
-        return tf.logical_or(tf.logical_or(step >= own["max_len"], nothing_alive), cannot_improve)
-
-    def leave(state, step, alive_seq, alive_log_probs, finished, cache, parents):
-        """The next loop state: done examples written to the results and out of the batch.
-
-        `cache` holds the rows of the current live batch, `parents` (n, K) the beam each new
-        alive hypothesis extends: one gather reorders the beams and drops the done examples.
-        """
-        live = state["live"]
-        done = done_examples(step, alive_log_probs, finished, live_settings(live))
-        stay, gone = _split(done)
-        return {
-            "step": step,
-            "live": tf.gather(live, stay),
-            "alive_seq": tf.gather(alive_seq, stay),
-            "alive_log_probs": tf.gather(alive_log_probs, stay),
-            "finished": tf.nest.map_structure(lambda t: tf.gather(t, stay), finished),
-            "results": _store(state["results"], finished, live, gone),
-            "cache": tf.nest.map_structure(
-                lambda t: _gather_beams(t, _beam_rows(stay, tf.gather(parents, stay), beam_size)), cache),
-            "memory": _keep_rows(
-                state["memory"], _beam_rows(stay, tf.range(beam_size)[None, :], beam_size), tf.size(gone) > 0),
-        }
-
-    def cond(state):
-        return tf.size(state["live"]) > 0
-
-    def body(state):
-        step = state["step"]
-        live = state["live"]
-        n = tf.shape(live)[0]
-        own = live_settings(live)
-        finished = state["finished"]
-
-        flat_ids = tf.reshape(state["alive_seq"][:, :, -1], [-1])  # (n * beam,)
-        logits, new_cache = model(flat_ids, step, state["cache"], state["memory"])
-        log_probs = tf.reshape(_log_probs(logits, normalize), [n, beam_size, vocab_size])  # (n, beam, V)
-        if prefix is not None:
-            log_probs = force_prefix(log_probs, tf.gather(prefix, live), step)
-
-        # Every (hypothesis, next token) pair, flat over beam * V; keep the 2 * beam best.
-        candidates = state["alive_log_probs"][:, :, None] + log_probs  # (n, beam, V)
-        candidates = tf.reshape(candidates, [n, beam_size * vocab_size])  # (n, beam * V)
-        top_log_probs, top_indices = tf.math.top_k(candidates, k=num_candidates)  # (n, 2 * beam)
-        top_beams = top_indices // vocab_size  # (n, 2 * beam), the parent hypothesis
-        top_tokens = top_indices % vocab_size  # (n, 2 * beam)
-        top_seq = tf.gather(state["alive_seq"], top_beams, batch_dims=1)  # (n, 2 * beam, step + 1)
-        top_seq = tf.concat([top_seq, top_tokens[:, :, None]], axis=2)  # (n, 2 * beam, step + 2)
-
-        new_length = step + 1  # |Y| of every candidate
-        valid = top_log_probs > NEG_INF / 2  # (n, 2 * beam)
-        if per_example:  # example b's own beam sees only its 2 * k_b best candidates
-            valid = tf.logical_and(valid, tf.range(num_candidates)[None, :] < 2 * own["beam"][:, None])
-        ended = tf.logical_or(tf.equal(top_tokens, eos_id), (new_length >= own["max_len"])[:, None])
-
-        # Alive: the beam best candidates that did not end, ranked by log-probability.
-        keep_alive = tf.logical_and(valid, tf.logical_not(ended))  # (n, 2 * beam)
-        alive_scores = tf.where(keep_alive, top_log_probs, NEG_INF)
-        alive_log_probs, alive_indices = tf.math.top_k(alive_scores, k=beam_size)  # (n, beam)
-        if per_example:  # and keeps its k_b best alive
-            alive_log_probs = tf.where(tf.range(beam_size)[None, :] < own["beam"][:, None], alive_log_probs, NEG_INF)
-        alive_seq = tf.gather(top_seq, alive_indices, batch_dims=1)  # (n, beam, step + 2)
-        parents = tf.gather(top_beams, alive_indices, batch_dims=1)  # (n, beam)
-
-        # Finished: merge the ended candidates into the beam best, ranked by log P / lp.
-        # The old ones come first, so they win ties (top_k prefers lower indices).
-        new_flags = tf.logical_and(valid, ended)  # (n, 2 * beam)
-        own_alpha = own["alpha"][:, None] if per_example else own["alpha"]
-        new_scores = tf.where(new_flags, top_log_probs / length_penalty(new_length, own_alpha), NEG_INF)
-        merged = {
-            "seq": tf.concat([tf.pad(finished["seq"], [[0, 0], [0, 0], [0, 1]]), top_seq], axis=1),
-            "scores": tf.concat([finished["scores"], new_scores], axis=1),  # (n, 3 * beam)
-            "flags": tf.concat([finished["flags"], new_flags], axis=1),
-            "lengths": tf.concat([finished["lengths"], tf.fill(tf.shape(new_flags), new_length)], axis=1),
-        }
-        _, keep = tf.math.top_k(merged["scores"], k=beam_size)  # (n, beam)
-        finished = {key: tf.gather(value, keep, batch_dims=1) for key, value in merged.items()}
-        return (leave(state, new_length, alive_seq, alive_log_probs, finished, new_cache, parents),)
-
-    # Only the first copy of each example is alive at first, or the beam would hold duplicates.
-    first_beam = tf.where(tf.range(beam_size) == 0, 0.0, NEG_INF)[None, :]  # (1, beam)
-    start_seq = tf.tile(initial_ids[:, None, None], [1, beam_size, 1])  # (B, beam, 1)
-    empty = {
-        "seq": tf.zeros_like(start_seq),  # (B, beam, 1)
-        "scores": tf.fill([batch_size, beam_size], NEG_INF),
-        "flags": tf.zeros([batch_size, beam_size], tf.bool),
-        "lengths": tf.zeros([batch_size, beam_size], tf.int32),
-    }
-    start = {"live": tf.range(batch_size), "results": empty, "memory": tf.nest.map_structure(
-        lambda t: _expand_to_beam(t, beam_size), memory)}
-    # Examples with limit 0 are done before the first step.
-    state = leave(
-        start, tf.constant(0, tf.int32), start_seq, tf.tile(first_beam, [batch_size, 1]), empty,
-        tf.nest.map_structure(lambda t: _expand_to_beam(t, beam_size), initial_cache),
-        tf.zeros([batch_size, beam_size], tf.int32) + tf.range(beam_size)[None, :],
-    )
-    static_beam = None if per_example else beam_size
-    seq_shape = tf.TensorShape([None, static_beam, None])
-    beam_shape = tf.TensorShape([None, static_beam])
-    finished_shapes = {"seq": seq_shape, "scores": beam_shape, "flags": beam_shape, "lengths": beam_shape}
-    invariants = {
-        "step": tf.TensorShape([]),
-        "live": tf.TensorShape([None]),
-        "alive_seq": seq_shape,
-        "alive_log_probs": beam_shape,
-        "finished": finished_shapes,
-        "results": finished_shapes,
-        "cache": tf.nest.map_structure(_loose_shape, state["cache"]),
-        "memory": tf.nest.map_structure(_loose_shape, state["memory"]),
-    }
-    (state,) = tf.while_loop(
-        cond, body, loop_vars=(state,), shape_invariants=(invariants,), parallel_iterations=1
-    )
-
-    results = state["results"]
-    flags = results["flags"][:, :n_best_width]  # (B, n_best)
-    if per_example:  # slots past an example's own n_best stay empty
-        flags = tf.logical_and(flags, tf.range(n_best_width)[None, :] < settings["n_best"][:, None])
-    scores = tf.where(flags, results["scores"][:, :n_best_width], NEG_INF)
-    lengths = tf.where(flags, results["lengths"][:, :n_best_width], 0)
-    sequences = results["seq"][:, :n_best_width, 1:]  # (B, n_best, steps), drop the start token
-    sequences *= tf.cast(flags, tf.int32)[:, :, None]
-    sequences = sequences[:, :, : _max_or_zero(lengths)]  # (B, n_best, T)
-    return tf.stop_gradient(sequences), tf.stop_gradient(scores)
+    initial_ids, initial_cache, model, memory, batch_size, max_len = _prepare(
+        symbols_to_logits_fn, initial_ids, initial_cache, memory, max_decode_length)
+    search = _BeamSearch.create(model, vocab_size, batch_size, max_len, beam_size, alpha, n_best, eos_id=eos_id,
+                                prefix=prefix, normalize=normalize)
+    return search.search(initial_ids, initial_cache, memory)
 
 
 def greedy_search(
@@ -464,30 +590,16 @@ def greedy_search(
         sequences: int32 (B, T), without the start token, up to and including EOS, then 0s.
         scores: float32 (B,), log P(Y), the sum of the log-probabilities of the tokens of Y.
     """
-    initial_ids = tf.cast(initial_ids, tf.int32)
-    initial_cache = tf.nest.map_structure(tf.convert_to_tensor, initial_cache)
-    model, memory = _with_memory(symbols_to_logits_fn, memory)
-    batch_size = tf.shape(initial_ids)[0]
-    max_len = _per_example_limit(max_decode_length, batch_size)  # (B,)
+    initial_ids, initial_cache, model, memory, batch_size, max_len = _prepare(
+        symbols_to_logits_fn, initial_ids, initial_cache, memory, max_decode_length)
 
     def leave(state, step, hypotheses, done, cache):
         """The next loop state: the `done` examples written to the results and out of the batch."""
-        live = state["live"]
-        stay, gone = _split(done)
-        shrinks = tf.size(gone) > 0
-        return {
-            "step": step,
-            "live": tf.gather(live, stay),
-            "hypotheses": tf.nest.map_structure(lambda t: tf.gather(t, stay), hypotheses),
-            "results": _store(state["results"], hypotheses, live, gone),
-            "cache": _keep_rows(cache, stay, shrinks),  # never reordered otherwise
-            "memory": _keep_rows(state["memory"], stay, shrinks),
-        }
+        new_state, stay, shrinks = _leave_batch(state, step, done, hypotheses, {"hypotheses": hypotheses})
+        new_state["cache"] = _keep_rows(cache, stay, shrinks)  # never reordered otherwise
+        return new_state
 
-    def cond(state):
-        return tf.size(state["live"]) > 0
-
-    def body(state):
+    def step_fn(state):
         hypotheses = state["hypotheses"]
         logits, cache = model(hypotheses["seq"][:, -1], state["step"], state["cache"], state["memory"])
         log_probs = _log_probs(logits, normalize)  # (n, V)
@@ -504,7 +616,7 @@ def greedy_search(
             "lengths": hypotheses["lengths"] + 1,
         }
         done = tf.logical_or(tf.equal(token, eos_id), step >= tf.gather(max_len, state["live"]))
-        return (leave(state, step, hypotheses, done, cache),)
+        return leave(state, step, hypotheses, done, cache)
 
     start = {
         "seq": initial_ids[:, None],  # (B, 1)
@@ -516,17 +628,5 @@ def greedy_search(
     state = leave(state, tf.constant(0, tf.int32), start, max_len <= 0, initial_cache)
     shapes = {"seq": tf.TensorShape([None, None]), "log_probs": tf.TensorShape([None]),
               "lengths": tf.TensorShape([None])}
-    invariants = {
-        "step": tf.TensorShape([]),
-        "live": tf.TensorShape([None]),
-        "hypotheses": shapes,
-        "results": shapes,
-        "cache": tf.nest.map_structure(_loose_shape, state["cache"]),
-        "memory": tf.nest.map_structure(_loose_shape, state["memory"]),
-    }
-    (state,) = tf.while_loop(
-        cond, body, loop_vars=(state,), shape_invariants=(invariants,), parallel_iterations=1
-    )
-    results = state["results"]
-    sequences = results["seq"][:, 1 : 1 + _max_or_zero(results["lengths"])]  # (B, T)
-    return tf.stop_gradient(sequences), tf.stop_gradient(results["log_probs"])
+    results = _while_live(step_fn, state, {"hypotheses": shapes, "results": shapes})["results"]
+    return _outputs(results["seq"], results["lengths"], results["log_probs"])

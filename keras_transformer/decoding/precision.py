@@ -30,8 +30,8 @@ with `ONEDNN_MAX_CPU_ISA=AVX2` on an AVX-512 CPU does not imitate that host: Ten
 hands the bfloat16 products to oneDNN, which then has no kernel for them and aborts.)
 `resolve("auto")` picks float32 on such CPUs, as training's `--precision=auto` does, and on
 CPUs with the flags it picks bfloat16 only where a start-up timing finds bfloat16 products
-faster (`training.distribution.resolve_precision`): an Intel Xeon with AVX512_BF16 and no AMX
-multiplied bfloat16 at about half float32's speed.
+faster (`keras_transformer.cpu_precision`, training's rule on a CPU too): an Intel Xeon with
+AVX512_BF16 and no AMX multiplied bfloat16 at about half float32's speed.
 """
 
 from __future__ import annotations
@@ -42,16 +42,16 @@ from absl import logging
 import keras
 import tensorflow as tf
 
+from keras_transformer import cpu_precision
 from keras_transformer.layers.layer_norm import LayerNormalization
 from keras_transformer.model import Transformer
-from keras_transformer.training import distribution
 
 PRECISIONS = ("float32", "bfloat16")
 
 
 def resolve(precision: str, cpu_flags=None, log: Callable[[str], None] = logging.info) -> str:
     """`precision` ("float32" or "bfloat16"), or for "auto" the one this machine's CPU runs
-    fastest, by training's rule for a CPU (`training.distribution.resolve_precision`): bfloat16
+    fastest, by the rule training follows on a CPU (`cpu_precision.choose`): bfloat16
     where the CPU has AVX512_BF16 or AMX and its bfloat16 matrix products are timed at least
     1.15x as fast as float32's (once per process), else float32. `cpu_flags` for tests; `log`
     gets the line saying what "auto" chose and why.
@@ -60,8 +60,9 @@ def resolve(precision: str, cpu_flags=None, log: Callable[[str], None] = logging
         ValueError: any other `precision`.
     """
     if precision == "auto":
-        training = distribution.resolve_precision("auto", use_gpus=False, cpu_flags=cpu_flags, log=log)
-        return "bfloat16" if training == "mixed_bfloat16" else "float32"
+        choice, reason = cpu_precision.choose(cpu_flags)
+        log(cpu_precision.auto_line(choice, reason))  # training's line, with its policy name
+        return "bfloat16" if choice == "mixed_bfloat16" else "float32"
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be \"auto\" or one of {PRECISIONS}, got {precision!r}")
     return precision

@@ -35,6 +35,7 @@ Everything is plain TF code: it runs eagerly, and the callers wrap it in a `tf.f
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import tensorflow as tf
@@ -145,11 +146,12 @@ def translate_ids(
         model: a built `Transformer`, or a `keras_transformer.decoding.ensemble.Ensemble` of them.
         source_ids: int `(B, S)`, ids then EOS, right-padded with `config.pad_id`.
         config: the `keras_transformer.config.DecodingConfig` (None: its defaults, section 6.1's).
-        beam_size, alpha, max_extra_length, n_best: override the config's value when given.
-            beam_size, alpha and n_best may also be tensors, int32 / float32 scalars or `(B,)`,
-            one setting per sentence (a served request's options, `export.serving_module`):
-            each sentence is then searched as alone with its own settings (`beam_search`),
-            beam search also for a beam of 1.
+        beam_size, alpha, max_extra_length, n_best: override the config's value when given;
+            Python values are checked as the config's are (`DecodingConfig`). beam_size, alpha
+            and n_best may also be tensors, int32 / float32 scalars or `(B,)`, one setting per
+            sentence (a served request's options, bounded by `export.serving_module` in its
+            graph): each sentence is then searched as alone with its own settings
+            (`beam_search`), beam search also for a beam of 1.
         max_decode_length: optional int or int32 `(B,)` overriding the length rule.
         use_cache: False decodes with the slow full-prefix reference (see `step_fn`).
         grammar: None, or a `tree_constraint.TreeGrammar` of the output vocabulary: decode only
@@ -172,10 +174,12 @@ def translate_ids(
         raise ValueError("the decoding's tree_constraint needs the grammar of the model's target vocabulary")
     if target_prefix is not None and grammar is not None:
         raise ValueError("a target prefix cannot be forced on a tree-constrained search")
-    beam_size = config.beam_size if beam_size is None else beam_size
-    alpha = config.alpha if alpha is None else alpha
-    n_best = config.n_best if n_best is None else n_best
-    max_extra_length = config.max_extra_length if max_extra_length is None else max_extra_length
+    overrides = {"beam_size": beam_size, "alpha": alpha, "n_best": n_best, "max_extra_length": max_extra_length}
+    overrides = {name: value for name, value in overrides.items() if value is not None}
+    if not any(tf.is_tensor(value) for value in overrides.values()):  # checked by DecodingConfig
+        config, overrides = dataclasses.replace(config, **overrides), {}
+    beam_size, alpha, n_best, max_extra_length = (
+        overrides.get(name, getattr(config, name)) for name in ("beam_size", "alpha", "n_best", "max_extra_length"))
     source_ids = tf.cast(tf.convert_to_tensor(source_ids), tf.int32)
     if max_decode_length is None:
         max_decode_length = max_decode_lengths(model, source_ids, max_extra_length)

@@ -44,7 +44,7 @@ bracket the rules keep open, or to write another word, then loses nothing, and t
 model trained on a few thousand trees, found trees the model itself rates far below the ones a
 treebank PCFG finds. With the model's own probabilities the constrained beam search ranks trees
 by the same log P(tree | sentence) as the `score` command and the PCFG reranker
-(`tasks.reranking`), and its scores are that quantity (divided by the length penalty); on the
+(`tasks.parsing.reranking`), and its scores are that quantity (divided by the length penalty); on the
 treebank sample's validation split it parses more accurately (docs/BENCHMARKS.md, issue 32).
 
 The run of opening brackets before a word is bounded: a treebank's trees open a few

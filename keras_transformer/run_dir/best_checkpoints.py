@@ -21,7 +21,7 @@ checkpoint that leaves the list are removed only after the list no longer names 
 at any point leaves a list whose every entry is whole; files it does not name (a copy cut short)
 are removed when the run resumes. A higher BLEU is better, a lower loss, a higher F1 (a parsing
 run's labelled EVALB F1 of its dev trees, section 6.3, which the dev evaluation of a treebank run
-computes: `tasks.parsing.Gold.dev_scores`); ties keep the earlier step.
+computes: `tasks.parsing.parse_files.Gold.dev_scores`); ties keep the earlier step.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ import os
 import shutil
 from typing import Callable, Iterable, Optional
 
-from keras_transformer.run_dir import atomic_files, readable_checkpoints
+from keras_transformer.files import atomic
+from keras_transformer.run_dir import readable_checkpoints
 
 LIST_FILE = "best.json"
 # The sign that makes larger better, for each of `BEST_CHECKPOINT_METRICS`.
@@ -149,7 +150,7 @@ def rebuild(directory: str, keep: int, metric: str, offers: Iterable[tuple[int, 
 def _write_list(directory: str, metric: str, entries: list[dict]) -> None:
     """best.json, atomically, after the files it names are complete."""
     text = json.dumps({"metric": metric, "checkpoints": entries}, indent=1) + "\n"
-    atomic_files.write_atomically(os.path.join(directory, LIST_FILE), text.encode("utf-8"))
+    atomic.write_atomically(os.path.join(directory, LIST_FILE), text.encode("utf-8"))
 
 
 class BestCheckpoints:

@@ -25,21 +25,22 @@ moving averages and holds them as its `model`. A damaged checkpoint (see
 one that a training run's rotation removed while it was being read is chosen again
 (`restore_model`). A damaged directory (model_config.json that is not a run's settings, a file
 where a folder belongs: `check_layout`) is a one-line ValueError naming the path. Reading a
-run's tokenizer as well (its fingerprint checked) is `export.opened_run`'s.
+run as the commands see it, its tokenizer as well (its fingerprint checked), is
+`training_directory.TrainingDirectory`'s: it reads the model's part here.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from keras_transformer.cli import files
-from keras_transformer.run_dir import atomic_files, best_checkpoints, readable_checkpoints
 from keras_transformer.config import TransformerConfig
-from keras_transformer.model import Transformer
+from keras_transformer.files import json_files
 
-CONFIG_FILE = files.RUN_SETTINGS_FILE  # defined where commands check it before TensorFlow starts
+if TYPE_CHECKING:
+    from keras_transformer.model import Transformer
+
+CONFIG_FILE = "model_config.json"  # a run's settings: what makes a folder a training directory
 TOKENIZER_DIR = "tokenizer"
 CHECKPOINT_DIR = "checkpoints"
 AVERAGED_DIR = "averaged"
@@ -58,16 +59,10 @@ SECTIONS = ("tokenizer", "training", "data", "decoding", "init_from")
 READ_ATTEMPTS = 3
 
 
-def write_json_atomically(path: str, values: dict[str, Any]) -> None:
-    """Writes `values` as indented, sorted JSON with `atomic_files.write_atomically`: never a
-    half-written file, and the mode the umask allows (0o644 under 022, not mkstemp's 0o600)."""
-    atomic_files.write_atomically(path, (json.dumps(values, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-
-
 def write_config(model_dir: str, config: TransformerConfig, **extra: Any) -> str:
     """Saves the model config (and any JSON-able `extra` sections) as MODEL_DIR/model_config.json."""
     path = os.path.join(model_dir, CONFIG_FILE)
-    write_json_atomically(path, {"model": config.to_dict(), **extra})
+    json_files.write_json_atomically(path, {"model": config.to_dict(), **extra})
     return path
 
 
@@ -89,15 +84,9 @@ def read_settings(model_dir: str) -> dict[str, Any]:
     """The whole model_config.json of a model directory: a JSON object whose "model" section
     (and each of `SECTIONS` there) is an object; else a one-line ValueError naming the file."""
     path = os.path.join(model_dir, CONFIG_FILE)
-    if os.path.isdir(path):
-        raise ValueError(f"{path}: is a folder, not the run's settings file")
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise FileNotFoundError(f"{path}: not found; is {model_dir!r} a training directory?")
-    with open(path, encoding="utf-8") as file:
-        try:
-            settings = json.load(file)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ValueError(f"{path}: not valid JSON ({error})") from None
+    settings = json_files.read_json(path, "the run's settings file")
     if not isinstance(settings, dict) or not isinstance(settings.get("model"), dict):
         found = type(settings).__name__ if not isinstance(settings, dict) else "no \"model\" object"
         raise ValueError(f"{path}: not a run's settings (a JSON object with a \"model\" object; found {found}): "
@@ -128,7 +117,7 @@ def recorded_fingerprint(model_dir: str) -> Optional[str]:
 
 
 def latest_checkpoint(model_dir: str, prefer_averaged: bool = True,
-                      warn: Callable[[str], None] = readable_checkpoints.warn_on_stderr) -> Optional[str]:
+                      warn: Optional[Callable[[str], None]] = None) -> Optional[str]:
     """The checkpoint to translate with: the averaged one if readable (and preferred), else the
     best readable one of MODEL_DIR/best (a run that kept its best checkpoints by a dev metric),
     else the newest readable one of MODEL_DIR/checkpoints; None if there is none. `warn` gets one
@@ -137,6 +126,9 @@ def latest_checkpoint(model_dir: str, prefer_averaged: bool = True,
     Raises:
         ValueError: checkpoints exist but none of them is readable.
     """
+    from keras_transformer.run_dir import best_checkpoints, readable_checkpoints  # pylint: disable=g-import-not-at-top
+
+    warn = warn or readable_checkpoints.warn_on_stderr
     best = [BEST_DIR] if os.path.isdir(os.path.join(model_dir, BEST_DIR)) else []
     folders = ([AVERAGED_DIR] + best if prefer_averaged else []) + [CHECKPOINT_DIR]
     damaged = []
@@ -157,7 +149,7 @@ def latest_checkpoint(model_dir: str, prefer_averaged: bool = True,
 
 
 def restore_model(model_dir: str, checkpoint: Optional[str] = None,
-                  warn: Callable[[str], None] = readable_checkpoints.warn_on_stderr) -> tuple[Transformer, str]:
+                  warn: Optional[Callable[[str], None]] = None) -> tuple["Transformer", str]:
     """Builds the model of a training directory and loads its weights.
 
     Args:
@@ -175,9 +167,13 @@ def restore_model(model_dir: str, checkpoint: Optional[str] = None,
         ValueError: `checkpoint` is damaged, or every checkpoint of the directory is, or the
             checkpoint does not fit model_config.json (told before anything is restored).
     """
+    from keras_transformer.model import Transformer  # pylint: disable=g-import-not-at-top
+    from keras_transformer.run_dir import readable_checkpoints  # pylint: disable=g-import-not-at-top
+
+    warn = warn or readable_checkpoints.warn_on_stderr
     config = read_config(model_dir)
     if checkpoint:
-        files.check_checkpoint_prefix(checkpoint)
+        check_checkpoint_prefix(checkpoint)
         readable_checkpoints.check_readable(checkpoint)
     model = Transformer(config)
     model.build()
@@ -198,3 +194,31 @@ def restore_model(model_dir: str, checkpoint: Optional[str] = None,
                     f"{error}; the newest checkpoint was removed before it was read {READ_ATTEMPTS} times: "
                     "try again, or give --checkpoint") from None
         attempt += 1
+
+
+def checkpoint_prefix_problem(prefix: str) -> Optional[str]:
+    """None if `prefix` names a checkpoint (its PREFIX.index is a file), else why not, in words.
+    Only the name is looked at, no TensorFlow: a command refuses a mistyped --checkpoint before
+    TensorFlow starts (whether its files read completely is
+    `keras_transformer.run_dir.readable_checkpoints`')."""
+    if os.path.isfile(prefix + ".index"):
+        return None
+    return (f"no such checkpoint ({os.path.basename(prefix)}.index not found; expected a prefix such as "
+            "MODEL_DIR/checkpoints/ckpt-1000)")
+
+
+def check_checkpoint_prefix(prefix: str) -> None:
+    """Raises a one-line `FileNotFoundError` "PREFIX: no such checkpoint ..." unless `prefix` names
+    a checkpoint (`checkpoint_prefix_problem`)."""
+    problem = checkpoint_prefix_problem(prefix)
+    if problem:
+        raise FileNotFoundError(f"{prefix}: {problem}")
+
+
+def init_from_problem(path: str) -> Optional[str]:
+    """None if `path` can name the model a new run starts from (`--init_from`): a folder, or a
+    checkpoint prefix (its PATH.index is a file); else why not, in words. Only the name is looked
+    at, no TensorFlow (what that run holds is `tasks.fine_tuning.InitSource.resolve`'s check)."""
+    if os.path.isdir(path) or os.path.isfile(path + ".index"):
+        return None
+    return "no such training directory or checkpoint prefix (e.g. RUN/checkpoints/ckpt-1000)"

@@ -38,8 +38,10 @@ from typing import Callable, Optional, Sequence
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from keras_transformer.training import ema
-
+# The key of the moving average of the weights in the checkpoint of a run with `--ema_decay`, beside
+# "model", "optimizer" and "step": its list `shadow` holds one float32 tensor per trainable variable
+# of the model, in their order (`keras_transformer.training.ema.ExponentialMovingAverage`).
+EMA_KEY = "ema"
 # What reading a damaged checkpoint raises: OpError (bad or missing index, missing data
 # file, checksum mismatch), IndexError (truncated data file), ValueError and OSError.
 READ_ERRORS = (tf.errors.OpError, IndexError, ValueError, OSError)
@@ -226,8 +228,25 @@ def list_length(reader, key: str) -> int:
 
 def has_ema(reader) -> bool:
     """Whether the checkpoint `reader` holds (a `load_reader`) has the moving average of the
-    weights of a run with `--ema_decay` (`keras_transformer.training.ema`)."""
-    return ema.CHECKPOINT_KEY in top_level_keys(reader)
+    weights of a run with `--ema_decay` (under `EMA_KEY`)."""
+    return EMA_KEY in top_level_keys(reader)
+
+
+class _ShadowReader(tf.Module):
+    """A model's own variables listed as `shadow`: restoring the key `ema` into it reads the
+    shadow weights of a checkpoint straight into the model (each tensor cast on restore)."""
+
+    def __init__(self, variables: Sequence):
+        super().__init__(name="ema")
+        self.shadow = list(variables)
+
+
+def read_ema_shadow(model, checkpoint_path: str):
+    """Reads the `ema` shadow of the checkpoint `checkpoint_path` (a prefix TensorFlow may read,
+    see `tf_path`) into `model.trainable_variables`; returns the load status
+    (`assert_existing_objects_matched()` raises if the checkpoint does not fit)."""
+    return tf.train.Checkpoint(**{EMA_KEY: _ShadowReader(model.trainable_variables)}).read(
+        checkpoint_path).expect_partial()
 
 
 def read_model(model, prefix: str, source: str = "the model", moving_average: bool = True) -> None:
@@ -235,7 +254,7 @@ def read_model(model, prefix: str, source: str = "the model", moving_average: bo
     training checkpoint's optimizer and step are left), the prefix never read as a pattern.
 
     The checkpoint of a run with `--ema_decay` gives its moving average of the trainable
-    weights (`ema.read_shadow`), the one that run evaluated: translation, export, averaging and
+    weights (`read_ema_shadow`), the one that run evaluated: translation, export, averaging and
     `--init_from` all read it (training's own resume reads both, `training.checkpoints`).
     `moving_average=False` reads the trained weights instead (the comparison of a run with and
     without its average, `bench/ema_against_trained_weights.py`).
@@ -251,7 +270,7 @@ def read_model(model, prefix: str, source: str = "the model", moving_average: bo
         if problem is None:
             tf.train.Checkpoint(model=model).read(tf_path(prefix)).expect_partial().assert_existing_objects_matched()
             if moving_average and has_ema(reader):
-                ema.read_shadow(model, tf_path(prefix)).assert_existing_objects_matched()
+                read_ema_shadow(model, tf_path(prefix)).assert_existing_objects_matched()
     except (*READ_ERRORS, AssertionError) as error:
         if not (os.path.isfile(prefix + ".index") and data_files(prefix)):
             raise CheckpointRemoved(f"checkpoint {prefix} was removed while it was read (a training run "

@@ -6,8 +6,8 @@ The paper trained on one machine with 8 GPUs. Here:
   `MultiWorkerMirroredStrategy` from `TF_CONFIG` (the only place a strategy is made from it).
 * `is_chief`: whether this process owns the run's files (checkpoints, summaries, history).
 * `agree`: makes a yes/no decision taken from a local clock the same on every worker.
-* `resolve_precision`: "auto" -> the precision this hardware trains fastest in (on a CPU with
-  native bfloat16, measured once per process by `_bfloat16_speedup`).
+* `resolve_precision`: "auto" -> the precision this hardware trains fastest in (by the GPUs'
+  compute capability; without GPUs by the CPU's rule, `keras_transformer.cpu_precision`).
 
     strategy = create_strategy(num_gpus=-1)
     precision = resolve_precision("auto", use_gpus=True, strategy=strategy)
@@ -18,19 +18,14 @@ configures the devices (and logical CPUs) before a strategy is created.
 
 from __future__ import annotations
 
-import functools
-import math
 import os
-import time
 from typing import Callable, Iterable, Optional
 
 from absl import logging
 import tensorflow as tf
 
-# mixed_bfloat16 on a CPU only where its matrix products are at least this much faster than
-# float32's: a closer call goes to float32, which is exact and needs no second guess.
-BFLOAT16_MIN_SPEEDUP = 1.15
-_PROBE_SHAPE, _PROBE_REPEATS = 1024, 5  # (1024 x 1024) @ (1024 x 1024): 2.1 GFLOP, ~7 ms in float32 at 300 GFLOP/s
+from keras_transformer import cpu_precision
+
 _AUTO_CHOICES = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
@@ -99,49 +94,6 @@ def agree(strategy: tf.distribute.Strategy, flags: Iterable[bool]) -> tuple[bool
     return tuple(bool(v > 0) for v in reduced.numpy())
 
 
-def _cpu_flags() -> frozenset:
-    """The instruction-set flags of this machine's CPU (Linux; empty elsewhere)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
-
-
-@functools.cache
-def _bfloat16_speedup() -> float:
-    """How many times faster this CPU multiplies bfloat16 matrices than float32 ones (> 1: bfloat16
-    is faster), timed once per process (12 products of 2.1 GFLOP: about 0.1 s where float32 runs
-at 300 GFLOP/s and bfloat16 at half that).
-
-    A (1024 x 1024) @ (1024 x 1024) `tf.linalg.matmul` on the CPU in each dtype: one warm-up call
-    each, then `_PROBE_REPEATS` calls each, the two dtypes interleaved so that a neighbour's load
-    slows both alike; the best (shortest) time of each is compared, once by the wall clock and
-    once by this process's CPU time, and the smaller of the two ratios is returned. The wall clock
-    is what training waits for, but on a loaded machine the scheduler makes it noisy either way
-    (on a 2-core Intel Xeon beside a training run, five processes timed 0.19x-1.65x); CPU time
-    stays put under load (0.60x-0.72x there) but does not see how many cores a kernel keeps busy.
-    Taking the smaller, neither a lucky wall-clock timing nor a less parallel kernel picks bfloat16.
-    oneDNN's bfloat16 kernels accumulate in float32, so this is the product mixed_bfloat16 runs.
-    """
-    with tf.device("/CPU:0"):  # with --num_gpus=0 on a GPU machine, still the CPU's speed
-        a = tf.random.stateless_uniform((_PROBE_SHAPE, _PROBE_SHAPE), seed=(1, 2))
-        operands = {dtype: tf.cast(a, dtype) for dtype in (tf.float32, tf.bfloat16)}
-        clocks = (time.perf_counter, time.process_time)  # wall clock, this process's CPU time
-        best = {(clock, dtype): math.inf for clock in clocks for dtype in operands}
-        for repeat in range(_PROBE_REPEATS + 1):
-            for dtype, x in operands.items():
-                started = [clock() for clock in clocks]
-                tf.linalg.matmul(x, x).numpy()  # .numpy(): the product is done, not only dispatched
-                if repeat:  # repeat 0 warms up (kernel selection, buffers)
-                    for clock, start in zip(clocks, started):
-                        best[clock, dtype] = min(best[clock, dtype], clock() - start)
-    return min(best[clock, tf.float32] / best[clock, tf.bfloat16] for clock in clocks)
-
-
 def _auto_precision(use_gpus: bool, gpu_capabilities, cpu_flags) -> tuple[str, str]:
     """`resolve_precision`'s choice for "auto" on this process's hardware, and why."""
     if use_gpus:
@@ -152,13 +104,7 @@ def _auto_precision(use_gpus: bool, gpu_capabilities, cpu_flags) -> tuple[str, s
             oldest = min(tuple(c or (0, 0)) for c in gpu_capabilities)
             choice = "mixed_bfloat16" if oldest >= (8, 0) else "mixed_float16" if oldest >= (7, 0) else "float32"
             return choice, f"oldest GPU of compute capability {oldest[0]}.{oldest[1]}"
-    flags = _cpu_flags() if cpu_flags is None else frozenset(cpu_flags)
-    if not flags & {"avx512_bf16", "amx_bf16"}:
-        return "float32", "this CPU has no AVX512_BF16 or AMX: bfloat16 would be emulated"
-    speedup = _bfloat16_speedup()
-    choice = "mixed_bfloat16" if speedup >= BFLOAT16_MIN_SPEEDUP else "float32"
-    return choice, (f"bfloat16 matrix products {speedup:.2f}x float32's speed on this CPU; "
-                    f"mixed bfloat16 needs {BFLOAT16_MIN_SPEEDUP:.2f}x")
+    return cpu_precision.choose(cpu_flags)
 
 
 def resolve_precision(precision: str, use_gpus: bool = True, gpu_capabilities=None, cpu_flags=None,
@@ -171,15 +117,12 @@ def resolve_precision(precision: str, use_gpus: bool = True, gpu_capabilities=No
 
     * GPUs of compute capability 8.0 or more (A100, H100, ...): mixed_bfloat16.
     * GPUs of compute capability 7.x (V100, T4): mixed_float16, with loss scaling.
-    * CPUs with AVX512_BF16 or AMX: mixed_bfloat16 only if bfloat16 matrix products run at
-      `BFLOAT16_MIN_SPEEDUP` (1.15) times float32's speed or more on this CPU, as timed by
-      `_bfloat16_speedup` once per process; else (a tie included) float32. The flag alone is
-      not the speed: an Intel Xeon with AVX512_BF16 and no AMX multiplied bfloat16 at about
-      half float32's speed and trained the Multi30k recipe 1.44x slower in mixed bfloat16,
-      while an AMD EPYC with AVX512_BF16 multiplied it 1.9x as fast as float32.
-    * Anything else, e.g. the paper's P100s or an AVX2 CPU, where bfloat16 is emulated
-      and slower than float32: float32, without timing anything. Measured speeds are in
-      docs/BENCHMARKS.md.
+    * GPUs older than that, e.g. the paper's P100s: float32.
+    * No GPU used: the CPU's rule, `keras_transformer.cpu_precision.choose` (which decoding's
+      "auto" follows too): mixed_bfloat16 only where the CPU has AVX512_BF16 or AMX and its
+      bfloat16 matrix products are timed at `cpu_precision.BFLOAT16_MIN_SPEEDUP` (1.15) times
+      float32's speed or more, once per process; else (a tie included) float32. Measured
+      speeds are in docs/BENCHMARKS.md.
 
     Logs one line with the choice and its reason (the measured speed-up on a CPU).
 
@@ -204,5 +147,5 @@ def resolve_precision(precision: str, use_gpus: bool = True, gpu_capabilities=No
         if sum(chosen) > 1:
             all_chosen = ", ".join(c for c, a in zip(_AUTO_CHOICES, chosen) if a)
             choice, reason = "float32", f"the workers chose {all_chosen}; this one {choice}: {reason}"
-    log(f"precision auto: {choice} ({reason})")
+    log(cpu_precision.auto_line(choice, reason))
     return choice

@@ -30,8 +30,10 @@ mixed ones included: Keras casts them at use), one `tf.Variable` per trainable v
 under the strategy's scope, so a `MirroredStrategy` mirrors it like the weights; `update` runs in
 cross-replica context (after `strategy.run`), where a mirrored variable's assignment reaches every
 replica. It is a trackable object: `tf.train.Checkpoint(ema=ema)` saves and restores it under the
-key `ema` (`keras_transformer.training.checkpoints`), and `read_shadow` reads a checkpoint's shadow
-straight into a model's weights (what translation, export and averaging use: `run_dir.readable_checkpoints`).
+key `ema` (`keras_transformer.training.checkpoints`). The checkpoint's layout is the run
+directory's (`run_dir.readable_checkpoints.EMA_KEY`, its list `shadow`), which also reads a
+checkpoint's shadow straight into a model's weights (`readable_checkpoints.read_ema_shadow`: what
+translation, export and averaging use).
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ from typing import Sequence
 
 import tensorflow as tf
 
-# The checkpoint key of the shadow weights.
-CHECKPOINT_KEY = "ema"
+from keras_transformer.run_dir import readable_checkpoints
+
+# The checkpoint key of the shadow weights, the run directory's.
+CHECKPOINT_KEY = readable_checkpoints.EMA_KEY
 
 
 def decay_at(decay: float, updates) -> tf.Tensor:
@@ -95,19 +99,3 @@ class ExponentialMovingAverage(tf.Module):
             for variable, value in zip(self._variables, kept):
                 variable.assign(value)
 
-
-class _ShadowReader(tf.Module):
-    """A model's own variables listed as `shadow`: restoring the key `ema` into it reads the
-    shadow weights of a checkpoint straight into the model (each tensor cast on restore)."""
-
-    def __init__(self, variables: Sequence):
-        super().__init__(name="ema")
-        self.shadow = list(variables)
-
-
-def read_shadow(model, checkpoint_path: str):
-    """Reads the `ema` shadow of the checkpoint `checkpoint_path` (a prefix TensorFlow may read,
-    see `readable_checkpoints.tf_path`) into `model.trainable_variables`; returns the load status
-    (`assert_existing_objects_matched()` raises if the checkpoint does not fit)."""
-    return tf.train.Checkpoint(**{CHECKPOINT_KEY: _ShadowReader(model.trainable_variables)}).read(
-        checkpoint_path).expect_partial()

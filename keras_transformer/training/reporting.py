@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional
 import keras
 import tensorflow as tf
 
+from keras_transformer.files import json_files
 from keras_transformer.run_dir import layout
 
 # An evaluation's result keys -> their TensorBoard tags. chrF++ is tagged "chrf_pp": tf.summary
@@ -254,7 +255,7 @@ class EvalHistory:
     def _write(self) -> None:
         """Rewrites the file atomically (never half-written); nothing on the non-chief workers."""
         if self.write:
-            layout.write_json_atomically(self.path, {"evaluations": self.records})
+            json_files.write_json_atomically(self.path, {"evaluations": self.records})
 
 
 def copy_history(model_dir: str, target_dir: str, until_step: int) -> list[dict]:

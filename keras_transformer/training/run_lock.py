@@ -12,7 +12,7 @@ pid, host and start time into the file for the message a second trainer gets:
 While it holds the lock, the process is the directory's only writer, so it may remove
 what an earlier, killed writer left half-done (`remove_stale_temporaries`):
 TensorFlow's `ckpt-<N>_temp/` folders of an interrupted checkpoint save and the `.tmp-*`
-files of an interrupted atomic write (`atomic_files.write_atomically`: the run's JSON, the tokenizer's
+files of an interrupted atomic write (`atomic.write_atomically`: the run's JSON, the tokenizer's
 files). On a cluster only the chief takes the lock: the other workers write only below
 MODEL_DIR/workers/. `flock` works on local file systems and NFSv4.
 """

@@ -120,6 +120,20 @@ class LoopState:
     signal: Optional[int] = None
 
 
+@dataclasses.dataclass
+class _Loop:
+    """What the parts of one `Trainer.train` call share: the evaluator (None: no evaluation), the dev
+    history, early stopping, the report, the checkpoint timer, the signals and the state returned."""
+
+    evaluator: Optional[Callable[[Transformer], dict]]
+    history: EvalHistory
+    stopper: EarlyStopping
+    reporter: Reporter
+    timer: CheckpointTimer
+    signals: StopSignals
+    state: LoopState
+
+
 def build_model_and_optimizer(model_config: TransformerConfig, config: TrainingConfig,
                               strategy: Optional[tf.distribute.Strategy] = None):
     """The seeded model, its optimizer and the step counter, built under `strategy.scope()`.
@@ -408,15 +422,10 @@ class Trainer:
             TrainingDiverged: the loss became NaN or infinite (the bad state is not saved).
         """
         c = self.config
-        start_step = step = int(self.step.numpy())
+        step = int(self.step.numpy())
         state = LoopState(step=step)
-        history = EvalHistory(self.model_dir, write=self.chief)
-        dropped = history.forget_after(step)
-        if dropped:
-            self.log(f"{history.path}: {dropped} evaluation(s) after step {step}, the checkpoint restored, "
-                     "dropped (their weights were not saved; they are evaluated again)")
-        stopper = EarlyStopping(c.early_stopping_patience, history.records, c.best_checkpoint_metric)
-        last_step = self._plan_end(stopper, history, step)
+        history, stopper = self._dev_history(step)
+        last_step = self._plan_end(stopper, history, step)  # `self.last_step` from here on
         started = time.time()
         # With a cool-down, running out of patience moves `last_step` instead of stopping the run.
         if step >= last_step or (stopper.should_stop and not c.cooldown_steps):  # the run had ended: finish what is missing
@@ -424,91 +433,139 @@ class Trainer:
                 self._finish(state, evaluator, history, stopper, signals)
             return self._final(state, stopper, started)
         iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
-        reporter = Reporter(dataclasses.replace(c, train_steps=last_step), self.model_dir, start_step, started,
+        reporter = Reporter(dataclasses.replace(c, train_steps=last_step), self.model_dir, step, started,
                             self.learning_rate, self.log, self.chief)
         timer = CheckpointTimer(c.checkpoint_every_steps, c.checkpoint_every_minutes, c.max_train_minutes,
                                 last_step=last_step, started=started,
                                 agree=functools.partial(agree, self.strategy))
         with StopSignals() as signals:
-            if self._evaluation_missing(evaluator, history, step):  # as it would have come before the stop
-                self.log(f"the evaluation of step {step} was interrupted before; evaluating it first")
-                if self._evaluate_again(state, evaluator, step, reporter, history, stopper, signals):
-                    self.log(f"{signal_name(signals.received) if signals.received else 'a signal'} during the "
-                             f"evaluation of step {step}; run the same command to resume")
-                    return self._final(state, stopper, started)
-                if stopper.should_stop and not c.cooldown_steps:
-                    self.log(stopper.message(step))
-                    state.stop_reason = "early stopping"
-                    return self._final(state, stopper, started)
-                if stopper.exhausted_at == step and c.cooldown_steps:
-                    last_step = self._start_cooldown(stopper, history, step, timer, reporter)
-            while step < last_step:
-                loss, tokens, norm = self.train_step(iterator)  # step
-                loss, step = float(loss.numpy()), step + 1
-                if not np.isfinite(loss):
-                    kind = "NaN" if np.isnan(loss) else "infinite"
-                    raise TrainingDiverged(f"loss became {kind} at step {step}; the last good checkpoint "
-                                           f"is {self.checkpoints.latest_name()}")
+            loop = _Loop(evaluator, history, stopper, reporter, timer, signals, state)
+            if self._evaluation_missing(evaluator, history, step) and self._evaluate_dropped(loop, step):
+                return self._final(state, stopper, started)
+            while step < self.last_step:
+                step, loss, tokens, norm = self._update(iterator, step)  # step
                 now = time.time()
                 reporter.train_step(step, loss, float(tokens.numpy()), norm, now)  # report
-                # Ctrl-C or kill: every worker stops after the same update (one collective on a cluster).
-                (interrupted,) = agree(self.strategy, (signals.received is not None,))
-                if interrupted:
-                    reporter.close(step)
-                    self.save()
-                    state.stop_reason, state.signal = "interrupted", signals.received
-                    self.log(f"{signal_name(signals.received) if signals.received else 'a signal'} at step "
-                             f"{step}: saved {self.checkpoints.latest_name()}; run the same command to resume")
+                if self._interrupted(loop, step, saved=False):  # Ctrl-C or kill, after the update
                     break
                 due = timer.check(step, now)  # checkpoint
-                done = step >= last_step or due.out_of_time
-                if due.save:
-                    self.save()
-                    timer.saved(time.time())
-                if done:
-                    reporter.close(step)  # the progress bar ends at this step
+                done = step >= self.last_step or due.out_of_time
                 evaluating = evaluator is not None and ((c.eval_every_steps and step % c.eval_every_steps == 0)
                                                         or done)
-                saved = due.save
-                if evaluating and self.best is not None and not saved:  # the weights evaluated, kept
-                    self.save()
-                    timer.saved(time.time())
-                    saved = True
+                saved = self._checkpoint(loop, step, due.save, done, evaluating)
                 if evaluating:
-                    try:
-                        state.evaluation = self._evaluate(evaluator, step, reporter, history, stopper,  # evaluate
-                                                          signals)
-                        dropped = ""
-                    except Interrupted:  # a signal during the evaluation (the final one too): not recorded
-                        dropped = ", during the dev evaluation (not recorded; redone on resume)"
-                    (interrupted,) = agree(self.strategy, (signals.received is not None,))
-                    if interrupted:  # signals are honoured after an evaluation as after an update
-                        reporter.close(step)
-                        if not saved:
-                            self.save()
-                        state.stop_reason, state.signal = "interrupted", signals.received
-                        self.log(f"{signal_name(signals.received) if signals.received else 'a signal'} at step "
-                                 f"{step}{dropped}: saved {self.checkpoints.latest_name()}; run the same command "
-                                 "to resume")
+                    dropped = self._evaluate_update(loop, step)  # evaluate
+                    if self._interrupted(loop, step, saved, dropped):  # honoured after an evaluation too
                         break
-                    if stopper.should_stop and not c.cooldown_steps:  # stop
-                        self.log(stopper.message(step))
-                        if not saved:
-                            self.save()
-                        state.stop_reason, done = "early stopping", True
-                    elif stopper.exhausted_at == step and c.cooldown_steps:  # or cool down, then stop
-                        last_step = self._start_cooldown(stopper, history, step, timer, reporter)
+                    done = self._stop_or_cool_down(loop, step, saved) or done  # stop
                 if done:
-                    if due.out_of_time and step < last_step:
+                    if due.out_of_time and step < self.last_step:
                         state.stop_reason = "time budget"
                         self.log(f"stopped at step {step}: --max_train_minutes={c.max_train_minutes:g} spent")
                     break
         state.step = step
-        if state.stop_reason == "train_steps" and step >= last_step < c.train_steps:
+        if state.stop_reason == "train_steps" and step >= self.last_step < c.train_steps:
             state.stop_reason = "early stopping"
             self.log(f"stopped at step {step}, the end of the cool-down that early stopping started at step "
-                     f"{last_step - c.cooldown_steps} ({stopper.describe_best()})")
+                     f"{self.last_step - c.cooldown_steps} ({stopper.describe_best()})")
         return self._final(state, stopper, started)
+
+    # The loop's parts, in their order --------------------------------------------------------
+
+    def _dev_history(self, step: int) -> tuple[EvalHistory, EarlyStopping]:
+        """The run's dev history (MODEL_DIR/eval/history.json), without the evaluations after `step`
+        (the checkpoint restored: their weights were not saved), and early stopping replayed from it."""
+        c = self.config
+        history = EvalHistory(self.model_dir, write=self.chief)
+        dropped = history.forget_after(step)
+        if dropped:
+            self.log(f"{history.path}: {dropped} evaluation(s) after step {step}, the checkpoint restored, "
+                     "dropped (their weights were not saved; they are evaluated again)")
+        return history, EarlyStopping(c.early_stopping_patience, history.records, c.best_checkpoint_metric)
+
+    def _evaluate_dropped(self, loop: _Loop, step: int) -> bool:
+        """A resumed run whose evaluation of `step` a signal dropped: evaluates it first, as it would
+        have come before the stop. True if the call ends there (a signal again, or early stopping)."""
+        self.log(f"the evaluation of step {step} was interrupted before; evaluating it first")
+        signals = loop.signals
+        if self._evaluate_again(loop.state, loop.evaluator, step, loop.reporter, loop.history, loop.stopper,
+                                signals):
+            self.log(f"{signal_name(signals.received) if signals.received else 'a signal'} during the "
+                     f"evaluation of step {step}; run the same command to resume")
+            return True
+        return self._stop_or_cool_down(loop, step, saved=True)  # `step` is the checkpoint restored
+
+    def _update(self, iterator, step: int) -> tuple[int, float, tf.Tensor, tf.Tensor]:
+        """The step: the update after `step` (`train_step`); returns (its number, its loss per token,
+        its tokens, its gradient norm).
+
+        Raises:
+            TrainingDiverged: the loss is NaN or infinite (nothing saved).
+        """
+        loss, tokens, norm = self.train_step(iterator)
+        loss, step = float(loss.numpy()), step + 1
+        if not np.isfinite(loss):
+            kind = "NaN" if np.isnan(loss) else "infinite"
+            raise TrainingDiverged(f"loss became {kind} at step {step}; the last good checkpoint "
+                                   f"is {self.checkpoints.latest_name()}")
+        return step, loss, tokens, norm
+
+    def _interrupted(self, loop: _Loop, step: int, saved: bool, dropped: str = "") -> bool:
+        """Whether a signal (Ctrl-C, kill) came before this point of update `step`, on any worker:
+        every worker then stops after the same update (one collective on a cluster), the progress
+        bar ends, `step` is saved unless it is (`saved`) and the state notes the signal. `dropped`:
+        the words on an evaluation it cut short (`_evaluate_update`)."""
+        signals, state = loop.signals, loop.state
+        (interrupted,) = agree(self.strategy, (signals.received is not None,))
+        if interrupted:
+            loop.reporter.close(step)
+            if not saved:
+                self.save()
+            state.stop_reason, state.signal = "interrupted", signals.received
+            self.log(f"{signal_name(signals.received) if signals.received else 'a signal'} at step "
+                     f"{step}{dropped}: saved {self.checkpoints.latest_name()}; run the same command to resume")
+        return interrupted
+
+    def _checkpoint(self, loop: _Loop, step: int, due: bool, done: bool, evaluating: bool) -> bool:
+        """The checkpoint: saves update `step` when the timer finds a save `due`; at the run's last
+        update (`done`) then ends the progress bar; before an evaluation (`evaluating`) saves the
+        weights evaluated if not yet saved, for the best checkpoints to keep. Returns whether `step`
+        is saved."""
+        if due:
+            self.save()
+            loop.timer.saved(time.time())
+        if done:
+            loop.reporter.close(step)  # the progress bar ends at this step
+        if evaluating and self.best is not None and not due:  # the weights evaluated, kept
+            self.save()
+            loop.timer.saved(time.time())
+            return True
+        return due
+
+    def _evaluate_update(self, loop: _Loop, step: int) -> str:
+        """The evaluation of update `step` (`_evaluate`), its results the state's. Returns "", or
+        the words for the stop's line when a signal cut it short (nothing recorded)."""
+        try:
+            loop.state.evaluation = self._evaluate(loop.evaluator, step, loop.reporter, loop.history, loop.stopper,
+                                                   loop.signals)
+        except Interrupted:  # a signal during the evaluation (the final one too): not recorded
+            return ", during the dev evaluation (not recorded; redone on resume)"
+        return ""
+
+    def _stop_or_cool_down(self, loop: _Loop, step: int, saved: bool) -> bool:
+        """The stop by early stopping after the evaluation of update `step`: without `cooldown_steps`,
+        saves `step` unless it is (`saved`) and returns True; with them, patience running out at
+        `step` starts the cool-down (`self.last_step` moves) and the run goes on."""
+        c, stopper = self.config, loop.stopper
+        if stopper.should_stop and not c.cooldown_steps:  # stop
+            self.log(stopper.message(step))
+            if not saved:
+                self.save()
+            loop.state.stop_reason = "early stopping"
+            return True
+        if stopper.exhausted_at == step and c.cooldown_steps:  # or cool down, then stop
+            self._start_cooldown(stopper, loop.history, step, loop.timer, loop.reporter)
+        return False
 
     def _cooldown_message(self, step: int, stopper: EarlyStopping, last: int) -> str:
         """The console line when the cool-down is planned at `step` (patience ran out), to end at `last`."""

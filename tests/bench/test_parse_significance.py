@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pipelines import treebank
-from tasks import evalb, parsing
+from tasks.parsing import evalb, parse_files
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.paths import REPO
 
@@ -72,20 +72,22 @@ def test_split(tmp_path):
 
 def test_the_command_scores_both_files_as_parse_does_and_refuses_bad_files(test_split, tmp_path):
     gold = treebank.read_split(str(test_split), "test")
-    right = [parsing.right_branching(list(s.words)) for s in gold]
-    (tmp_path / "right.trees").write_text("".join(parsing.format_tree(t) + "\n" for t in right), encoding="utf-8")
-    (tmp_path / "gold.trees").write_text("".join(parsing.format_tree(s.tree) + "\n" for s in gold), encoding="utf-8")
+    right = [parse_files.right_branching(list(s.words)) for s in gold]
+    (tmp_path / "right.trees").write_text("".join(parse_files.format_tree(t) + "\n" for t in right),
+                                          encoding="utf-8")
+    (tmp_path / "gold.trees").write_text("".join(parse_files.format_tree(s.tree) + "\n" for s in gold),
+                                         encoding="utf-8")
     flags = (f"--data_dir={test_split}", "--treebank_split=test", "--samples=200")
     result = run_command(SCRIPT, *flags, f"--baseline={tmp_path / 'right.trees'}",
                          f"--system={tmp_path / 'gold.trees'}")
     assert result.returncode == 0, result.stderr[-2000:]
-    expected = parsing.Gold(gold).scores(right).f1  # the parse command's scorer, corpus-level
+    expected = parse_files.Gold(gold).scores(right).f1  # the parse command's scorer, corpus-level
     assert expected < 100
     assert f"baseline F1 {expected:.2f}, system F1 100.00: difference {100 - expected:+.2f}" in result.stdout
     assert "p = 0.0000" in result.stdout and "2 sentences" in result.stdout
     assert evalb.score([s.tree for s in gold], right, [s.tags for s in gold]).f1 == expected
 
-    (tmp_path / "one.trees").write_text(parsing.format_tree(right[0]) + "\n", encoding="utf-8")
+    (tmp_path / "one.trees").write_text(parse_files.format_tree(right[0]) + "\n", encoding="utf-8")
     (tmp_path / "words.trees").write_text("(S The young dog barks .)\n(S Mary saw the cat .)\n", encoding="utf-8")
     for name, message in [("one.trees", "one.trees holds 1 trees but the split has 2 sentences"),
                           ("words.trees", "words.trees line 1: its words are not the gold sentence's"),

@@ -270,9 +270,9 @@ def test_cli_errors_are_one_line(tmp_path):
 SLOW_BFLOAT16_EXPORT = textwrap.dedent(
     """
     import runpy, sys
-    from keras_transformer.training import distribution
-    distribution._cpu_flags = lambda: frozenset({"avx2", "avx512f", "avx512_bf16"})  # host C's CPU flags
-    distribution._bfloat16_speedup = lambda: 0.55  # and its timing: bfloat16 products at 0.55x float32's speed
+    from keras_transformer import cpu_precision
+    cpu_precision._cpu_flags = lambda: frozenset({"avx2", "avx512f", "avx512_bf16"})  # host C's CPU flags
+    cpu_precision._bfloat16_speedup = lambda: 0.55  # and its timing: bfloat16 products at 0.55x float32's speed
     sys.argv = ["export", *sys.argv[1:]]
     runpy.run_module("export", run_name="__main__", alter_sys=True)
     """

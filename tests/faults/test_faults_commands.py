@@ -188,7 +188,8 @@ def test_row6_bad_serving_flags_are_one_error_line_before_tensorflow(finished, n
     exported = fake_export(tmp_path / "serving", beam_size=2)
     n_best = run_command("-m", "keras_transformer.translate", f"--export_dir={exported}", f"--input={source}",
                          "--n_best=3", env=no_tensorflow)
-    assert_one_error_line(n_best, "--n_best=3 must be between 1 and the export's beam_size (2)")
+    assert_one_error_line(n_best, "--n_best with the export",
+                          "n_best must be an integer between 1 and beam_size (2), got 3")
     (tmp_path / "three.txt").write_text("a\nb\nc\n", encoding="utf-8")
     reference = run_command("-m", "keras_transformer.translate", f"--model_dir={run}", f"--input={source}",
                             f"--reference={tmp_path / 'three.txt'}", f"--output={tmp_path / 'hyp.txt'}",
@@ -465,7 +466,7 @@ def test_parse_refuses_the_export_of_a_translation_model_before_tensorflow(no_te
 ), ids=["export", "translate", "parse", "score", "average_checkpoints", "evaluate_only"])
 def test_a_model_dir_that_is_not_a_training_directory_is_one_error_line_before_tensorflow(no_tensorflow, tmp_path,
                                                                                            command):
-    """`cli.check_training_directory`, one wording for every command that reads a run: export and
+    """`TrainingDirectory.check_exists`, one wording for every command that reads a run: export and
     translate found a missing run only once TensorFlow had started."""
     (tmp_path / "source.txt").write_text("A dog runs .\n", encoding="utf-8")
     (tmp_path / "not_a_run").mkdir()  # e.g. an export's base folder given as --model_dir

@@ -1,7 +1,7 @@
 """Reading a training directory through the real commands when it is damaged, mismatched, oddly
 named or being trained: one `error:` line (exit 2) and nothing written, or the documented result.
 
-Every command that reads a run opens it through `export.opened_run` (config, tokenizer and its
+Every command that reads a run opens it through `training_directory.TrainingDirectory.open` (config, tokenizer and its
 fingerprint, the checkpoint to read); these are the cases of issue 33 that one place fixes: a
 tokenizer that is not the run's (row 1), a MODEL_DIR with glob characters beside a sibling it
 would match (row 2), tokenizer flags that contradict the run (row 7), a checkpoint that a

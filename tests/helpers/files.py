@@ -24,7 +24,7 @@ def write_run_settings(path: pathlib.Path, vocab_size=500, sha256="a" * 64, toke
     `model`, the tokenizer's `sha256`, the `data` section if given) and, when given, tokenizer
     files (`tokenizer_bytes`) and a tagger.json (`tagger`, JSON): what `export.ensemble_members`
     and the commands read before TensorFlow starts. Returns the path as a string."""
-    from export import ensemble_members  # pylint: disable=import-outside-toplevel  (no TensorFlow)
+    from keras_transformer.run_dir import layout  # pylint: disable=import-outside-toplevel  (no TensorFlow)
     from pipelines import pos_tags  # pylint: disable=import-outside-toplevel
 
     path.mkdir(parents=True)
@@ -34,10 +34,10 @@ def write_run_settings(path: pathlib.Path, vocab_size=500, sha256="a" * 64, toke
         settings["tokenizer"] = {"sha256": sha256}
     if data is not None:
         settings["data"] = data
-    (path / ensemble_members.CONFIG_FILE).write_text(json.dumps(settings))
+    (path / layout.CONFIG_FILE).write_text(json.dumps(settings))
     if tokenizer_bytes is not None:
-        (path / ensemble_members.TOKENIZER_DIR).mkdir()
-        (path / ensemble_members.TOKENIZER_DIR / "tokenizer.model").write_bytes(tokenizer_bytes)
+        (path / layout.TOKENIZER_DIR).mkdir()
+        (path / layout.TOKENIZER_DIR / "tokenizer.model").write_bytes(tokenizer_bytes)
     if tagger is not None:
         (path / pos_tags.TAGGER_FILE).write_text(json.dumps(tagger))
     return str(path)

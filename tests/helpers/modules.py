@@ -2,8 +2,9 @@
 
     keras_transformer   ids -> logits -> ids   (the model core: imports no other layer)
     pipelines           text -> ids            (may import the core: its special ids)
-    export              strings -> strings     (may import pipelines and the core)
-    tasks               runs of a task         (may import all three)
+    training_directory  a run on disk          (may import pipelines and the core)
+    export              strings -> strings     (may import the three below)
+    tasks               runs of a task         (may import all four)
     entry points        commands               (anything; nothing imports them)
 
 An entry point is derived, not listed: a `__main__.py`, or a module with a top-level
@@ -17,7 +18,7 @@ import pathlib
 
 from tests.helpers.paths import REPO
 
-LAYERS = {"keras_transformer": 0, "pipelines": 1, "export": 2, "tasks": 3}
+LAYERS = {"keras_transformer": 0, "pipelines": 1, "training_directory": 2, "export": 3, "tasks": 4}
 
 
 def module_name(path: pathlib.Path) -> str:

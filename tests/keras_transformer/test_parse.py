@@ -14,7 +14,7 @@ writes the same trees, each over exactly its sentence's words, none repaired, an
 prints is the one recomputed from the trees it wrote; both use section 6.3's decoding (beam 21,
 alpha 0.3, input + 300) without being told; the SavedModel's own outputs through both loaders
 equal the in-process Translator's, one XX per word.
-Reranking (`--rerank_kbest`, `tasks.reranking`): from the run and from its export (the `score`
+Reranking (`--rerank_kbest`, `tasks.parsing.reranking`): from the run and from its export (the `score`
 signature) the same trees, each the PCFG candidate of highest model + weight x PCFG score with the
 model's scores worked out by the `score` command; the printed oracle F1 is at least the F1.
 Ensembles (`--ensemble_model_dirs`, Vinyals et al. 2015): the run with itself parses exactly as
@@ -33,7 +33,7 @@ import re
 import nltk
 import pytest
 
-from tasks import parsing
+from tasks.parsing import parse_files
 from tests.helpers.commands import run_command
 
 SENTENCES = 8  # of the test split, parsed by each path
@@ -68,10 +68,10 @@ def run_dir(ptb, tmp_path_factory):
 def files(ptb, tmp_path_factory):
     """The first sentences of the test split, one per line, and their gold trees (tags included)."""
     root = tmp_path_factory.mktemp("parse_files")
-    gold = parsing.Gold.from_treebank(str(ptb), "test").take(SENTENCES)
+    gold = parse_files.Gold.from_treebank(str(ptb), "test").take(SENTENCES)
     (root / "sentences.txt").write_text("".join(s.sentence + "\n" for s in gold.sentences), encoding="utf-8")
-    (root / "gold.trees").write_text("".join(parsing.format_tree(s.tagged_tree()) + "\n" for s in gold.sentences),
-                                     encoding="utf-8")
+    (root / "gold.trees").write_text("".join(parse_files.format_tree(s.tagged_tree()) + "\n"
+                                             for s in gold.sentences), encoding="utf-8")
     return root, gold
 
 
@@ -187,7 +187,7 @@ def test_reranking_from_the_run_and_from_its_export_takes_the_best_model_plus_we
     scores worked out by the `score` command in its own process from the candidates listed here
     (the PCFG's k best, linearized with "XX", each after its sentence tagged by the run's tagger)."""
     from pipelines import linearized_trees, pos_tags, treebank  # pylint: disable=g-import-not-at-top
-    from tasks import pcfg  # pylint: disable=g-import-not-at-top
+    from tasks.parsing import pcfg  # pylint: disable=g-import-not-at-top
 
     model_dir, _ = run_dir
     root, gold = files
@@ -290,7 +290,7 @@ def test_an_ensemble_of_two_runs_parses_trees_by_their_mean_probability_under_th
         lines = (root / name).read_text(encoding="utf-8").splitlines(keepends=True)
         (tmp_path / name).write_text("".join(lines[i] for i in shortest), encoding="utf-8")
     # The library path of the command: section 6.3's search (beam 21, alpha 0.3) over the ensemble.
-    report = parsing.parse_file(str(tmp_path / "sentences.txt"), str(tmp_path / "ensemble.trees"),
+    report = parse_files.parse_file(str(tmp_path / "sentences.txt"), str(tmp_path / "ensemble.trees"),
                                 model_dir=str(model_dir), ensemble_model_dirs=[str(other_run)],
                                 reference=str(tmp_path / "gold.trees"))
     assert report.startswith("an ensemble of 2 models (") and "repaired: 0 of 2 outputs" in report, report
@@ -306,7 +306,7 @@ def test_an_ensemble_of_two_runs_parses_trees_by_their_mean_probability_under_th
     ensemble, grammar = translator.model, translator.grammar
     assert len(ensemble.members) == 2 and grammar.source_tags and grammar.placeholder >= 0
     tagger = pos_tags.load(str(model_dir / pos_tags.TAGGER_FILE))
-    tagged = parsing.source_sentences(sentences, "predicted", tagger)
+    tagged = parse_files.source_sentences(sentences, "predicted", tagger)
     source = translator.source_ids(tf.constant(tagged)).numpy()  # (2, S)
     sequences, scores = search.translate_ids(ensemble, source, PARSING_DECODING, beam_size=1, grammar=grammar)
     sequences, scores = sequences[:, 0].numpy(), scores[:, 0].numpy()  # (2, T), (2,)

@@ -91,8 +91,10 @@ def test_n_best_from_model_dir_and_from_export_agree_and_lead_with_the_best(file
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--model_dir={root}/run", "--n_best=5", "--input={root}/source.txt"], "--n_best=5 must be between 1 and --beam_size (4)"),
-    (["--export_dir={root}/export", "--n_best=9", "--input={root}/source.txt"], "the export's beam_size (4)"),
+    (["--model_dir={root}/run", "--n_best=5", "--input={root}/source.txt"],
+     "n_best must be an integer between 1 and beam_size (4), got 5"),
+    (["--export_dir={root}/export", "--n_best=9", "--input={root}/source.txt"],
+     "n_best must be an integer between 1 and beam_size (4), got 9"),
     (["--model_dir={root}/missing", "--input={root}/source.txt"], "missing"),
     (["--model_dir={root}/run", "--input={root}/missing.txt"], "missing.txt: no such file"),
     (["--export_dir={root}/export", "--beam_size=2", "--input={root}/source.txt"], "--beam_size"),

@@ -12,7 +12,7 @@ Covered:
 The helpers the parsing tests share (`one_line`, `write_mrg`, the sample's splits) are in
 tests/helpers/treebank.py, the `ptb` and `sample` fixtures in tests/conftest.py. The linearized
 trees are tested in tests/pipelines/test_linearized_trees.py, the parsing task and its command in
-tests/tasks/test_parsing.py.
+tests/tasks/parsing/test_parse_files.py.
 """
 
 import re

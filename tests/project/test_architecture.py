@@ -5,7 +5,7 @@ either way. Its convention: a file or folder is named by its path from the repos
 backticks (`keras_transformer/decoding/search.py`, `configs/demo.flags`, `tests/project/`), and a
 module's member by its dotted path (`keras_transformer.decoding.search.translate_ids`). Checked:
 
-* every module of keras_transformer/, pipelines/, export/, tasks/ and bench/, every file of
+* every module of keras_transformer/, pipelines/, training_directory/, export/, tasks/ and bench/, every file of
   configs/, notebooks/ and docs/, and the top-level files are named;
 * every folder of tests/ is named (tests mirror the packages: a new package, a new folder);
 * every backticked path (a name ending in .py, .flags, .ipynb, .md or /) exists;
@@ -25,7 +25,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "ARCHITECTURE.md"
 DOC_NAME = DOC.relative_to(REPO).as_posix()
 
-PACKAGES = ("keras_transformer", "pipelines", "export", "tasks")
+PACKAGES = ("keras_transformer", "pipelines", "training_directory", "export", "tasks")
 PYTHON_FOLDERS = (*PACKAGES, "bench")  # every .py file under these
 ALL_FILES_FOLDERS = ("configs", "notebooks", "docs", ".ci")  # every file under these
 PATH_SUFFIXES = (".py", ".flags", ".ipynb", ".md", "/")

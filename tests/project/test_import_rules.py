@@ -7,7 +7,7 @@ tests/helpers/modules.py, which test_owners.py uses too.
 import ast
 
 from tests.helpers.commands import run_command
-from tests.helpers.modules import ENTRY_POINTS, GRAPH, layer
+from tests.helpers.modules import ENTRY_POINTS, GRAPH, MODULES, layer
 from tests.helpers.paths import REPO
 
 
@@ -21,6 +21,26 @@ def test_library_modules_import_only_their_layer_and_the_layers_below():
     offenders = [f"{name} imports {target}" for name, targets in GRAPH.items() if name not in ENTRY_POINTS
                  for target in targets if layer(target) > layer(name)]
     assert not offenders, offenders
+
+
+def folder(name: str) -> str:
+    """A module's folder (package): `keras_transformer.cli.errors` -> `keras_transformer.cli`."""
+    return name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+
+
+def test_no_two_library_folders_import_each_other():
+    """`cli/` and `run_dir/`, `training/` and `decoding/`...: a folder's modules may use another
+    folder's, or be used by them, not both (a concept with two owners). A package and a folder
+    inside it (`tasks/` and `tasks/parsing/`, the parsing task built on the commands' work) are
+    one owner's."""
+
+    def inside(a, b):
+        return a.startswith(b + ".") or b.startswith(a + ".")
+
+    edges = {(folder(name), folder(target)) for name, targets in GRAPH.items() if name not in ENTRY_POINTS
+             for target in targets if folder(name) != folder(target) and not inside(folder(name), folder(target))}
+    both_ways = sorted((a, b) for a, b in edges if (b, a) in edges and a < b)
+    assert not both_ways, both_ways
 
 
 def test_nothing_imports_an_entry_point():
@@ -50,18 +70,27 @@ def test_the_module_graph_has_no_cycle():
 
 
 def test_beam_search_imports_no_model_code():
-    tree = ast.parse((REPO / "keras_transformer" / "decoding" / "beam_search.py").read_text(encoding="utf-8"))
+    """beam_search.py is pure TensorFlow, the same search eager, under tf.function and in stock TF
+    Serving: it imports tensorflow and three standard modules (a relative import counts as model
+    code), and runs no Python inside the graph (py_function, numpy_function)."""
+    source = (REPO / "keras_transformer" / "decoding" / "beam_search.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
     roots = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    roots |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
-    assert roots <= {"tensorflow", "__future__", "typing", "dataclasses", "math", "collections"}, roots
+    roots |= {"." * node.level + (node.module or "").split(".")[0] for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom)}
+    assert roots <= {"tensorflow", "__future__", "typing", "dataclasses"}, roots
+    assert "py_function" not in source and "numpy_function" not in source
 
 
 def test_importing_the_library_changes_no_process_wide_state():
-    """`import keras_transformer` (and its TF-free config modules) leave os.environ, fd 2 and TF alone."""
+    """`import keras_transformer` (and its TF-free modules: the configs, a command's files, the run's
+    layout and its owner, which commands use before TensorFlow starts) leave os.environ, fd 2 and TF
+    alone."""
     probe = (
         "import os, sys\n"
         "before = (dict(os.environ), os.fstat(2).st_ino, os.fstat(2).st_dev)\n"
         "import keras_transformer, keras_transformer.config, keras_transformer.special_ids\n"
+        "import keras_transformer.files.command_files, keras_transformer.run_dir.layout, training_directory\n"
         "after = (dict(os.environ), os.fstat(2).st_ino, os.fstat(2).st_dev)\n"
         "assert before == after, 'changed'\n"
         "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules, 'loaded TensorFlow'\n"

@@ -1,1 +1,1 @@
-"""Tests of tasks, the commands' work (parsing, EVALB)."""
+"""Tests of tasks, the commands' work (training, its child process, Table 3's variations); tasks.parsing in parsing/."""

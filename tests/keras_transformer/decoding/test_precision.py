@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_transformer import Transformer, TransformerConfig
+from keras_transformer import Transformer, TransformerConfig, cpu_precision
 from keras_transformer.decoding import precision
-from keras_transformer.training import distribution
 
 SOURCE = np.array([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]], np.int32)
 TARGET = np.array([[1, 12, 13, 14], [1, 15, 16, 0]], np.int32)
@@ -35,14 +34,14 @@ def make_model(policy="float32"):
 ])
 def test_auto_follows_the_cpu_flag_and_the_timing_as_training_does(monkeypatch, flags, speedup, expected):
     calls = []
-    monkeypatch.setattr(distribution, "_bfloat16_speedup", lambda: calls.append(1) or speedup)
-    monkeypatch.setattr(distribution, "_cpu_flags", lambda: frozenset(flags))
+    monkeypatch.setattr(cpu_precision, "_bfloat16_speedup", lambda: calls.append(1) or speedup)
+    monkeypatch.setattr(cpu_precision, "_cpu_flags", lambda: frozenset(flags))
     training = {"float32": "float32", "bfloat16": "mixed_bfloat16"}[expected]
     lines = []
     assert precision.resolve("auto", log=lines.append) == expected
     assert lines[0].startswith(f"precision auto: {training} (")  # training's line
     assert precision.resolve("auto", cpu_flags=flags) == expected
-    assert distribution.resolve_precision("auto", use_gpus=False) == training
+    assert cpu_precision.choose()[0] == training  # the rule training follows on a CPU
     assert len(calls) == (0 if speedup is None else 3)  # timed only with AVX512_BF16 or AMX
     assert precision.resolve("float32") == "float32" and precision.resolve("bfloat16") == "bfloat16"
 

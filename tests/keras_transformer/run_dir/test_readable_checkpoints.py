@@ -1,8 +1,11 @@
 """Whether a checkpoint's files are whole: `checkpoint_problem` names the file at fault, `check_readable` refuses it."""
 
 import os
+import types
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_transformer.run_dir import readable_checkpoints
 from tests.helpers.checkpoints import saved_twice
@@ -39,3 +42,19 @@ def test_a_state_file_that_lists_only_missing_checkpoints_falls_back_to_the_file
     os.remove(older + ".index")
     os.remove(newest + ".index")
     assert readable_checkpoints.listed_checkpoints(str(folder)) == [str(folder / "ckpt-99")]  # nothing to fall back on
+
+
+def test_the_ema_shadow_is_read_from_its_key_into_the_trainable_variables(tmp_path):
+    """A checkpoint's `ema` part is a list `shadow` of float32 tensors, one per trainable variable in
+    their order (as `training.ema.ExponentialMovingAverage` saves it): `read_ema_shadow` reads it
+    into a model's variables, and `has_ema` tells a checkpoint that has one."""
+    shadow = tf.Module()
+    shadow.shadow = [tf.Variable([1.5, -2.0]), tf.Variable([[0.25]])]
+    with_ema = tf.train.Checkpoint(**{readable_checkpoints.EMA_KEY: shadow}).write(str(tmp_path / "with"))
+    without = tf.train.Checkpoint(other=tf.Variable(1.0)).write(str(tmp_path / "without"))
+    assert readable_checkpoints.has_ema(readable_checkpoints.load_reader(with_ema))
+    assert not readable_checkpoints.has_ema(readable_checkpoints.load_reader(without))
+    model = types.SimpleNamespace(trainable_variables=[tf.Variable([0.0, 0.0]), tf.Variable([[0.0]])])
+    readable_checkpoints.read_ema_shadow(model, with_ema).assert_existing_objects_matched()
+    np.testing.assert_array_equal(model.trainable_variables[0].numpy(), [1.5, -2.0])
+    np.testing.assert_array_equal(model.trainable_variables[1].numpy(), [[0.25]])

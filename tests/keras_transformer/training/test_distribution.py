@@ -1,13 +1,14 @@
-"""Devices, strategies, precision: the chief rule, cross-worker agreement, "auto" precision."""
+"""Devices, strategies, precision: the chief rule, cross-worker agreement, "auto" precision (the GPUs' rule
+and the workers' vote here; the CPU's rule in test_cpu_precision.py)."""
 
-import math
-import time
 import types
 
 import pytest
 import tensorflow as tf
 
+from keras_transformer import cpu_precision
 from keras_transformer.training import distribution
+from tests.keras_transformer.test_cpu_precision import AVX2, INTEL_XEON, SAPPHIRE_RAPIDS, probe_says
 
 
 def fake_strategy(task_type, task_id, jobs):
@@ -53,40 +54,20 @@ def test_more_cpu_replicas_than_logical_devices_is_an_error(monkeypatch):
         raise AssertionError("no ValueError")
 
 
-AVX2 = {"avx", "avx2", "fma"}
-INTEL_XEON = {"avx2", "avx512f", "avx512_bf16"}  # AVX512_BF16, no AMX (host C)
-SAPPHIRE_RAPIDS = {"avx2", "avx512f", "avx512_bf16", "amx_bf16"}
-
-
-def probe_says(monkeypatch, speedup):
-    """`_bfloat16_speedup` replaced by one returning `speedup`; returns the list of its calls."""
-    calls = []
-    monkeypatch.setattr(distribution, "_bfloat16_speedup", lambda: calls.append(1) or speedup)
-    return calls
-
-
 def resolve(*args, **kwargs):
     """`resolve_precision` and the line it logged (None: nothing logged)."""
     lines = []
     return distribution.resolve_precision(*args, log=lines.append, **kwargs), (lines or [None])[-1]
 
 
-@pytest.mark.parametrize("flags, speedup, expected", [
-    (INTEL_XEON, 2.0, "mixed_bfloat16"),  # AMD EPYC-like: bfloat16 faster
-    (SAPPHIRE_RAPIDS, 1.15, "mixed_bfloat16"),  # at the margin
-    (INTEL_XEON, 1.149, "float32"),  # faster, but not by the margin
-    (INTEL_XEON, 1.0, "float32"),  # a tie goes to float32, which is exact
-    (INTEL_XEON, 0.55, "float32"),  # host C: bfloat16 at about half float32's speed
-    ({"amx_bf16"}, 0.9, "float32"),  # AMX is not taken on trust either
-])
-def test_auto_on_a_bfloat16_cpu_takes_the_measured_faster(monkeypatch, flags, speedup, expected):
+@pytest.mark.parametrize("flags, speedup", [(INTEL_XEON, 2.0), (INTEL_XEON, 0.55), (AVX2, None)])
+def test_auto_without_gpus_takes_the_cpu_rule_and_its_line(monkeypatch, flags, speedup):
     calls = probe_says(monkeypatch, speedup)
-    choice, line = resolve("auto", gpu_capabilities=[], cpu_flags=flags)
-    assert choice == expected and len(calls) == 1
-    assert line == (f"precision auto: {expected} (bfloat16 matrix products {speedup:.2f}x float32's speed "
-                    "on this CPU; mixed bfloat16 needs 1.15x)")
+    choice, reason = cpu_precision.choose(flags)
+    assert resolve("auto", gpu_capabilities=[], cpu_flags=flags) == (choice, cpu_precision.auto_line(choice, reason))
     # --num_gpus=0 on an A100 machine: the CPU's rule, the same measurement
-    assert resolve("auto", use_gpus=False, gpu_capabilities=[(8, 0)], cpu_flags=flags)[0] == expected
+    assert resolve("auto", use_gpus=False, gpu_capabilities=[(8, 0)], cpu_flags=flags)[0] == choice
+    assert len(calls) == (0 if speedup is None else 3)
 
 
 def test_auto_precision_follows_the_hardware(monkeypatch):
@@ -137,54 +118,3 @@ def test_auto_with_a_single_process_strategy_is_this_process_choice(monkeypatch)
     strategy = tf.distribute.get_strategy()  # the real `agree`: no collective, the flags unchanged
     assert resolve("auto", gpu_capabilities=[], cpu_flags=INTEL_XEON, strategy=strategy)[0] == "float32"
     assert resolve("auto", gpu_capabilities=[(8, 0)], cpu_flags=AVX2, strategy=strategy)[0] == "mixed_bfloat16"
-
-
-def test_the_probe_compares_the_best_times_by_the_less_favourable_clock(monkeypatch):
-    """Scripted timings (ms) per call, warm-up first: float32 and bfloat16 alternate; the best of
-    each after the warm-up is compared, by wall clock (8 / 4: 2x) and by CPU time (16 / 24:
-    0.67x); the smaller ratio is returned."""
-    script = {"float32": {"wall": [1, 8, 12, 8.5, 30, 9], "cpu": [1, 16, 17, 16.5, 18, 16]},
-              "bfloat16": {"wall": [200, 5, 4, 6, 4.5, 50], "cpu": [300, 25, 24, 26, 27, 25]}}
-    now, order = {"wall": 0.0, "cpu": 0.0}, []
-
-    def fake_matmul(a, b):
-        dtype = a.dtype.name
-        for clock in now:
-            now[clock] += script[dtype][clock][sum(d == dtype for d in order)] / 1000
-        order.append(dtype)
-        return a
-    clocks = types.SimpleNamespace(perf_counter=lambda: now["wall"], process_time=lambda: now["cpu"])
-    monkeypatch.setattr(tf.linalg, "matmul", fake_matmul)
-    monkeypatch.setattr(distribution, "time", clocks)
-    distribution._bfloat16_speedup.cache_clear()  # pylint: disable=protected-access
-    try:
-        assert distribution._bfloat16_speedup() == pytest.approx(16 / 24)  # pylint: disable=protected-access
-        assert order == ["float32", "bfloat16"] * 6
-        for dtype in script:  # clocks swapped: now the wall clock's 0.67x is the smaller, and the answer
-            script[dtype]["wall"], script[dtype]["cpu"] = script[dtype]["cpu"], script[dtype]["wall"]
-        distribution._bfloat16_speedup.cache_clear()  # pylint: disable=protected-access
-        order.clear()
-        assert distribution._bfloat16_speedup() == pytest.approx(16 / 24)  # pylint: disable=protected-access
-    finally:
-        distribution._bfloat16_speedup.cache_clear()  # pylint: disable=protected-access  (not this ratio later)
-
-
-def test_the_probe_times_this_cpu_once_per_process(monkeypatch, capsys):
-    """A real timing: a positive finite ratio, measured once (a second timing would differ), and
-    "auto" on this machine follows it. Not asserted: which dtype wins (hosts differ)."""
-    distribution._bfloat16_speedup.cache_clear()  # pylint: disable=protected-access
-    started = time.perf_counter()
-    speedup = distribution._bfloat16_speedup()  # pylint: disable=protected-access
-    seconds = time.perf_counter() - started
-    assert math.isfinite(speedup) and speedup > 0
-
-    def no_product(*args, **kwargs):
-        raise AssertionError("the probe ran again")
-    monkeypatch.setattr(tf.linalg, "matmul", no_product)
-    assert distribution._bfloat16_speedup() == speedup  # pylint: disable=protected-access
-    flags = distribution._cpu_flags()  # pylint: disable=protected-access
-    choice, line = resolve("auto", use_gpus=False, cpu_flags=INTEL_XEON)
-    assert choice == ("mixed_bfloat16" if speedup >= distribution.BFLOAT16_MIN_SPEEDUP else "float32")
-    with capsys.disabled():
-        print(f"\nthis CPU ({'AVX512_BF16' if 'avx512_bf16' in flags else 'no AVX512_BF16'}, "
-              f"{'AMX' if 'amx_bf16' in flags else 'no AMX'}): {line}; the probe took {seconds:.2f} s")

@@ -15,7 +15,7 @@ judge, Choe & Charniak 2016 ("Parsing as Language Modeling") and Fried, Stern & 
 ("Improving Neural Parsing by Disentangling Model Combination and Reranking Effects"), who found
 that scoring with both the proposer's and the neural model's probabilities pays most. Here:
 
-1. the treebank PCFG of `tasks.pcfg` (the classical baseline) proposes each sentence's `k` most
+1. the treebank PCFG of `tasks.parsing.pcfg` (the classical baseline) proposes each sentence's `k` most
    probable distinct trees (`Grammar.parse_kbest`);
 2. the parsing model scores each candidate as it scores any pair (the `score` command's path for a
    training directory, the export's `score` signature for a SavedModel, so TF Serving can do the
@@ -30,7 +30,7 @@ that scoring with both the proposer's and the neural model's probabilities pays 
    gives the PCFG's own best tree back.
 
     grammar = pcfg.Grammar.induce(treebank.read_split(data_dir, "train"))
-    candidates = pcfg_candidates(grammar, sentences, k=50, fallback=parsing.right_branching)
+    candidates = pcfg_candidates(grammar, sentences, k=50, fallback=parse_files.right_branching)
     scores = model_scores(score_fn, sources, candidates, placeholders=False)
     trees = choose(candidates, scores, pcfg_weight=PCFG_WEIGHT)
 
@@ -72,9 +72,9 @@ class Candidates:
 
 
 def pcfg_candidates(grammar, sentences: Sequence[Sequence[str]], k: int, fallback: Callable) -> Candidates:
-    """Each sentence's `k` most probable distinct trees under `grammar` (a `tasks.pcfg.Grammar`),
+    """Each sentence's `k` most probable distinct trees under `grammar` (a `tasks.parsing.pcfg.Grammar`),
     or `fallback(words)` alone (score -inf) where it derives none; no tree for an empty sentence."""
-    from tasks import pcfg  # pylint: disable=g-import-not-at-top
+    from tasks.parsing import pcfg  # pylint: disable=g-import-not-at-top
 
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -90,7 +90,7 @@ def model_scores(score_fn: Callable, sources: Sequence[str], candidates: Candida
     Args:
         score_fn: (sources, targets) lists of strings -> log-probabilities, one per pair
             (`run_score_fn`, `export_score_fn`).
-        sources: what the model reads for each sentence (`tasks.parsing.source_sentences`).
+        sources: what the model reads for each sentence (`tasks.parsing.parse_files.source_sentences`).
         candidates: from `pcfg_candidates`.
         placeholders: the model writes each word as "XX" (`--tree_targets=placeholders`).
     """
@@ -173,8 +173,8 @@ def export_score_fn(export_dir: str, batch_size: int = 256) -> tuple:
 
 def oracle(candidates: Candidates, gold) -> tuple:
     """Each sentence's candidate of highest labelled EVALB F1 against `gold` (a
-    `tasks.parsing.Gold`): the best that any reranker of these candidates can do."""
-    from tasks import evalb  # pylint: disable=g-import-not-at-top
+    `tasks.parsing.parse_files.Gold`): the best that any reranker of these candidates can do."""
+    from tasks.parsing import evalb  # pylint: disable=g-import-not-at-top
 
     chosen = []
     for trees, sentence in zip(candidates.trees, gold.sentences, strict=True):

@@ -1,4 +1,4 @@
-"""`tasks.pcfg`: the treebank PCFG baseline of the parsing task.
+"""`tasks.parsing.pcfg`: the treebank PCFG baseline of the parsing task.
 
 Checked: word signatures; the grammar's binarized form undone gives back every gold tree of the
 sample; CKY finds the same best tree and score as nltk's `ViterbiParser` on the same grammar (a
@@ -26,7 +26,7 @@ from nltk import Tree
 from nltk.grammar import Nonterminal, ProbabilisticProduction
 
 from pipelines import treebank
-from tasks import parsing, pcfg
+from tasks.parsing import parse_files, pcfg
 from tests.helpers.commands import run_command
 from tests.helpers.treebank import one_line
 
@@ -116,10 +116,10 @@ def test_a_sentence_the_grammar_cannot_derive_gets_the_fallback():
     grammar = pcfg.Grammar.induce(hand_sentences()[:1], 2, 1)  # one tree: the dog barks .
     assert grammar.parse("barks the dog".split()) is None
     trees, failed = pcfg.parse_all(grammar, [["the", "dog", "barks", "."], ["barks", "the", "dog"], []],
-                                   parsing.right_branching)
+                                   parse_files.right_branching)
     assert failed == 1
-    assert parsing.format_tree(trees[0]) == "(S (NP the dog) (VP barks) .)"
-    assert trees[1] == parsing.right_branching(["barks", "the", "dog"]) and trees[2] is None
+    assert parse_files.format_tree(trees[0]) == "(S (NP the dog) (VP barks) .)"
+    assert trees[1] == parse_files.right_branching(["barks", "the", "dog"]) and trees[2] is None
 
 
 def test_the_parse_scores_at_least_the_gold_tree(sample):
@@ -137,7 +137,7 @@ def test_the_parse_scores_at_least_the_gold_tree(sample):
 def test_parse_command_with_the_pcfg_baseline(ptb, sample, tmp_path):
     gold = sample["test"][:3]
     (tmp_path / "sentences.txt").write_text("".join(s.sentence + "\n" for s in gold), encoding="utf-8")
-    (tmp_path / "gold.trees").write_text("".join(parsing.format_tree(s.tagged_tree()) + "\n" for s in gold),
+    (tmp_path / "gold.trees").write_text("".join(parse_files.format_tree(s.tagged_tree()) + "\n" for s in gold),
                                          encoding="utf-8")
     result = run_command("-m", "keras_transformer.parse", "--baseline=pcfg", f"--data_dir={ptb}",
                          f"--input={tmp_path / 'sentences.txt'}", f"--reference={tmp_path / 'gold.trees'}",
@@ -145,7 +145,7 @@ def test_parse_command_with_the_pcfg_baseline(ptb, sample, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     trees = [Tree.fromstring(line) for line in (tmp_path / "trees.txt").read_text(encoding="utf-8").splitlines()]
     assert [t.leaves() for t in trees] == [list(s.words) for s in gold]
-    expected = parsing.Gold(tuple(gold)).report(trees)
+    expected = parse_files.Gold(tuple(gold)).report(trees)
     assert result.stdout.startswith(f"pcfg (the {ptb} training split, horizontal 1, vertical 0: ")
     assert expected in result.stdout
 
@@ -300,13 +300,13 @@ def test_parse_kbest_gives_distinct_trees_best_first():
 def test_a_sentence_the_grammar_cannot_derive_gets_the_fallback_as_its_only_candidate():
     grammar = pcfg.Grammar.induce(hand_sentences()[:1], 2, 1)  # one tree: the dog barks .
     lists, failed = pcfg.parse_all_kbest(grammar, [["the", "dog", "barks", "."], ["barks", "the", "dog"], []], 3,
-                                         parsing.right_branching)
+                                         parse_files.right_branching)
     assert failed == 1
     assert grammar.kbest_derivations(["barks", "the", "dog"], 5) == []
     assert grammar.kbest_derivations([], 5) == [] and grammar.parse_kbest([], 5) == []
-    assert [(parsing.format_tree(tree), score) for tree, score in lists[0]] == [
+    assert [(parse_files.format_tree(tree), score) for tree, score in lists[0]] == [
         ("(S (NP the dog) (VP barks) .)", grammar.viterbi(["the", "dog", "barks", "."])[1])]
-    assert lists[1] == [(parsing.right_branching(["barks", "the", "dog"]), -math.inf)] and lists[2] == []
+    assert lists[1] == [(parse_files.right_branching(["barks", "the", "dog"]), -math.inf)] and lists[2] == []
 
 
 @pytest.fixture(scope="module")

@@ -1,17 +1,19 @@
-"""`tasks.parsing` and `python -m keras_transformer.parse`: the right-branching baseline, gold
-trees and their scores, parser outputs and their repairs, the command's reports and errors.
+"""`tasks.parsing.parse_files` and `python -m keras_transformer.parse`: the right-branching
+baseline, gold trees and their scores, parser outputs and their repairs, the command's reports
+and errors.
 
 Covered:
-* `tasks.parsing`: `right_branching`, `format_tree`, `trees_from_outputs`, `Parses.summary`,
-  `Gold` (from_file, check_words, take, dev_scores, scores), `read_sentences`; reference files
-  read back as the treebank's trees (NLTK's sample, ../shared/data, skipped without it).
+* `tasks.parsing.parse_files`: `right_branching`, `format_tree`, `trees_from_outputs`,
+  `Parses.summary`, `Gold` (from_file, check_words, take, dev_scores, scores), `read_sentences`;
+  reference files read back as the treebank's trees (NLTK's sample, ../shared/data, skipped
+  without it).
 * The command: the baseline on the sample's test split prints the F1 recomputed here; a
   hand-made --input/--reference gets the labelled F1 worked out by hand; every bad flag
   combination or gold file ends as one `error:` line (exit 2) and writes nothing, and so does an
   --ensemble_model_dirs run whose source tags, tree targets, tagger or vocabulary are not
   --model_dir's (runs of settings only: refused before TensorFlow starts).
 
-EVALB itself is tested in tests/tasks/test_evalb.py; a trained parser in
+EVALB itself is tested in tests/tasks/parsing/test_evalb.py; a trained parser in
 tests/keras_transformer/test_parse.py. The commands run in subprocesses with the baseline, which
 imports no TensorFlow, a few at a time where a test has several.
 """
@@ -24,7 +26,7 @@ from nltk import Tree
 
 from pipelines import linearized_trees
 from pipelines.errors import DataError
-from tasks import parsing
+from tasks.parsing import parse_files
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.files import write_run_settings
 from tests.helpers.treebank import SAMPLE_SIZES, one_line, write_mrg
@@ -46,22 +48,22 @@ def run_parse_many(cases: dict) -> dict:
         return {name: future.result() for name, future in futures.items()}
 
 
-# tasks.parsing ---------------------------------------------------------------------------------
+# tasks.parsing.parse_files ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("count, expected", [(1, "(S a)"), (2, "(S a b)"), (3, "(S a (NP b c))"),
                                              (4, "(S a (NP b (NP c d)))")])
 def test_right_branching(count, expected):
-    assert parsing.format_tree(parsing.right_branching("abcd"[:count])) == expected
+    assert parse_files.format_tree(parse_files.right_branching("abcd"[:count])) == expected
 
 
 def test_no_word_has_no_tree():
-    assert parsing.right_branching([]) is None and parsing.format_tree(None) == ""
+    assert parse_files.right_branching([]) is None and parse_files.format_tree(None) == ""
 
 
 def test_trees_from_outputs_and_their_repairs():
-    parses = parsing.trees_from_outputs(["(S XX )S", "(S XX", "(S XX )S", "(NP XX )S"],
+    parses = parse_files.trees_from_outputs(["(S XX )S", "(S XX", "(S XX )S", "(NP XX )S"],
                                         [["a"], ["b"], [], ["c"]])
-    assert [parsing.format_tree(t) for t in parses.trees] == ["(S a)", "(S b)", "", "(NP c)"]
+    assert [parse_files.format_tree(t) for t in parses.trees] == ["(S a)", "(S b)", "", "(NP c)"]
     assert parses.repairs == ((), ("unclosed",), (), ("label_mismatch",))
     assert parses.repaired == 2
     assert parses.summary() == "repaired: 2 of 4 outputs (50.0%): label_mismatch 1, unclosed 1"
@@ -94,12 +96,12 @@ def hand(tmp_path):
 
 
 def test_gold_scores_of_the_hand_made_trees(hand):
-    gold = parsing.Gold.from_file(str(hand / "gold.trees"))
-    sentences = parsing.read_sentences(str(hand / "sentences.txt"))
+    gold = parse_files.Gold.from_file(str(hand / "gold.trees"))
+    sentences = parse_files.read_sentences(str(hand / "sentences.txt"))
     assert [list(s.words) for s in gold.sentences] == sentences == [s.split() for s in HAND_SENTENCES]
     gold.check_words(sentences, "gold.trees")
-    trees = [parsing.right_branching(words) for words in sentences]
-    assert [parsing.format_tree(t) for t in trees] == HAND_TREES
+    trees = [parse_files.right_branching(words) for words in sentences]
+    assert [parse_files.format_tree(t) for t in trees] == HAND_TREES
     scores = gold.scores(trees)
     assert (scores.matched, scores.gold, scores.test) == (3, 10, 8)
     assert str(scores) == HAND_LABELLED and str(gold.scores(trees, labelled=False)) == HAND_UNLABELLED
@@ -114,22 +116,22 @@ def test_what_a_tagged_model_reads(hand, sample):
     (only where gold trees are given: raw text has none)."""
     from pipelines import pos_tags
 
-    gold = parsing.Gold.from_file(str(hand / "gold.trees"))
-    sentences = parsing.read_sentences(str(hand / "sentences.txt"))
-    assert parsing.source_sentences(sentences, "none") == HAND_SENTENCES
-    assert parsing.source_sentences(sentences, "gold", gold=gold) == [
+    gold = parse_files.Gold.from_file(str(hand / "gold.trees"))
+    sentences = parse_files.read_sentences(str(hand / "sentences.txt"))
+    assert parse_files.source_sentences(sentences, "none") == HAND_SENTENCES
+    assert parse_files.source_sentences(sentences, "gold", gold=gold) == [
         pos_tags.tagged_source(s.words, s.tags) for s in gold.sentences]
     tagger = pos_tags.train_tagger(sample["train"][:100])
-    predicted = parsing.source_sentences(sentences, "predicted", tagger)
+    predicted = parse_files.source_sentences(sentences, "predicted", tagger)
     assert [line.split()[0::2] for line in predicted] == sentences
     assert [line.split()[1::2] for line in predicted] == [
         [pos_tags.tag_token(t) for t in pos_tags.tag_words(tagger, words)] for words in sentences]
     with pytest.raises(DataError, match="trained with --source_tags=gold: it parses only sentences whose gold"):
-        parsing.source_sentences(sentences, "gold")
+        parse_files.source_sentences(sentences, "gold")
 
 
 def test_gold_check_words_errors(hand):
-    gold = parsing.Gold.from_file(str(hand / "gold.trees"))
+    gold = parse_files.Gold.from_file(str(hand / "gold.trees"))
     with pytest.raises(DataError, match=r"^ref: 3 gold trees but 2 sentences$"):
         gold.check_words([s.split() for s in HAND_SENTENCES[:2]], "ref")
     with pytest.raises(DataError, match=r"^ref line 2: the gold tree's words are not the sentence's$"):
@@ -142,14 +144,14 @@ def test_gold_file_errors_name_the_line(tmp_path):
                           ("", "no tree with a word"), ("( (S (-NONE- *)) )", "no tree with a word")]:
         path.write_text(HAND_GOLD[0] + "\n" + line + "\n" + HAND_GOLD[1] + "\n", encoding="utf-8")
         with pytest.raises(DataError) as raised:
-            parsing.Gold.from_file(str(path))
+            parse_files.Gold.from_file(str(path))
         assert str(raised.value) == f"{path} line 2: {message}"
 
 
 def test_a_preterminal_root_is_a_one_word_sentence(tmp_path):
     reference = tmp_path / "gold.trees"
     reference.write_text("(NN dog)\n", encoding="utf-8")
-    gold = parsing.Gold.from_file(str(reference))
+    gold = parse_files.Gold.from_file(str(reference))
     assert gold.sentences[0].words == ("dog",) and gold.sentences[0].tags == ("NN",)
     assert one_line(gold.sentences[0].tree) == "(TOP dog)"
 
@@ -158,29 +160,29 @@ def test_a_reference_without_tags_is_refused(tmp_path):
     reference = tmp_path / "untagged.trees"
     reference.write_text("(S (NP The dog) (VP barks) .)\n", encoding="utf-8")  # parse's own output format
     with pytest.raises(DataError, match=r"untagged.trees line 1: a word without its part-of-speech tag"):
-        parsing.Gold.from_file(str(reference))
+        parse_files.Gold.from_file(str(reference))
 
 
 def test_bare_parentheses_are_read_as_the_treebank_brackets(tmp_path):
     path = tmp_path / "sentences.txt"
     path.write_text("a ( b ) c\n", encoding="utf-8")
-    assert parsing.read_sentences(str(path)) == [["a", "-LRB-", "b", "-RRB-", "c"]]
+    assert parse_files.read_sentences(str(path)) == [["a", "-LRB-", "b", "-RRB-", "c"]]
 
 
 def test_read_sentences_rejects_invalid_utf8(tmp_path):
     path = tmp_path / "sentences.txt"
     path.write_bytes(b"The dog .\n\nDie \xffKatze .\n")
     with pytest.raises(DataError, match=r"sentences.txt line 3: not UTF-8$"):
-        parsing.read_sentences(str(path))
+        parse_files.read_sentences(str(path))
     path.write_bytes(b"The  dog .\r\n\n")
-    assert parsing.read_sentences(str(path)) == [["The", "dog", "."], []]
+    assert parse_files.read_sentences(str(path)) == [["The", "dog", "."], []]
 
 
 @pytest.fixture(scope="module")
 def gold_files(ptb, sample, tmp_path_factory):
     """The first test sentences, one per line, and their gold trees (tags included)."""
     root = tmp_path_factory.mktemp("gold")
-    gold = parsing.Gold.from_treebank(str(ptb), "test").take(GOLD_LINES)
+    gold = parse_files.Gold.from_treebank(str(ptb), "test").take(GOLD_LINES)
     (root / "sentences.txt").write_text("".join(s.sentence + "\n" for s in gold.sentences), encoding="utf-8")
     (root / "gold.trees").write_text("".join(one_line(s.tagged_tree()) + "\n" for s in gold.sentences),
                                      encoding="utf-8")
@@ -190,7 +192,7 @@ def gold_files(ptb, sample, tmp_path_factory):
 def test_a_gold_file_reads_back_the_treebank_trees(gold_files, sample):
     root, gold = gold_files
     assert gold.sentences == sample["test"][:GOLD_LINES]
-    assert parsing.Gold.from_file(str(root / "gold.trees")) == gold  # words, tags and trees
+    assert parse_files.Gold.from_file(str(root / "gold.trees")) == gold  # words, tags and trees
 
 
 # python -m keras_transformer.parse ---------------------------------------------------------------
@@ -203,10 +205,10 @@ def test_baseline_on_the_test_split_prints_its_evalb_scores(ptb, sample, tmp_pat
     unlabelled = re.search(r"^unlabelled: F1 ([\d.]+) ", result.stdout, re.M)
     lines = output.read_text(encoding="utf-8").splitlines()
     assert len(lines) == SAMPLE_SIZES["test"]
-    gold = parsing.Gold.from_treebank(str(ptb), "test")
+    gold = parse_files.Gold.from_treebank(str(ptb), "test")
     trees = [Tree.fromstring(line) for line in lines]
     assert [t.leaves() for t in trees] == [list(s.words) for s in gold.sentences]
-    assert lines == [parsing.format_tree(parsing.right_branching(s.words)) for s in gold.sentences]
+    assert lines == [parse_files.format_tree(parse_files.right_branching(s.words)) for s in gold.sentences]
     assert float(unlabelled.group(1)) == round(gold.scores(trees, labelled=False).f1, 2)
     assert str(gold.scores(trees, labelled=False)) == BASELINE_TEST_UNLABELLED
     assert str(gold.scores(trees)) == BASELINE_TEST_LABELLED

@@ -1,4 +1,4 @@
-"""`tasks.reranking`: a treebank PCFG's k best trees reranked by a model's score.
+"""`tasks.parsing.reranking`: a treebank PCFG's k best trees reranked by a model's score.
 
 Checked without a model (a stand-in scorer that records what it is asked): the candidates are the
 grammar's distinct k best trees, its Viterbi tree first, the fallback tree alone (and counted) for
@@ -18,8 +18,8 @@ import pytest
 from nltk import Tree
 
 from pipelines import linearized_trees
-from tasks import parsing, pcfg, reranking
-from tests.tasks.test_pcfg import hand_sentences
+from tasks.parsing import parse_files, pcfg, reranking
+from tests.tasks.parsing.test_pcfg import hand_sentences
 
 
 def tree(text):
@@ -78,9 +78,9 @@ def test_model_scores_refuses_a_scorer_that_drops_pairs():
 def test_pcfg_candidates_are_the_grammars_distinct_k_best():
     grammar = pcfg.Grammar.induce(hand_sentences())
     sentences = [["the", "dog", "sees", "a", "cat", "."], ["the", "dog", "barks", "quietly", "."], [], ["the"]]
-    candidates = reranking.pcfg_candidates(grammar, sentences, 4, parsing.right_branching)
+    candidates = reranking.pcfg_candidates(grammar, sentences, 4, parse_files.right_branching)
     assert candidates.not_derived == 1 and candidates.trees[2] == () and candidates.pcfg_scores[2] == ()
-    assert candidates.trees[3] == (parsing.right_branching(["the"]),)
+    assert candidates.trees[3] == (parse_files.right_branching(["the"]),)
     assert candidates.pcfg_scores[3] == (-math.inf,)
     for words, trees, scores in zip(sentences[:2], candidates.trees, candidates.pcfg_scores):
         expected = grammar.parse_kbest(words, 4)
@@ -90,13 +90,13 @@ def test_pcfg_candidates_are_the_grammars_distinct_k_best():
     assert [len(t) for t in candidates.trees] == [4, 2, 0, 1]  # all the grammar derives: fewer than 4 for the second
     assert candidates.count == sum(len(t) for t in candidates.trees)
     with pytest.raises(ValueError, match="at least 1"):
-        reranking.pcfg_candidates(grammar, sentences, 0, parsing.right_branching)
+        reranking.pcfg_candidates(grammar, sentences, 0, parse_files.right_branching)
 
 
 def test_the_oracle_picks_each_sentences_best_candidate():
-    gold = parsing.Gold(tuple(hand_sentences()[:2]))
+    gold = parse_files.Gold(tuple(hand_sentences()[:2]))
     words = [list(s.words) for s in gold.sentences]
-    wrong = [parsing.right_branching(w) for w in words]
+    wrong = [parse_files.right_branching(w) for w in words]
     with_gold = reranking.Candidates(((wrong[0], gold.sentences[0].tree), (wrong[1],)), ((-1.0, -2.0), (-1.0,)), 0)
     chosen = reranking.oracle(with_gold, gold)
     assert chosen == (gold.sentences[0].tree, wrong[1])

@@ -1,10 +1,10 @@
-"""A file is written whole or not at all, with the mode open() would give (keras_transformer.run_dir.atomic_files)."""
+"""A file is written whole or not at all, with the mode open() would give (keras_transformer.files.atomic)."""
 
 import os
 
 import pytest
 
-from keras_transformer.run_dir import atomic_files
+from keras_transformer.files import atomic, command_files
 
 
 def test_output_file_is_replaced_atomically(tmp_path, monkeypatch):
@@ -18,10 +18,10 @@ def test_output_file_is_replaced_atomically(tmp_path, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr(os, "replace", fail)
         with pytest.raises(OSError, match="disk full"):
-            atomic_files.write_atomically(str(path), b"new\n")
+            atomic.write_atomically(str(path), b"new\n")
     assert path.read_text(encoding="utf-8") == "earlier\n" and os.listdir(tmp_path) == ["hyp.txt"]
 
-    atomic_files.write_atomically(str(path), b"new\n")
+    atomic.write_atomically(str(path), b"new\n")
     assert path.read_text(encoding="utf-8") == "new\n" and os.listdir(tmp_path) == ["hyp.txt"]
     assert path.stat().st_mode & 0o777 == 0o600  # an existing file keeps its mode, as with open()
 
@@ -39,9 +39,9 @@ def test_a_named_pipe_or_device_is_written_to_never_replaced(tmp_path):
     received = []
     reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
     reader.start()
-    cli.check_output_path(str(fifo), inputs={"input": str(tmp_path / "source.txt")})
-    atomic_files.write_output(str(fifo), "ein Hund\n")
+    command_files.check_output_path(str(fifo), inputs={"input": str(tmp_path / "source.txt")})
+    atomic.write_output(str(fifo), "ein Hund\n")
     reader.join(timeout=30)
     assert received == [b"ein Hund\n"]
-    assert atomic_files.is_special_file(str(fifo)) and os.listdir(tmp_path) == ["pipe"]  # no temporary left
-    assert not atomic_files.is_special_file(str(tmp_path)) and not atomic_files.is_special_file(str(tmp_path / "no"))
+    assert atomic.is_special_file(str(fifo)) and os.listdir(tmp_path) == ["pipe"]  # no temporary left
+    assert not atomic.is_special_file(str(tmp_path)) and not atomic.is_special_file(str(tmp_path / "no"))

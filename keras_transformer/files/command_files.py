@@ -1,5 +1,9 @@
-"""A command's files, checked before any work: inputs that exist (a checkpoint prefix too), outputs
-that can be written, and the lines of an input file or of stdin ("-")."""
+"""A command's files, checked before any work: inputs that exist, outputs that can be written (never
+one of the inputs), and the lines of an input file or of stdin ("-"). Imports no TensorFlow.
+
+A training directory and its checkpoints are checked by their owner,
+`training_directory.TrainingDirectory.check_exists` and
+`keras_transformer.run_dir.layout.check_checkpoint_prefix`."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import secrets
 import sys
 from typing import Mapping, Optional
 
-from keras_transformer.run_dir import atomic_files
+from keras_transformer.files import atomic
 
 
 def check_writable_folder(path: str, flag: str) -> None:
@@ -75,49 +79,6 @@ def check_input_file(path: Optional[str], flag: str, stdin: bool = True) -> None
         raise FileNotFoundError(f"--{flag}={path}: no such file")
 
 
-RUN_SETTINGS_FILE = "model_config.json"  # a run's settings, what makes a folder a training directory (layout.CONFIG_FILE)
-
-
-def check_training_directory(path: str, flag: str = "model_dir") -> None:
-    """Raises a one-line error unless `path` (the value of --`flag`) is a folder holding a
-    run's model_config.json: a command that reads a run refuses a mistyped path before
-    TensorFlow starts (what the run holds is `export.opened_run`'s check, once it has)."""
-    if os.path.isfile(path):
-        raise ValueError(f"--{flag}={path}: is a file, not a training directory")
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"--{flag}={path}: no such training directory")
-    if not os.path.lexists(os.path.join(path, RUN_SETTINGS_FILE)):
-        raise FileNotFoundError(f"--{flag}={path}: not a training directory (no {RUN_SETTINGS_FILE} in it)")
-
-
-def checkpoint_prefix_problem(prefix: str) -> Optional[str]:
-    """None if `prefix` names a checkpoint (its PREFIX.index is a file), else why not, in words.
-    Only the name is looked at, no TensorFlow: a command refuses a mistyped --checkpoint before
-    TensorFlow starts (whether its files read completely is
-    `keras_transformer.run_dir.readable_checkpoints`')."""
-    if os.path.isfile(prefix + ".index"):
-        return None
-    return (f"no such checkpoint ({os.path.basename(prefix)}.index not found; expected a prefix such as "
-            "MODEL_DIR/checkpoints/ckpt-1000)")
-
-
-def init_from_problem(path: str) -> Optional[str]:
-    """None if `path` can name the model a new run starts from (`--init_from`): a folder, or a
-    checkpoint prefix (its PATH.index is a file); else why not, in words. Only the name is looked
-    at, no TensorFlow (what that run holds is `tasks.fine_tuning.InitSource.resolve`'s check)."""
-    if os.path.isdir(path) or os.path.isfile(path + ".index"):
-        return None
-    return "no such training directory or checkpoint prefix (e.g. RUN/checkpoints/ckpt-1000)"
-
-
-def check_checkpoint_prefix(prefix: str) -> None:
-    """Raises a one-line `FileNotFoundError` "PREFIX: no such checkpoint ..." unless `prefix` names
-    a checkpoint (`checkpoint_prefix_problem`)."""
-    problem = checkpoint_prefix_problem(prefix)
-    if problem:
-        raise FileNotFoundError(f"{prefix}: {problem}")
-
-
 def same_file(path: str, other: Optional[str]) -> bool:
     """True if `path` and `other` are one existing file: the same name, a symbolic or a hard link
     (`os.path.samefile`); None and "-" (stdin, stdout) are never a file."""
@@ -143,7 +104,7 @@ def check_output_path(path: str, inputs: Mapping[str, Optional[str]] = None) -> 
         if same_file(path, input_path):
             raise ValueError(f"--output={path}: is the input --{flag}={input_path}; write the output elsewhere "
                              "(it would replace what is read)")
-    if atomic_files.is_special_file(path):  # /dev/null, a named pipe: written to, not replaced
+    if atomic.is_special_file(path):  # /dev/null, a named pipe: written to, not replaced
         if not os.access(path, os.W_OK):
             raise ValueError(f"--output={path}: is not writable")
         return

@@ -7,7 +7,7 @@ up to "input length + 300", and here only trees over the input's words (`tree_co
 translation task's (`tasks.training.train` on the `ptb` data set, `pipelines/treebank.py`);
 this module runs a trained model or its SavedModel over sentences, turns each decoded sequence
 into a tree over exactly the input's words (`pipelines.linearized_trees.to_tree`, which names
-its repairs), and scores trees against gold ones with EVALB's COLLINS.prm (`tasks.evalb`):
+its repairs), and scores trees against gold ones with EVALB's COLLINS.prm (`tasks.parsing.evalb`):
 
     report = parse_file("sentences.txt", "trees.txt", model_dir="runs/ptb_parsing",
                         reference="gold.trees")
@@ -37,12 +37,12 @@ import sys
 import time
 from typing import Optional, Sequence
 
-from keras_transformer import cli
-from keras_transformer.run_dir import atomic_files
+from keras_transformer.files import command_files
+from keras_transformer.files import atomic
 from keras_transformer.config import PARSING_DECODING, DecodingConfig
 from pipelines import linearized_trees, treebank
 from pipelines.errors import DataError
-from tasks import evalb
+from tasks.parsing import evalb
 
 BASELINES = ("right_branching", "pcfg")
 
@@ -50,10 +50,10 @@ BASELINES = ("right_branching", "pcfg")
 def run_decoding(model_dir: str) -> DecodingConfig:
     """The decoding a training directory's model is meant for: section 6.3's for a parsing run
     (trained on a treebank), else section 6.1's."""
-    from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top  (TensorFlow)
     from pipelines import sources  # pylint: disable=g-import-not-at-top
+    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
-    dataset = layout.read_settings(model_dir).get("data", {}).get("dataset", "")
+    dataset = TrainingDirectory(model_dir).settings().get("data", {}).get("dataset", "")
     return PARSING_DECODING if sources.task_of(dataset) == "parsing" else DecodingConfig()
 
 
@@ -132,9 +132,9 @@ def model_data(model_dir: Optional[str], export_dir: Optional[str]):
     "data" section of model_config.json and the run itself, or an export's export.json (which
     holds "source_tags" and "tree_targets") and its assets.extra."""
     if model_dir:
-        from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top  (TensorFlow)
+        from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
-        return layout.read_settings(model_dir).get("data", {}), model_dir
+        return TrainingDirectory(model_dir).settings().get("data", {}), model_dir
     from export import versions  # pylint: disable=g-import-not-at-top
 
     saved = versions.saved_model_path(export_dir)
@@ -185,7 +185,7 @@ class Gold:
         import nltk  # pylint: disable=g-import-not-at-top
 
         parsed = []
-        for number, line in enumerate(cli.read_lines(path), 1):
+        for number, line in enumerate(command_files.read_lines(path), 1):
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError:
@@ -240,7 +240,7 @@ def read_sentences(path: str) -> list[list[str]]:
     """Tokenized sentences, one per line (words separated by spaces, "(" and ")" read as -LRB- and
     -RRB-); `DataError` on invalid UTF-8."""
     sentences = []
-    for number, line in enumerate(cli.read_lines(path), 1):
+    for number, line in enumerate(command_files.read_lines(path), 1):
         try:
             words = line.decode("utf-8").split()
         except UnicodeDecodeError:
@@ -263,13 +263,13 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
         output_path: where the trees go ("-": stdout); replaced atomically at the end.
         model_dir, export_dir, baseline: what parses, exactly one: a training directory (its
             averaged or latest checkpoint, or `checkpoint`, decoded with `decoding`), a SavedModel
-            (decoding fixed at export), "right_branching", or "pcfg" (`tasks.pcfg`: the grammar
+            (decoding fixed at export), "right_branching", or "pcfg" (`tasks.parsing.pcfg`: the grammar
             of the training split of the treebank in `pcfg_data_dir`, markovized by
             `pcfg_markov` = (horizontal, vertical)).
         rerank_kbest: with `model_dir` or `export_dir`, and > 0: instead of decoding, rerank the
             `rerank_kbest` most probable distinct trees of the PCFG (as for "pcfg") by the model's
-            log-probability of each + `pcfg_weight` (None: `tasks.reranking.PCFG_WEIGHT`) times the
-            PCFG's (`tasks.reranking`; with `ensemble_model_dirs`, the mean of the models'); with
+            log-probability of each + `pcfg_weight` (None: `tasks.parsing.reranking.PCFG_WEIGHT`) times the
+            PCFG's (`tasks.parsing.reranking`; with `ensemble_model_dirs`, the mean of the models'); with
             gold trees the report adds the candidates' oracle F1.
         ensemble_model_dirs: with `model_dir`, more training directories: parse with the
             ensemble of their models and `model_dir`'s (`keras_transformer.decoding.ensemble`, the
@@ -298,7 +298,7 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
         raise ValueError("the pcfg baseline needs the treebank whose training split it is read from")
     if rerank_kbest and (baseline is not None or not pcfg_data_dir):
         raise ValueError("reranking needs a model (model_dir or export_dir) and the treebank of the PCFG")
-    cli.check_output_path(output_path, inputs={"input": input_path, "reference": reference})
+    command_files.check_output_path(output_path, inputs={"input": input_path, "reference": reference})
     gold = None
     if treebank_split is not None:
         gold = Gold.from_treebank(*treebank_split)
@@ -313,7 +313,7 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
     start = time.perf_counter()
     oracle_line = ""
     if baseline == "pcfg":
-        from tasks import pcfg  # pylint: disable=g-import-not-at-top
+        from tasks.parsing import pcfg  # pylint: disable=g-import-not-at-top
 
         grammar, parser = _grammar(pcfg_data_dir, pcfg_markov)
         print(f"parsing {len(sentences)} sentences of {source} with {parser}", file=sys.stderr)
@@ -346,7 +346,7 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
     for tree, words in zip(parses.trees, sentences):  # the contract, whatever the decoder emitted
         if (tree.leaves() if tree is not None else []) != list(words):
             raise AssertionError(f"a tree over other words than its sentence's: {format_tree(tree)}")
-    atomic_files.write_output(output_path, "".join(format_tree(t) + "\n" for t in parses.trees))
+    atomic.write_output(output_path, "".join(format_tree(t) + "\n" for t in parses.trees))
     elapsed = time.perf_counter() - start
     print(f"{len(sentences)} sentences in {elapsed:.1f} s ({len(sentences) / max(elapsed, 1e-9):.1f} sentences/s)",
           file=sys.stderr)
@@ -357,7 +357,7 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
 
 def _grammar(data_dir: str, markov: tuple[int, int]):
     """(the PCFG of `data_dir`'s training split, its description)."""
-    from tasks import pcfg  # pylint: disable=g-import-not-at-top
+    from tasks.parsing import pcfg  # pylint: disable=g-import-not-at-top
 
     grammar = pcfg.Grammar.induce(treebank.read_split(data_dir, "train"), *markov)
     return grammar, (f"pcfg (the {data_dir} training split, horizontal {markov[0]}, vertical {markov[1]}: "
@@ -367,8 +367,8 @@ def _grammar(data_dir: str, markov: tuple[int, int]):
 def _rerank(sentences, source: str, gold: Optional[Gold], model_dir, export_dir, checkpoint, ensemble_model_dirs,
             data_dir: str, markov: tuple[int, int], k: int, pcfg_weight: Optional[float]) -> tuple:
     """(`Parses`, the parser's description, the oracle's report line or "") of `parse_file`'s
-    reranking (`tasks.reranking`)."""
-    from tasks import reranking  # pylint: disable=g-import-not-at-top
+    reranking (`tasks.parsing.reranking`)."""
+    from tasks.parsing import reranking  # pylint: disable=g-import-not-at-top
 
     from pipelines import sources as data_sources  # pylint: disable=g-import-not-at-top
 

@@ -1,19 +1,20 @@
 """A run's vocabulary: its tokenizers, loaded from MODEL_DIR/tokenizer or trained and saved there
 (section 5.1), the model sized to them (section 3.4), and the tokenizer flags a run that reuses
-them must repeat (`check_tokenizer_flags`)."""
+them must repeat (`check_flags`). `TrainingDirectory` calls these; `sized_model` and
+`check_placeholder` are for whoever holds a model config and a tokenizer."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from keras_transformer import cli
 from keras_transformer.config import TransformerConfig
-from keras_transformer.run_dir import layout
-from pipelines.data_config import DataConfig
+
+if TYPE_CHECKING:
+    from pipelines.data_config import DataConfig
 
 _print = functools.partial(print, flush=True)
 
@@ -24,16 +25,30 @@ TOKENIZER_FLAGS = ("tokenizer", "vocab_size", "shared_vocab", "lowercase", "spli
                    "tree_targets")
 
 
-def load_tokenizers(model_dir: str, data: DataConfig, save: bool = True, log: Callable[[str], None] = _print):
-    """MODEL_DIR/tokenizer if saved (ids stay stable across resumes), else trained on the
-    training split (section 5.1) and saved there when `save`. Returns (source, target)."""
+def load_saved(tokenizer_dir: str):
+    """`(source, target)` saved in `tokenizer_dir`; a damaged one is a one-line ValueError naming it."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+
+    try:
+        with cli.silence_native_stderr():  # sentencepiece's C++ INFO lines
+            return tokenizers.load_pair(tokenizer_dir)
+    except (ValueError, KeyError, TypeError, OSError, RuntimeError, tf.errors.OpError) as error:
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ValueError(f"{tokenizer_dir}: not a readable tokenizer ({type(error).__name__}: {reason}); restore "
+                         "the run's tokenizer folder") from None
+
+
+def load_or_train(tokenizer_dir: str, data: "DataConfig", save: bool = True, log: Callable[[str], None] = _print):
+    """`tokenizer_dir`'s tokenizers if saved, else trained on `data`'s training split (section 5.1)
+    and saved there when `save`. Returns (source, target)."""
     from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
     started = time.time()
     with cli.silence_native_stderr():  # sentencepiece's C++ INFO lines
         source, target, trained = tokenizers.load_or_train_pair(
-            os.path.join(model_dir, layout.TOKENIZER_DIR), lambda: data.load_pairs("train"),
-            data.tokenizer_config(), save=save)
+            tokenizer_dir, lambda: data.load_pairs("train"), data.tokenizer_config(), save=save)
     if trained:
         log(f"tokenizer: {data.tokenizer}, {source.vocab_size} ids, trained in {time.time() - started:.1f} s")
     if data.tree_targets == "placeholders":
@@ -63,13 +78,11 @@ def sized_model(model: TransformerConfig, source_tokenizer, target_tokenizer) ->
                                target_vocab_size=None if shared else target_tokenizer.vocab_size)
 
 
-def check_tokenizer_flags(run_dir: str, data: DataConfig, run: str, advice: str = "",
-                          names: tuple = TOKENIZER_FLAGS) -> None:
-    """A one-line `ValueError` naming the first of `names` (default `TOKENIZER_FLAGS`) whose value
-    in `data` differs from the one the run in `run_dir` was trained with (its model_config.json
-    "data" section; a run that recorded none passes), and that run's value. `run` names the run in
-    the message."""
-    recorded = layout.read_settings(run_dir).get("data", {})
+def check_flags(recorded: dict, data: "DataConfig", run: str, advice: str = "",
+                names: tuple = TOKENIZER_FLAGS) -> None:
+    """A one-line `ValueError` naming the first of `names` whose value in `data` differs from the
+    one `recorded` (a run's "data" section) holds, and that value. `run` names the run in the
+    message; `advice` ends it (default: use another --model_dir)."""
     wanted = dataclasses.asdict(data)
     for name in names:
         if name in recorded and recorded[name] != wanted[name]:

@@ -1,0 +1,1 @@
+"""Tests of training_directory: a run opened, checked and resumed through its one owner."""
