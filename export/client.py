@@ -179,19 +179,23 @@ def _check_signature(settings: dict, source: str, name: str) -> None:
 
 def load_saved_model(source: str):
     """`tf.saved_model.load(source)` with tensorflow-text's ops; a damaged export (a
-    saved_model.pb that does not parse, missing variables, no `serving_default`) is a one-line
-    `ValueError` naming it. A file system's refusal (a file that may not be read) stays an
-    `OSError` for the command's line (`cli.errors.os_error_message`)."""
+    saved_model.pb that does not parse, missing, truncated or damaged variables, no
+    `serving_default`) is a one-line `ValueError` naming it, whatever TensorFlow's loader raised
+    (a variables file cut short raises `IndexError` from its checkpoint reader). A file system's
+    refusal (a file that may not be read) stays an `OSError` for the command's line
+    (`cli.errors.os_error_message`)."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (tokenizer ops)
 
     try:
         with cli.silence_native_stderr():  # the tokenizer resource's "normalizer.cc" INFO lines
             loaded = tf.saved_model.load(source)
-    except (OSError, ValueError, tf.errors.OpError) as error:
+    except Exception as error:  # pylint: disable=broad-except  (any failure of the loader: a damaged export)
         if cli.errors.os_error_message(error) and not isinstance(error, tf.errors.NotFoundError):
             raise
         reason = " ".join(str(getattr(error, "message", error)).split())[:300]
+        if not isinstance(error, (OSError, ValueError, tf.errors.OpError)):  # e.g. IndexError: a file cut short
+            reason = f"{type(error).__name__}: {reason}; its files are damaged or cut short"
         raise ValueError(f"{source}: not a readable SavedModel ({reason}); export the model again") from None
     if "serving_default" not in loaded.signatures:
         raise ValueError(f"{source}: a SavedModel without a serving_default signature; not made by python -m export")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from typing import Any, Optional
 
 from keras_transformer.special_ids import PAD_ID
@@ -41,6 +42,23 @@ def check_finite(config, names) -> None:
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def machine_memory() -> Optional[int]:
+    """The machine's physical memory in bytes (`os.sysconf`), None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def format_bytes(count: float) -> str:
+    """A size as people read it: "512 B", "3.5 MB", "4.0 TB" (powers of 1024)."""
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if count < 1024 or unit == "PB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    raise AssertionError("unreachable")
 
 
 def check_seed(seed) -> None:
@@ -92,6 +110,10 @@ class TransformerConfig:
             "pre", x + Dropout(Sublayer(LayerNorm(x))) with a final LayerNorm.
         layer_norm_epsilon: epsilon of every LayerNormalization.
         pad_id: the id of the padding token; positions holding it are masked.
+
+    Every field is checked on construction, and so is the size: a config whose float32 weights
+    (`num_parameters`, counted without TensorFlow) need more than the machine's memory is a
+    one-line `ValueError` naming its sizes (`check_fits_memory`), raised before any model is built.
     """
 
     num_layers: int = 6
@@ -149,6 +171,27 @@ class TransformerConfig:
                 f"share_embeddings=True needs one vocabulary, but vocab_size={self.vocab_size} "
                 f"and target_vocab_size={self.target_vocab_size}"
             )
+        self.check_fits_memory()
+
+    def check_fits_memory(self, memory: Optional[int] = None) -> None:
+        """A one-line `ValueError` naming the sizes when the model's float32 weights
+        (`weight_bytes`) need more than `memory` bytes (default: the machine's,
+        `machine_memory`): such a model cannot be built here, and building it would end in an
+        out-of-memory error from deep inside TensorFlow. Checked on construction, so a command
+        refuses such flags or model_config.json before a model is built."""
+        memory = machine_memory() if memory is None else memory
+        if memory is None or self.weight_bytes <= memory:
+            return
+        sizes = ["num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "vocab_size"]
+        if self.target_vocab_size is not None:
+            sizes.append("target_vocab_size")
+        if self.positional_encoding == "learned":
+            sizes.append("max_length")
+        given = ", ".join(f"{name}={getattr(self, name)}" for name in sizes
+                          if getattr(self, name) is not None)
+        raise ValueError(f"the model ({given}) needs about {format_bytes(self.weight_bytes)} for its "
+                         f"{self.num_parameters:,} float32 weights, but this machine has "
+                         f"{format_bytes(memory)} of memory")
 
     # Derived sizes -------------------------------------------------------------
 
@@ -166,6 +209,36 @@ class TransformerConfig:
     def output_vocab_size(self) -> int:
         """Size of the target vocabulary (the softmax)."""
         return self.target_vocab_size or self.vocab_size
+
+    @property
+    def num_parameters(self) -> int:
+        """The number of weights of `model.Transformer(self)` (its `count_params()` once built),
+        counted from the sizes alone, without TensorFlow.
+
+        Per attention layer W^Q, W^K (d_model x h d_k) and W^V (d_model x h d_v) with biases, and
+        W^O (h d_v x d_model) with a bias (section 3.2.2); per feed-forward network d_model x d_ff
+        and d_ff x d_model with biases (section 3.3); a gain and a bias of d_model per
+        LayerNorm. An encoder layer has one attention, one feed-forward network and two
+        LayerNorms; a decoder layer two attentions, one feed-forward network and three
+        LayerNorms; pre-LN stacks end with one more LayerNorm each. One shared embedding matrix
+        (section 3.4), or a source and a target matrix; learned positions (Table 3, row E) add
+        a max_length x d_model table per side.
+        """
+        d, h, d_k, d_v, d_ff = self.d_model, self.num_heads, self.key_dim, self.value_dim, self.d_ff
+        attention = 2 * (d * h * d_k + h * d_k) + (d * h * d_v + h * d_v) + (h * d_v * d + d)
+        feed_forward = 2 * d * d_ff + d_ff + d
+        norm = 2 * d
+        encoder_layer = attention + feed_forward + 2 * norm
+        decoder_layer = 2 * attention + feed_forward + 3 * norm
+        embeddings = self.output_vocab_size * d + (0 if self.share_embeddings else self.vocab_size * d)
+        positions = 2 * self.max_length * d if self.positional_encoding == "learned" else 0
+        final_norms = 2 * norm if self.layer_norm == "pre" else 0
+        return self.num_layers * (encoder_layer + decoder_layer) + embeddings + positions + final_norms
+
+    @property
+    def weight_bytes(self) -> int:
+        """The memory the weights take as float32 variables (what every precision keeps)."""
+        return 4 * self.num_parameters
 
     # Serialization ---------------------------------------------------------------
 

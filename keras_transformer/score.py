@@ -23,8 +23,9 @@ written to, never replaced). Bad input prints
 a missing --model_dir, --source or --target, a folder, gzip-compressed or non-UTF-8 text (its
 file and line), files whose line counts differ, an --output that is a folder, whose folder is
 a file or not writable, or that is one of the inputs. Found before the model loads: a missing
-model config, tokenizer or checkpoint. Found before any pair is scored: with learned
-positions, a pair longer than the model's max_length.
+model config (or one whose weights exceed the machine's memory), tokenizer or checkpoint, and
+a pair longer than the model scores (its file, line, length and the limit: max_length with
+learned positions, max_length + 4096 with sinusoids, the longest output a search makes).
 """
 
 from __future__ import annotations

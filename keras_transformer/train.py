@@ -11,6 +11,10 @@ flags (and only here), turns them into frozen configs (`DataConfig`, `Transforme
 Running the same command again resumes from the latest checkpoint (model, optimizer,
 step, learning-rate position); the tokenizer saved in MODEL_DIR/tokenizer on the first
 run is reused, never retrained, and the model flags must match MODEL_DIR/model_config.json.
+A resume goes on with the run's data set (another --dataset is refused: training on it is
+fine-tuning, `--init_from` in a new --model_dir) and its moving average of the weights
+(--ema_decay left out keeps it; --ema_decay=0 is refused). A first start that fails leaves
+nothing in MODEL_DIR.
 
 Own data at scale (section 5.1 trained on 4.5M and 36M pairs): `--train_files` names one or
 more training corpora, shards by glob, mixed by weight (the log reports each corpus' share of
@@ -40,6 +44,7 @@ by pid N on HOST`, before TensorFlow starts).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -59,7 +64,8 @@ task_flags.define_data_flags()
 flags.DEFINE_string("dev_split", "validation", "Split evaluated during training (never test when tuning).")
 flags.DEFINE_string("init_from", None, "Start a new run from another run's model: a training directory "
                     "(its averaged, else latest checkpoint) or a checkpoint prefix. Its weights and tokenizer, a "
-                    "fresh optimizer, step 0; the architecture flags must match. Ignored on resume.")
+                    "fresh optimizer, step 0; the architecture flags must match. On a resume (MODEL_DIR has "
+                    "checkpoints) it must name the run it started from, and is not read again.")
 # Model (section 3, Table 3) --------------------------------------------------------------------
 flags.DEFINE_string("preset", "base", "Model preset: tiny, base, big or a Table 3 row such as 'C/N=4'.")
 task_flags.define_model_size_flags()
@@ -95,7 +101,8 @@ flags.DEFINE_enum("precision", "auto", ["auto", "float32", "mixed_bfloat16", "mi
                   "else float32 (the paper's).")
 flags.DEFINE_float("ema_decay", 0.0, "Keep an exponential moving average of the weights with this decay "
                    "(Marian's exponential smoothing, e.g. 0.9999; 0: none); dev evaluation, translate, export and "
-                   "checkpoint averaging then use it.")
+                   "checkpoint averaging then use it. A resume keeps the run's moving average when the flag is left "
+                   "out.")
 flags.DEFINE_float("rdrop_alpha", 0.0, "R-Drop (Liang et al. 2021): each batch twice through the model, with this "
                    "times the symmetric KL of the two output distributions added to the loss (0: off; the paper: 5 "
                    "for translation). An update costs about two: halve --batch_tokens for the same work.",
@@ -162,6 +169,23 @@ def training_config():
         rdrop_alpha=FLAGS.rdrop_alpha)
 
 
+def _resumed_training(training):
+    """`training` with the moving average the run in --model_dir was trained with (its
+    model_config.json) when --ema_decay is not given: a resume keeps the run's average, with one
+    line that says so, rather than turning it off (`TrainingDirectory.check_resume` refuses an
+    explicit --ema_decay=0 on such a run). Reads JSON only: no TensorFlow."""
+    run = TrainingDirectory(FLAGS.model_dir)
+    if FLAGS["ema_decay"].present or not run.has_settings():
+        return training
+    recorded = run.settings().get("training", {}).get("ema_decay")
+    if not (isinstance(recorded, (int, float)) and not isinstance(recorded, bool) and 0 < recorded < 1) \
+            or recorded == training.ema_decay:
+        return training
+    print(f"--ema_decay not given: {FLAGS.model_dir} goes on with the moving average it was trained with "
+          f"(--ema_decay={recorded:g})", flush=True)
+    return dataclasses.replace(training, ema_decay=float(recorded))
+
+
 def _check_selection(training, data, bleu_sentences) -> None:
     """A one-line `ValueError` when --best_checkpoint_metric names a score the dev evaluation will
     not compute and a flag ranks by it: BLEU and F1 need decoded dev sentences, F1 a parsing run."""
@@ -208,6 +232,7 @@ def main(argv):
         for split in dict.fromkeys(("train", data.dev_split)):
             data.check_inputs(split)
             data.check_can_batch(split)  # files whose every pair is longer than --max_length
+        training = _resumed_training(training)
     cli.start_tensorflow(cpu_replicas=FLAGS.cpu_replicas)
     logging.set_verbosity(logging.WARNING)  # TF's per-save "Sharding callback" INFO lines
     from tasks import dev_evaluation, training as training_task  # pylint: disable=g-import-not-at-top

@@ -63,8 +63,8 @@ def main(argv):
         records = model_variations.run_table(FLAGS.out, rows, recipe_args,
                                              bleu_sentences=FLAGS.bleu_sentences or None)
     except model_variations.TableStopped as error:
-        if error.exit_code == 2:  # the training command printed its one error line
-            sys.exit(2)
+        if error.reported:  # the training command printed the one error line
+            sys.exit(error.exit_code)
         cli.fail(error, code=error.exit_code)
     for path in variations_table.write_table(FLAGS.out, records, recipe=" ".join(recipes)):
         print(f"wrote {os.path.abspath(path)}", flush=True)

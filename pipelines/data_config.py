@@ -76,7 +76,8 @@ class DataConfig:
             "wmt14_en_de", "files", ...); see `dataset_name` for the short forms.
         data_dir: where the data set's files are: Multi30k's original .gz files (required for
             multi30k), wmt14's tensorflow-datasets folder, or the folder `files` paths are
-            relative to.
+            relative to. A folder name, never a pattern: glob characters in it are its own
+            (`pipelines.text_files.glob_pattern`).
         tfds_dir: where tensorflow-datasets prepares multi30k (None: ~/tensorflow_datasets).
         source_file, target_file: dataset "files": parallel text, "{split}" replaced by the split.
         dev_split: the split evaluated during training (never test when tuning).

@@ -8,7 +8,9 @@ stripped of surrounding whitespace (Multi30k's `train.de` has trailing spaces on
 A large corpus comes in shards: a path may be a glob pattern (`data/train-*.en.gz`), and the
 target pattern names each source shard's partner through the same wildcards
 (`data/train-*.de.gz`): `parallel_shards` pairs `train-007.en.gz` with `train-007.de.gz`, and
-`parallel_text_files` streams the shards interleaved, never reading a corpus into memory.
+`parallel_text_files` streams the shards interleaved, never reading a corpus into memory. What
+exists of a path is literal (`glob_pattern`): a folder or file whose name holds `*`, `?` or `[`
+is that folder or file, never a pattern.
 
 `check_parallel_files` runs before anything is read into TensorFlow and raises a
 `DataError` with a one-line message naming the file for: a missing folder, a
@@ -100,16 +102,40 @@ def check_folder(folder: str, names=(), what: str = "data") -> None:
             raise DataError(f"{path}: file is empty")
 
 
+def glob_pattern(path: str) -> str:
+    """`path` as the glob pattern it means: what exists of it is literal. A path naming an existing
+    file or folder is that path, its glob characters escaped (`glob.escape`); else its longest
+    leading folder that exists is escaped and the rest is the pattern. A folder named
+    "ünï [x]*" (a --data_dir, a folder in --train_files) then holds files, not a pattern, and
+    `data/web-*.en` still selects shards."""
+    path = os.fspath(path)
+    if not glob.has_magic(path):
+        return path
+    if os.path.lexists(path):
+        return glob.escape(path)
+    head = os.path.dirname(path)
+    while head and glob.has_magic(head):
+        if os.path.isdir(head):
+            return glob.escape(head) + path[len(head):]
+        if os.path.dirname(head) == head:
+            break
+        head = os.path.dirname(head)
+    return path
+
+
 def is_pattern(path: str) -> bool:
-    """Whether `path` is a glob pattern (has `*`, `?` or `[`)."""
-    return glob.has_magic(os.fspath(path))
+    """Whether `path` is a glob pattern: it has `*`, `?` or `[` outside what exists of it
+    (`glob_pattern`)."""
+    return bool(_wildcards(glob_pattern(path)))
 
 
-_WILDCARD = re.compile(r"\*+|\?|\[[^\]]*\]")
+# A wildcard of a glob pattern, or (first alternative) a character glob.escape made literal.
+_ESCAPED = re.compile(r"\[([*?[])\]")
+_WILDCARD = re.compile(r"\[[*?[]\]|\*+|\?|\[[^\]]*\]")
 
 
 def _wildcards(pattern: str) -> list[str]:
-    return _WILDCARD.findall(pattern)
+    return [token for token in _WILDCARD.findall(pattern) if not _ESCAPED.fullmatch(token)]
 
 
 def _capture(pattern: str) -> "re.Pattern":
@@ -118,7 +144,9 @@ def _capture(pattern: str) -> "re.Pattern":
     for match in _WILDCARD.finditer(pattern):
         parts.append(re.escape(pattern[last:match.start()]))
         token = match.group()
-        if token.startswith("*"):
+        if _ESCAPED.fullmatch(token):
+            parts.append(re.escape(token[1]))
+        elif token.startswith("*"):
             parts.append("(.*)" if token.startswith("**") else "([^/]*)")
         elif token == "?":
             parts.append("([^/])")
@@ -132,7 +160,7 @@ def _capture(pattern: str) -> "re.Pattern":
 
 def _fill(pattern: str, values) -> str:
     values = iter(values)
-    return _WILDCARD.sub(lambda _: next(values), pattern)
+    return _WILDCARD.sub(lambda m: m.group()[1] if _ESCAPED.fullmatch(m.group()) else next(values), pattern)
 
 
 def parallel_shards(source_pattern: str, target_pattern: str) -> list[tuple[str, str]]:
@@ -141,30 +169,33 @@ def parallel_shards(source_pattern: str, target_pattern: str) -> list[tuple[str,
     Plain paths give one pair. Glob patterns must have the same wildcards in the same order:
     each source shard's partner is the target pattern with the wildcards filled by what they
     matched in the source path (`train-*.en.gz` -> `train-007.en.gz` <-> `train-007.de.gz`).
+    What exists of a path is literal (`glob_pattern`): glob characters in the name of an
+    existing folder or file are its own characters, not wildcards.
 
     Raises:
         DataError: a pattern that matches no file, wildcards that differ, or a shard of either
             side without its partner (naming the missing file).
     """
     source_pattern, target_pattern = os.fspath(source_pattern), os.fspath(target_pattern)
-    if not (is_pattern(source_pattern) or is_pattern(target_pattern)):
+    source_glob, target_glob = glob_pattern(source_pattern), glob_pattern(target_pattern)
+    if not (_wildcards(source_glob) or _wildcards(target_glob)):
         return [(source_pattern, target_pattern)]
-    if _wildcards(source_pattern) != _wildcards(target_pattern):
+    if _wildcards(source_glob) != _wildcards(target_glob):
         raise DataError(f"{source_pattern} and {target_pattern}: the source and target patterns must have "
                         "the same wildcards, which pair each source shard with its target shard")
-    sources = sorted(p for p in glob.glob(source_pattern) if os.path.isfile(p))
+    sources = sorted(p for p in glob.glob(source_glob) if os.path.isfile(p))
     if not sources:
         raise DataError(f"{source_pattern}: matches no file")
-    source_capture = _capture(source_pattern)
-    pairs = [(path, _fill(target_pattern, source_capture.fullmatch(path).groups())) for path in sources]
+    source_capture = _capture(source_glob)
+    pairs = [(path, _fill(target_glob, source_capture.fullmatch(path).groups())) for path in sources]
     for source, target in pairs:
         if not os.path.isfile(target):
             raise DataError(f"{target}: no such file (the target shard of {source}, by {target_pattern})")
-    target_capture = _capture(target_pattern)
+    target_capture = _capture(target_glob)
     paired = {target for _, target in pairs}
-    for target in sorted(p for p in glob.glob(target_pattern) if os.path.isfile(p)):
+    for target in sorted(p for p in glob.glob(target_glob) if os.path.isfile(p)):
         if target not in paired:
-            source = _fill(source_pattern, target_capture.fullmatch(target).groups())
+            source = _fill(source_glob, target_capture.fullmatch(target).groups())
             raise DataError(f"{source}: no such file (the source shard of {target}, by {source_pattern})")
     return pairs
 

@@ -148,7 +148,7 @@ def check_inputs(data_dir: Optional[str]) -> None:
         raise DataError(f"data_dir {data_dir}: no such folder")
     if os.path.isfile(os.path.join(data_dir, SAMPLE_ZIP)):
         return
-    if not glob.glob(os.path.join(data_dir, "**", "wsj_[0-9][0-9][0-9][0-9].mrg"), recursive=True):
+    if not glob.glob(os.path.join(glob.escape(data_dir), "**", "wsj_[0-9][0-9][0-9][0-9].mrg"), recursive=True):
         raise DataError(f"data_dir {data_dir}: no {SAMPLE_ZIP} and no wsj_NNNN.mrg files under it")
 
 

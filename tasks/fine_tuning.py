@@ -4,7 +4,11 @@ a fresh optimizer and step 0.
 The weights are those the other run translates with (`readable_checkpoints.read_model`): a run
 trained with `--ema_decay` gives its moving average (as Marian's model.npz holds the smoothed
 weights), the model its dev scores were measured on. With `--ema_decay` the new run's average
-starts from those weights, at step 0 (its decay ramps up again)."""
+starts from those weights, at step 0 (its decay ramps up again).
+
+The same command started again resumes the new run from its own checkpoints: `--init_from` is
+then not read again, and naming another run than the one it started from is refused
+(`ignored_on_resume`)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,6 @@ import dataclasses
 import os
 from typing import Optional
 
-from keras_transformer import cli
 from keras_transformer.config import TransformerConfig
 from keras_transformer.run_dir import layout
 from pipelines.data_config import DataConfig
@@ -99,15 +102,6 @@ class InitSource:
         if diff:
             raise ValueError(f"--init_from={self.run_dir}: a different architecture: {'; '.join(diff)}")
 
-    def copy_tokenizer(self, model_dir: str) -> None:
-        """Saves the tokenizer of the run started from as this run's (unless already there)."""
-        from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
-
-        ours = TrainingDirectory(model_dir).tokenizer_dir
-        if not tokenizers.is_saved(ours):
-            with cli.silence_native_stderr():
-                tokenizers.save_pair(*TrainingDirectory(self.run_dir).load_tokenizers(), ours)
-
     def load_weights(self, model) -> None:
         """Reads the model's weights (not the optimizer's state, not the step) from the checkpoint:
         its moving average of the weights when it has one."""
@@ -124,3 +118,22 @@ def recorded_init(model_dir: str) -> Optional[InitSource]:
         return None
     record = run.settings().get("init_from")
     return InitSource(record["run_dir"], record["checkpoint"]) if record else None
+
+
+def ignored_on_resume(init_from: str, model_dir: str) -> str:
+    """The line a run that has checkpoints logs for `--init_from`: it resumes from its own
+    checkpoints and reads no other model. The same command started again (the run it started
+    from named again) resumes; any other `init_from` asks for a new run in a directory that holds
+    one: a one-line `ValueError`, before anything is read or written."""
+    run = TrainingDirectory(model_dir)
+    record = run.settings().get("init_from") if run.has_settings() else None
+    started = record.get("run_dir") if isinstance(record, dict) and isinstance(record.get("run_dir"), str) else None
+    named = os.path.abspath(init_from)
+    if os.path.isfile(named + ".index"):  # a checkpoint prefix: RUN/checkpoints/ckpt-N
+        named = os.path.dirname(os.path.dirname(named))
+    if started and os.path.realpath(started) == os.path.realpath(named):
+        return (f"--init_from={init_from} is not read again: {model_dir} has checkpoints and resumes from them "
+                f"(it started from {record.get('checkpoint') or started})")
+    origin = f"a run started from {started}" if started else "a run not started from another one"
+    raise ValueError(f"--init_from={init_from}: {model_dir} already holds {origin}, with checkpoints; leave out "
+                     f"--init_from to resume it, or start from {init_from} in another --model_dir")

@@ -80,11 +80,14 @@ _FLAGS = ("num_layers", "d_model", "d_ff", "num_heads", "dropout_rate", "label_s
 
 class TableStopped(Exception):
     """A row's training run ended without finishing (an error, or a signal): the table stops,
-    with the run's exit status (`exit_code`)."""
+    with the run's exit status (`exit_code`). `reported`: the run printed the `error:` line
+    itself (bad input, exit 2; SIGINT before its training loop, "error: interrupted", exit 130),
+    so the table's command prints none of its own."""
 
-    def __init__(self, message: str, exit_code: int):
+    def __init__(self, message: str, exit_code: int, reported: bool = False):
         super().__init__(message)
         self.exit_code = exit_code
+        self.reported = reported
 
 
 # The rows ------------------------------------------------------------------------------------
@@ -290,8 +293,15 @@ def _train_and_score(out: str, row: str, variant: Optional[TransformerConfig], b
         if summary is not None:
             json_files.write_json_atomically(record_path(out, row), record)
         stopped = {130: "SIGINT", 143: "SIGTERM"}.get(code)
-        raise TableStopped(f"row {row}: {f'its run stopped by {stopped}' if stopped else f'training failed (exit {code})'}"
-                           f"; run the same command to go on", code)
+        message = (f"row {row}: {f'its run stopped by {stopped}' if stopped else f'training failed (exit {code})'}"
+                   f"; run the same command to go on")
+        # A run stopped inside its training loop prints its summary and no error line; SIGINT
+        # before the loop is Python's KeyboardInterrupt, which the command ends with its own
+        # "error: interrupted" (SIGTERM there ends it silently: the table's line is the one).
+        reported = code == 2 or (code == 130 and summary is None)
+        if reported and code != 2:
+            log(message)
+        raise TableStopped(message, code, reported=reported)
     json_files.write_json_atomically(record_path(out, row), record)  # trained: a kill now only repeats the scoring
     return _score(model_dir, record, bleu_sentences, log)
 

@@ -23,19 +23,24 @@ Defined cases:
 
 * An empty line is scored: an empty target is just EOS (one token: log P(EOS | source)), an
   empty source just EOS (the model's encoding of "nothing"). Every score is finite.
-* Length: with sinusoidal positions (section 3.5, defined at every position) every pair is
-  scored, also one longer than the model's `max_length` (a length it never trained on; a very
-  long line is a batch of its own and needs memory for its length squared). With learned
-  positions (Table 3, row E) a side longer than `max_length` tokens (EOS included) cannot be
-  scored (the table has no row for its positions): that is an error naming the file, the
-  first such line and how many there are, raised before any pair is scored. Remove those
-  pairs first (training drops them the same way, `pipelines.batching`).
+* Length: with sinusoidal positions (section 3.5, defined at every position) a pair longer
+  than the model's `max_length` is scored (a length it never trained on; a long line is a
+  batch of its own and needs memory for its length squared), up to `max_length` +
+  `keras_transformer.config.MAX_EXTRA_LENGTH` tokens a side (EOS included), the longest output
+  any search of the model makes. With learned positions (Table 3, row E) the limit is
+  `max_length` tokens (the table has no row for later positions). A side past the limit is
+  an error naming the file, the first such line, its length, the limit and how many pairs
+  are longer, raised before the model loads; the pair is refused, not cut, since the score
+  of a cut target is not the pair's. Remove those pairs first (training drops pairs longer
+  than `max_length` the same way, `pipelines.batching`). A batch the machine has no memory
+  for is a one-line error too (lower `batch_tokens`).
 * Bad input is a one-line `ValueError` / `FileNotFoundError` (`pipelines.errors.DataError`
   for the files), raised before the model loads, and nothing is written: a missing file, a
   folder, gzip-compressed text, an empty file, text that is not UTF-8 (naming the file and
   line, `pipelines.text_files.check_file`), files whose line counts differ, an output that
   is a folder, cannot be written or is one of the inputs, a missing training directory,
-  model config, tokenizer or checkpoint, a tokenizer that is not the run's.
+  model config (or one whose weights exceed the machine's memory), tokenizer or checkpoint,
+  a tokenizer that is not the run's.
 * The output file is replaced atomically once every pair is scored
   (`keras_transformer.files.atomic`): a failed or interrupted run leaves an existing file as
   it was. On stderr: a first line naming the model, a progress bar only when stderr is a
@@ -96,8 +101,12 @@ def tokenize_lines(tokenizer, lines: Sequence[str]):
 
 
 def check_lengths(config, source_ids, target_ids, source_name: str = "source", target_name: str = "target") -> None:
-    """A one-line `ValueError` naming the first line the model cannot score
-    (`keras_transformer.decoding.sequence_scores.too_long`: learned positions end at `config.max_length`)."""
+    """A one-line `ValueError` naming the first line the model cannot score, its length and the
+    limit (`keras_transformer.decoding.sequence_scores.too_long`: learned positions end at
+    `config.max_length`; sinusoids score up to `config.max_length` + `MAX_EXTRA_LENGTH` tokens,
+    the longest output a search of the model makes). Refused, not cut: the score of a cut
+    target is not the pair's."""
+    from keras_transformer.config import MAX_EXTRA_LENGTH  # pylint: disable=g-import-not-at-top
     from keras_transformer.decoding import sequence_scores  # pylint: disable=g-import-not-at-top
 
     source_lengths = source_ids.row_lengths().numpy().tolist()
@@ -107,8 +116,11 @@ def check_lengths(config, source_ids, target_ids, source_name: str = "source", t
         i, limit = bad[0], sequence_scores.max_scorable_length(config)
         name, length = ((source_name, source_lengths[i]) if source_lengths[i] > limit
                         else (target_name, target_lengths[i]))
-        raise ValueError(f"{name}: line {i + 1}: {length} tokens (EOS included), but the model's learned positions "
-                         f"end at max_length={limit}; {len(bad)} pair(s) are longer: remove them and score the rest")
+        where = (f"the model's learned positions end at max_length={limit}" if config.positional_encoding == "learned"
+                 else f"the model scores at most {limit} a side (its max_length={config.max_length} plus the longest "
+                      f"extra length a search adds, {MAX_EXTRA_LENGTH})")
+        raise ValueError(f"{name}: line {i + 1}: {length} tokens (EOS included), but {where}; {len(bad)} pair(s) are "
+                         "longer: remove them and score the rest")
 
 
 def score_lines(model, source_tokenizer, target_tokenizer, source_lines: Sequence[str], target_lines: Sequence[str],
@@ -126,19 +138,41 @@ def score_lines(model, source_tokenizer, target_tokenizer, source_lines: Sequenc
         names: the two inputs as error messages name them (the file paths).
 
     Raises:
-        ValueError: different numbers of lines, or a pair too long for learned positions
-            (`check_lengths`), before any pair is scored.
+        ValueError: different numbers of lines, or a pair too long for the model
+            (`check_lengths`), before any pair is scored; a batch that runs out of memory
+            (`score_ids`).
     """
-    from keras_transformer.decoding import sequence_scores  # pylint: disable=g-import-not-at-top
-
     if len(source_lines) != len(target_lines):
         raise ValueError(f"{names[1]} has {len(target_lines)} lines but {names[0]} has {len(source_lines)}")
     source_ids = tokenize_lines(source_tokenizer, source_lines)
     target_ids = tokenize_lines(target_tokenizer, target_lines)
     check_lengths(model.config, source_ids, target_ids, *names)
-    on_batch = cli.stderr_progress(len(source_lines), "pair", progress)
-    return sequence_scores.score_corpus(sequence_scores.make_score_fn(model), source_ids, target_ids, batch_tokens,
-                                pad_id=model.config.pad_id, on_batch=on_batch)
+    return score_ids(model, source_ids, target_ids, batch_tokens, progress, names)
+
+
+def score_ids(model, source_ids, target_ids, batch_tokens: int = 4096, progress: Optional[bool] = None,
+              names: tuple[str, str] = ("source", "target")) -> list[tuple[float, int]]:
+    """`(log_prob, tokens)` of each pair of id lists (`tokenize_lines`'s, checked by `check_lengths`),
+    in their order (`keras_transformer.decoding.sequence_scores.score_corpus`). A batch the
+    machine has no memory for is a one-line `ValueError` naming the files and the batch's shape,
+    not TensorFlow's out-of-memory traceback."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    from keras_transformer.decoding import sequence_scores  # pylint: disable=g-import-not-at-top
+
+    score_fn = sequence_scores.make_score_fn(model)
+
+    def guarded(source_batch, target_batch):
+        try:
+            return score_fn(source_batch, target_batch)
+        except tf.errors.ResourceExhaustedError:
+            raise ValueError(f"{names[0]}, {names[1]}: out of memory scoring {source_batch.shape[0]} pair(s) of up to "
+                             f"{source_batch.shape[1]} source and {target_batch.shape[1]} target tokens: remove the "
+                             "longest pairs, or lower --batch_tokens") from None
+
+    on_batch = cli.stderr_progress(int(source_ids.nrows()), "pair", progress)
+    return sequence_scores.score_corpus(guarded, source_ids, target_ids, batch_tokens, pad_id=model.config.pad_id,
+                                        on_batch=on_batch)
 
 
 def format_line(log_prob: float, tokens: int) -> str:
@@ -166,16 +200,23 @@ def score_files(model_dir: str, source_path: str, target_path: str, output_path:
     writes one `format_line` per pair to `output_path` ("-": stdout). Returns the number of pairs.
 
     See the module docstring for the defined cases. Bad input is found before the model loads
-    (`command_files.check_output_path`, `check_inputs`, `load_run`), a pair too long for learned positions
-    before any pair is scored; the output file is replaced atomically at the end.
+    (`command_files.check_output_path`, `check_inputs`, the run's directory, config and
+    tokenizer, a pair too long for the model: `check_lengths`); the output file is replaced
+    atomically at the end.
     """
+    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
+
     count = check_inputs(source_path, target_path, output_path)  # the output too (`command_files.check_output_path`)
     start = time.perf_counter()
-    model, checkpoint, source_tokenizer, target_tokenizer = load_run(model_dir, checkpoint)
+    run = TrainingDirectory(model_dir).open()
+    names = (source_path, target_path)
+    source_lines, target_lines = read_pair_lines(*names)
+    source_ids = tokenize_lines(run.source_tokenizer, source_lines)
+    target_ids = tokenize_lines(run.target_tokenizer, target_lines)
+    check_lengths(run.config, source_ids, target_ids, *names)  # before the model loads
+    model, checkpoint = run.restore(checkpoint)
     print(f"scoring {count} pairs with {checkpoint}", file=sys.stderr)
-    source_lines, target_lines = read_pair_lines(source_path, target_path)
-    results = score_lines(model, source_tokenizer, target_tokenizer, source_lines, target_lines, batch_tokens,
-                          progress, names=(source_path, target_path))
+    results = score_ids(model, source_ids, target_ids, batch_tokens, progress, names)
     text = "".join(format_line(log_prob, tokens) + "\n" for log_prob, tokens in results)
     atomic.write_output(output_path, text)
     elapsed = time.perf_counter() - start

@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import shutil
 from typing import Callable, Optional
 
 from keras_transformer.config import DecodingConfig, TransformerConfig
@@ -27,7 +28,7 @@ from pipelines import corpora
 from pipelines.data_config import DataConfig, check_batch_tokens
 from tasks.dev_evaluation import build_evaluator
 from tasks.disk_cache import prepare_disk_cache
-from tasks.fine_tuning import InitSource, recorded_init
+from tasks.fine_tuning import InitSource, ignored_on_resume, recorded_init
 from training_directory import TrainingDirectory
 from training_directory.vocabulary import sized_model
 
@@ -53,7 +54,8 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         num_gpus, cpu_replicas: the devices (`keras_transformer.training.distribution.create_strategy`).
         init_from: start a new run from another run's model (a training directory or a
             checkpoint prefix, `InitSource`): its weights and its tokenizer, a fresh optimizer
-            and step 0. Ignored when `model_dir` already has checkpoints (that run resumes).
+            and step 0. When `model_dir` already has checkpoints, that run resumes from them: it
+            must name the run it started from, and is not read again (`ignored_on_resume`).
         log: where console lines go.
 
     The command checks `data`'s files before it calls this (`DataConfig.check_inputs`, a pass
@@ -68,6 +70,12 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
     "interrupted"`, `state.signal`); then nothing is averaged. The end of a run (the final
     evaluation, the average) happens once: started again after its last update, a run only
     does what a kill left undone.
+
+    Nothing is saved before every check of the start has passed: the tokenizer is trained in
+    memory and saved with model_config.json, and a new run whose start fails before its first
+    update leaves nothing behind (not even the folder, when the start made it), so the next start
+    does not take a tokenizer trained under refused flags for the run's. A resume keeps the run's
+    data set and moving average (`TrainingDirectory.check_resume`).
 
     Raises:
         ValueError, FileNotFoundError: bad input, before any work is written (a mismatched
@@ -92,57 +100,150 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         init = InitSource.resolve(init_from, model_dir) if init_from else recorded_init(model_dir)
         if init is not None:
             init.check(model_dir, model, data)
+    elif init_from:
+        log(ignored_on_resume(init_from, model_dir))  # or a one-line error: another run than it started from
     chief = distribution.is_chief(strategy)
+    made = _missing_folders(model_dir)  # the RunLock makes them
+    had_lock = os.path.lexists(os.path.join(model_dir, run_lock.LOCK_FILE))
     with run_lock.RunLock(model_dir) if chief else contextlib.nullcontext():
         if chief:
             run_lock.remove_stale_temporaries(model_dir, log)
-        run.check_resumable()
-        if init is not None and chief:
-            init.copy_tokenizer(model_dir)
-        source_tok, target_tok = run.load_or_train_tokenizers(data, save=chief, log=log)
-        check_can_batch(data, source_tok, target_tok)  # before the config: else no step finds a batch
-        model = sized_model(model, source_tok, target_tok)
-        fingerprint = tokenizers.fingerprint(source_tok, target_tok)
-        run.check_resume(model, fingerprint, starts_from_another_run=init is not None, data=data)
-        if chief:
-            run.write_settings(model, training=training.to_dict(), data=dataclasses.asdict(data),
-                               decoding=decoding.to_dict(), tokenizer={"sha256": fingerprint},
-                               **({"init_from": init.record()} if init else {}))
-        trainer = trainer_lib.build_trainer(model, training, model_dir, strategy, batch_tokens=data.batch_tokens,
-                                            log=log)
-        start = trainer.restore()
-        if start == 0 and init is not None:
-            init.load_weights(trainer.model)  # a run with --ema_decay: its moving average
-            if trainer.ema is not None:
-                trainer.ema.reset()  # the new run's average starts from the weights it starts from
-        params = sum(int(v.shape.num_elements()) for v in trainer.model.trainable_variables)
-        log(f"{type(strategy).__name__} with {replicas} replica(s); {params:,} parameters; vocabulary "
-            f"{source_tok.vocab_size}; {training.precision}" + (" (auto)" if auto else "") + "; "
-            + (f"resumed at step {start}" if start else "starting at step 0")
-            + (f" from the weights of {init.checkpoint} (fresh optimizer)" if start == 0 and init else ""))
-        cache, why = data.cache_mode()
-        cache_path = prepare_disk_cache(model_dir, data, fingerprint, log, clean=chief) if cache == "disk" else None
-        pairs = data.training_pairs()
-        mixture = pairs if isinstance(pairs, corpora.Mixture) else None
-        log(f"input: cache {cache} ({why}), shuffle buffer {data.shuffle_buffer:,}"
-            + (f"; BPE-dropout {data.bpe_dropout:g} (a new segmentation each epoch, not seeded)"
-               if data.bpe_dropout else "")
-            + (f"; corpora {', '.join(f'{n} {100 * w:.1f}%' for n, w in zip(mixture.names, mixture.weights))}"
-               if mixture else ""))
-        input_fn = batching.make_input_fn(
-            (lambda: pairs) if mixture else (lambda: data.training_pairs()), source_tok,
-            data.batch_tokens // training.accumulation_steps, target_tokenizer=target_tok,
-            max_length=data.max_length, shuffle=True, seed=data.seed * 1_000_003 + start, repeat=True,
-            shuffle_buffer=data.shuffle_buffer, cache=cache, cache_path=cache_path, bpe_dropout=data.bpe_dropout)
-        evaluator = build_evaluator(data, decoding, model, source_tok, target_tok, bleu_sentences)
-        if mixture:
-            evaluator = _logging_shares(evaluator, mixture, log)
+        with _undone_if_first_start_fails(run, made, had_lock) if chief else contextlib.nullcontext():
+            run.check_resumable()
+            source_tok, target_tok = _tokenizers(run, data, init, log)
+            model = sized_model(model, source_tok, target_tok)
+            fingerprint = tokenizers.fingerprint(source_tok, target_tok)
+            run.check_resume(model, fingerprint, starts_from_another_run=init is not None, data=data,
+                             training=training.to_dict(), log=log)
+            check_can_batch(data, source_tok, target_tok)  # before the config: else no step finds a batch
+            if chief:
+                _save_tokenizers(run, source_tok, target_tok)  # every check passed: the run's from now on
+                origin = init.record() if init else run.settings().get("init_from") if run.has_settings() else None
+                run.write_settings(model, training=training.to_dict(), data=dataclasses.asdict(data),
+                                   decoding=decoding.to_dict(), tokenizer={"sha256": fingerprint},
+                                   **({"init_from": origin} if origin else {}))  # a resume keeps its origin
+            trainer = trainer_lib.build_trainer(model, training, model_dir, strategy,
+                                                batch_tokens=data.batch_tokens, log=log)
+            start = trainer.restore()
+            if start == 0 and init is not None:
+                init.load_weights(trainer.model)  # a run with --ema_decay: its moving average
+                if trainer.ema is not None:
+                    trainer.ema.reset()  # the new run's average starts from the weights it starts from
+            params = sum(int(v.shape.num_elements()) for v in trainer.model.trainable_variables)
+            log(f"{type(strategy).__name__} with {replicas} replica(s); {params:,} parameters; vocabulary "
+                f"{source_tok.vocab_size}; {training.precision}" + (" (auto)" if auto else "") + "; "
+                + (f"resumed at step {start}" if start else "starting at step 0")
+                + (f" from the weights of {init.checkpoint} (fresh optimizer)" if start == 0 and init else ""))
+            cache, why = data.cache_mode()
+            cache_path = (prepare_disk_cache(model_dir, data, fingerprint, log, clean=chief) if cache == "disk"
+                          else None)
+            pairs = data.training_pairs()
+            mixture = pairs if isinstance(pairs, corpora.Mixture) else None
+            log(f"input: cache {cache} ({why}), shuffle buffer {data.shuffle_buffer:,}"
+                + (f"; BPE-dropout {data.bpe_dropout:g} (a new segmentation each epoch, not seeded)"
+                   if data.bpe_dropout else "")
+                + (f"; corpora {', '.join(f'{n} {100 * w:.1f}%' for n, w in zip(mixture.names, mixture.weights))}"
+                   if mixture else ""))
+            input_fn = batching.make_input_fn(
+                (lambda: pairs) if mixture else (lambda: data.training_pairs()), source_tok,
+                data.batch_tokens // training.accumulation_steps, target_tokenizer=target_tok,
+                max_length=data.max_length, shuffle=True, seed=data.seed * 1_000_003 + start, repeat=True,
+                shuffle_buffer=data.shuffle_buffer, cache=cache, cache_path=cache_path,
+                bpe_dropout=data.bpe_dropout)
+            evaluator = build_evaluator(data, decoding, model, source_tok, target_tok, bleu_sentences)
+            if mixture:
+                evaluator = _logging_shares(evaluator, mixture, log)
         state = trainer.train(input_fn, evaluator)
         if mixture and state.stop_reason == "interrupted":  # else the last evaluation logged them
             log(f"sampled pairs: {mixture.counter.summary()}")
         if training.average_last and chief and state.stop_reason != "interrupted":
             _average_unless_interrupted(state, model_dir, training, log)
     return state
+
+
+def _tokenizers(run: TrainingDirectory, data: DataConfig, init: Optional[InitSource], log: Callable[[str], None]):
+    """`(source, target)`: the run's saved tokenizer; else, on a new run, that of the run it starts
+    from (`init`), or one trained on the training split. Nothing is saved here (`_save_tokenizers`
+    does, once every check has passed), so a start refused by a check leaves no tokenizer that the
+    next start, with other flags, would take for the run's."""
+    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+
+    if tokenizers.is_saved(run.tokenizer_dir):
+        source, target = run.load_tokenizers()
+        if not run.has_settings() and init is None:
+            _check_found_tokenizer(run, data, source, target)
+        return source, target
+    if init is not None:
+        return TrainingDirectory(init.run_dir).load_tokenizers()
+    return run.load_or_train_tokenizers(data, save=False, log=log)
+
+
+def _check_found_tokenizer(run: TrainingDirectory, data: DataConfig, source, target) -> None:
+    """A new run (no model_config.json yet) that finds a tokenizer in MODEL_DIR/tokenizer trains
+    with it (Table 3's rows get the base row's there): a one-line `ValueError` unless these flags
+    could have trained it (its type, case, sharing, and no more ids than --vocab_size)."""
+    settings = source.settings()
+    found = {"tokenizer": settings["type"], "lowercase": settings["lowercase"], "shared_vocab": source is target}
+    wanted = {"tokenizer": data.tokenizer, "lowercase": data.lowercase, "shared_vocab": data.shared_vocab}
+    diff = [f"--{k}={str(found[k]).lower()}" for k in found if found[k] != wanted[k]]
+    ids = max(source.vocab_size, target.vocab_size)
+    if ids > data.vocab_size:
+        diff.append(f"{ids} ids, more than --vocab_size={data.vocab_size}")
+    if diff:
+        raise ValueError(f"{run.tokenizer_dir}: a tokenizer these flags did not train ({'; '.join(diff)}), and "
+                         f"{run.path} holds no run that uses it ({layout.CONFIG_FILE} is missing): remove the folder "
+                         "to train a new one, or give the flags it was trained with")
+
+
+def _save_tokenizers(run: TrainingDirectory, source, target) -> None:
+    """Saves the tokenizers as the run's (MODEL_DIR/tokenizer), unless they are saved already."""
+    from keras_transformer import cli  # pylint: disable=g-import-not-at-top
+    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+
+    if not tokenizers.is_saved(run.tokenizer_dir):
+        with cli.silence_native_stderr():  # sentencepiece's C++ INFO lines
+            tokenizers.save_pair(source, target, run.tokenizer_dir)
+
+
+@contextlib.contextmanager
+def _undone_if_first_start_fails(run: TrainingDirectory, made: list[str], had_lock: bool):
+    """Around a run's start up to its first update: on a new run (no model_config.json, no
+    checkpoint), whatever the block wrote in the directory is removed if it raises (a refused
+    flag, a full disk, Ctrl-C), and its lock file and the folders `made` for it too when this
+    start made them (`had_lock`: the lock file was there before): the next start then begins
+    afresh with its own flags. A run started before, and anything the directory held, are left
+    as they are. Called holding the `RunLock`."""
+    from keras_transformer.training import run_lock  # pylint: disable=g-import-not-at-top
+
+    if run.has_settings() or run.has_checkpoints():
+        yield
+        return
+    kept = set(os.listdir(run.path)) - (set() if had_lock else {run_lock.LOCK_FILE})
+    try:
+        yield
+    except BaseException:
+        for name in sorted(set(os.listdir(run.path)) - kept):
+            path = run.join(name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+        for folder in made:  # innermost first
+            try:
+                os.rmdir(folder)
+            except OSError:  # not empty: another process wrote there meanwhile
+                break
+        raise
+
+
+def _missing_folders(path: str) -> list[str]:
+    """The folders of `path` that do not exist yet, `path` first, then its missing parents."""
+    missing, path = [], os.path.abspath(path)
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
+    return missing
 
 
 def _average_unless_interrupted(state, model_dir: str, training, log: Callable[[str], None]) -> None:

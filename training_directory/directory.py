@@ -22,8 +22,11 @@ is built or a checkpoint read:
   again, one that does not fit the config is refused before anything is restored, and no path is
   read as a glob pattern;
 * a run to resume (`check_resumable`, `check_resume`) keeps its tokenizer (the embedding rows
-  index its subwords) and its model_config.json, and the command's model, tokenizer and
-  tokenizer flags are the saved ones.
+  index its subwords) and its model_config.json, and the command's model, tokenizer, tokenizer
+  flags, data set and moving average of the weights are the saved ones;
+* every checkpoint the run's own files name (best/best.json, the state files of checkpoints/ and
+  averaged/) lies inside its folder, and a `--checkpoint` of another run is read only when that run
+  recorded this run's tokenizer fingerprint: nothing outside the run is read as its own or deleted.
 
 The model's files (layout, settings, checkpoints) are the model core's
 (`keras_transformer.run_dir`); the tokenizers are `pipelines.tokenizers`'; a run is both, so its
@@ -118,13 +121,51 @@ class TrainingDirectory:
 
     def latest_checkpoint(self, prefer_averaged: bool = True) -> Optional[str]:
         """The checkpoint a command reads by default (`layout.latest_checkpoint`): averaged, else the
-        best, else the newest readable one; None if there is none."""
+        best, else the newest readable one; None if there is none. A list of the run's that names a
+        checkpoint outside its folder is a one-line ValueError naming the list."""
         return layout.latest_checkpoint(self.path, prefer_averaged=prefer_averaged)
 
-    def restore(self, checkpoint: Optional[str] = None, warn: Optional[Callable[[str], None]] = None):
+    def restore(self, checkpoint: Optional[str] = None, warn: Optional[Callable[[str], None]] = None,
+                fingerprint: Optional[str] = None):
         """`(model, checkpoint_path)`: the run's model with the weights of `checkpoint`, default the
-        averaged, else best, else newest readable one (`layout.restore_model`)."""
+        averaged, else best, else newest readable one (`layout.restore_model`). A `checkpoint` of
+        another run is read only when that run was trained with this run's tokenizer
+        (`check_checkpoint`; `fingerprint`: this run's tokenizer's, default the one it recorded)."""
+        if checkpoint:
+            self.check_checkpoint(checkpoint, fingerprint)
         return layout.restore_model(self.path, checkpoint, warn=warn)
+
+    def check_checkpoint(self, checkpoint: str, fingerprint: Optional[str] = None) -> None:
+        """A one-line error unless the checkpoint prefix `checkpoint` (a command's --checkpoint) may be
+        read into this run's model: it is the run's own (its files are below MODEL_DIR, compared by
+        real paths, so no `..` or symbolic link leads elsewhere), or it is another run's (that run's
+        folder: the one holding its checkpoints/, best/ or averaged/) whose model_config.json
+        records the tokenizer fingerprint `fingerprint` (default: the one this run recorded). The
+        model's shapes tell another vocabulary size, not another tokenizer of the same size, whose
+        weights would read this run's ids as other subwords. Reads no checkpoint.
+
+        Raises:
+            FileNotFoundError: no such checkpoint (`layout.check_checkpoint_prefix`).
+            ValueError: a checkpoint outside any training directory, or of a run trained with
+                another tokenizer (or one that recorded none), naming both runs.
+        """
+        layout.check_checkpoint_prefix(checkpoint)
+        index, home = os.path.realpath(checkpoint + ".index"), os.path.realpath(self.path)
+        if os.path.commonpath([index, home]) == home:
+            return
+        other = os.path.dirname(os.path.dirname(index))
+        if not os.path.isfile(os.path.join(other, layout.CONFIG_FILE)):
+            raise ValueError(f"--checkpoint={checkpoint}: neither in --model_dir={self.path} nor in another training "
+                             f"directory (no {layout.CONFIG_FILE} in {other}), so nothing shows it was trained with "
+                             f"this run's tokenizer; give a checkpoint of {self.path}")
+        theirs, ours = layout.recorded_fingerprint(other), fingerprint or self.recorded_fingerprint()
+        if theirs is None or ours is None or theirs != ours:
+            recorded = (f"{other} records no tokenizer fingerprint" if theirs is None else
+                        f"{self.path} records no tokenizer fingerprint" if ours is None else
+                        f"sha256 {theirs[:12]} there, {ours[:12]} here")
+            raise ValueError(f"--checkpoint={checkpoint}: a checkpoint of the run {other}, not trained with the "
+                             f"tokenizer of --model_dir={self.path} ({recorded}): its weights would read this run's "
+                             f"subwords as others; give a checkpoint of {self.path}, or --model_dir={other}")
 
     # Tokenizers --------------------------------------------------------------------
 
@@ -165,8 +206,9 @@ class TrainingDirectory:
 
         Raises:
             FileNotFoundError: no such folder, no model_config.json, no saved tokenizer (when needed).
-            ValueError: a damaged layout or model_config.json, a tokenizer that does not load or
-                is not the one the run was trained with.
+            ValueError: a damaged layout or model_config.json, a list of checkpoints naming one
+                outside its folder (`layout.check_checkpoint_lists`), a tokenizer that does not
+                load or is not the one the run was trained with.
         """
         from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
@@ -175,6 +217,7 @@ class TrainingDirectory:
         layout.check_layout(self.path)
         settings = self.settings()
         config = self.config()
+        layout.check_checkpoint_lists(self.path)  # each names only checkpoints of its own folder
         if not need_tokenizer and not os.path.lexists(self.tokenizer_dir):
             return OpenedRun(self, settings, config, None, None, None)
         if not tokenizers.is_saved(self.tokenizer_dir):
@@ -196,10 +239,13 @@ class TrainingDirectory:
         a file it cannot go on without. Checked before any tokenizer is trained.
 
         A run with checkpoints must keep its tokenizer (the embedding rows index its subwords: a
-        new tokenizer would silently give them other meanings) and its model_config.json.
+        new tokenizer would silently give them other meanings) and its model_config.json, and its
+        lists of checkpoints name only checkpoints of their own folders
+        (`layout.check_checkpoint_lists`).
         """
         from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
+        layout.check_checkpoint_lists(self.path)
         checkpoints = self.checkpoint_files()
         has_config = self.has_settings()
         if checkpoints and not has_config:
@@ -212,17 +258,38 @@ class TrainingDirectory:
         return bool(checkpoints or has_config)
 
     def check_resume(self, config: TransformerConfig, tokenizer_fingerprint: Optional[str] = None,
-                     starts_from_another_run: bool = False, data: Optional["DataConfig"] = None) -> None:
-        """The command's model (and tokenizer, and with `data` its tokenizer flags) must be the saved
-        one: a mismatch is a one-line `ValueError`. A run started from another model and not yet
-        saved (`starts_from_another_run`) may change its training settings
-        (`tasks.fine_tuning.InitSource.check` compares it with that model)."""
+                     starts_from_another_run: bool = False, data: Optional["DataConfig"] = None,
+                     training: Optional[dict[str, Any]] = None, log: Optional[Callable[[str], None]] = None) -> None:
+        """The command's model (and tokenizer, and with `data` its data set and tokenizer flags) must
+        be the saved one: a mismatch is a one-line `ValueError`. A run started from another model
+        and not yet saved (`starts_from_another_run`) may change its training settings
+        (`tasks.fine_tuning.InitSource.check` compares it with that model).
+
+        A resume goes on with the run's data set: another --dataset is refused (training on it is
+        fine-tuning, a new run with --init_from); other --train_files corpora are accepted with one
+        line to `log`. With `training` (`TrainingConfig.to_dict()`), a run trained with a moving
+        average of its weights (--ema_decay) keeps one: --ema_decay=0 is refused (its checkpoints,
+        translation and export use the average), another decay is accepted with one line."""
         if not self.has_settings():
             return
         saved = self.config().to_dict()
         if starts_from_another_run:
             return
+        settings = self.settings()
+        say = log or (lambda line: None)
         if data is not None:
+            recorded = settings.get("data", {})
+            dataset = recorded.get("dataset")
+            if isinstance(dataset, str) and dataset != data.dataset:
+                raise ValueError(f"--dataset={data.dataset}: {self.path} was trained on --dataset={dataset}, and a "
+                                 f"resume goes on with its data: give --dataset={dataset}, or train on "
+                                 f"{data.dataset} in another --model_dir with --init_from={self.path}")
+            corpora = [dataclasses.asdict(corpus) for corpus in data.train_files]
+            if isinstance(recorded.get("train_files"), list) and recorded["train_files"] != corpora:
+                names = [("the corpora " + ", ".join(str(c.get("name")) if isinstance(c, dict) else "?" for c in runs))
+                         if runs else f"the train split of --dataset={data.dataset}"
+                         for runs in (recorded["train_files"], corpora)]
+                say(f"--train_files: {self.path} was trained on {names[0]}; it goes on with {names[1]}")
             self.check_tokenizer_flags(data, self.path)
         wanted = config.to_dict()
         diff = [f"{k}={saved[k]!r} (saved) vs {wanted[k]!r} (flags)" for k in sorted(saved)
@@ -231,6 +298,17 @@ class TrainingDirectory:
             raise ValueError(f"{self.path} holds a different model: {'; '.join(diff)}; use another --model_dir")
         if tokenizer_fingerprint:
             self.check_fingerprint(tokenizer_fingerprint)
+        if training is not None:
+            was = settings.get("training", {}).get("ema_decay")
+            was = was if isinstance(was, (int, float)) and not isinstance(was, bool) and 0 < was < 1 else 0.0
+            now = training["ema_decay"]
+            if was and not now:
+                raise ValueError(f"--ema_decay=0: {self.path} keeps a moving average of its weights (--ema_decay="
+                                 f"{was:g}), which its checkpoints, translation and export use; give --ema_decay="
+                                 f"{was:g} or leave the flag out to go on with it, or start a run without one in "
+                                 f"another --model_dir with --init_from={self.path}")
+            if was and now != was:
+                say(f"--ema_decay={now:g}: the run's moving average (decay {was:g} so far) goes on with decay {now:g}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -258,5 +336,6 @@ class OpenedRun:
         return self.directory.path
 
     def restore(self, checkpoint: Optional[str] = None, warn: Optional[Callable[[str], None]] = None):
-        """`(model, checkpoint_path)` (`TrainingDirectory.restore`)."""
-        return self.directory.restore(checkpoint, warn=warn)
+        """`(model, checkpoint_path)` (`TrainingDirectory.restore`): a `checkpoint` of another run is
+        read only when that run was trained with the tokenizer opened here (`fingerprint`)."""
+        return self.directory.restore(checkpoint, warn=warn, fingerprint=self.fingerprint)

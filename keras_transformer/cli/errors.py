@@ -10,6 +10,8 @@ mistake) ends with `error: <one line>` on stderr and exit code 2. So does a file
 refuses a write or a read (`os_error_message`: a full disk or quota, a read-only file system,
 a permission, a folder where a file belongs or the reverse), raised by Python or by
 TensorFlow's own file code: one line naming the path, whichever command and step hit it.
+A `--flagfile` that is not UTF-8 text, or that includes itself (directly or through others,
+which absl would skip with a warning), is one line naming it (`check_flagfiles`).
 Ctrl-C outside the training loop (which saves first, see `keras_transformer.training.interrupts`)
 ends with `error: interrupted` and exit code 130; an interruption that carries an `exit_code`
 (a second SIGTERM: 143) exits with it. Set KT_DEBUG=1 to see the traceback.
@@ -21,7 +23,7 @@ import errno
 import os
 import re
 import sys
-from typing import Optional
+from typing import Optional, Sequence
 
 from absl import app, flags
 
@@ -75,6 +77,68 @@ def empty_path_flags(flag_values) -> list[str]:
             and flag_values[name].present and flag_values[name].value == ""]
 
 
+# absl's flagfile directives (`FlagValues.read_flags_from_files`): "--flagfile=PATH" or "--flagfile PATH" on
+# the command line, a line "--flagfile=PATH" in a flagfile; one dash works too.
+FLAGFILE_PREFIXES = ("--flagfile=", "-flagfile=")
+
+
+def check_flagfiles(args: Sequence[str]) -> None:
+    """Refuses, with a one-line `ValueError`, a flagfile that absl would misread.
+
+    Walks every flagfile the command line `args` (without the program) names, and the ones they
+    include, as absl reads them (`FlagValues.read_flags_from_files`): directives up to a "--",
+    paths with "~" expanded and relative to the current folder, lines starting with "#" or "//"
+    skipped. Refuses a flagfile that is not UTF-8 text (absl raises `UnicodeDecodeError`) and one
+    that includes itself, directly or through others: absl skips the repeated file with a warning
+    and goes on without its flags (a recipe that includes itself trains the defaults). A file that
+    cannot be opened is left to absl to report; one that is not a regular file (a pipe,
+    `--flagfile=<(...)`) is not read here, as it can be read only once.
+    """
+    finished = set()  # real paths walked whole: a cycle through one would have been found there
+
+    def visit(name: str, chain: list[tuple[str, str]]) -> None:
+        real = os.path.realpath(name)
+        for index, (_, seen) in enumerate(chain):
+            if seen == real:
+                files = [n for n, _ in chain[index:]] + [name]
+                cycle = (f"{files[0]} includes itself" if len(files) == 2 else
+                         f"flagfiles include each other in a cycle ({' -> '.join(files)})")
+                raise ValueError(f"--flagfile={chain[0][0]}: {cycle}; a flagfile cannot include itself, "
+                                 f"directly or through another")
+        if real in finished or not os.path.isfile(real):
+            return
+        try:
+            with open(real, "rb") as file:
+                data = file.read()
+        except OSError:
+            return
+        what = f"--flagfile={name}" if not chain else f"{name} (included by {chain[-1][0]})"
+        try:
+            lines = data.decode("utf-8").splitlines(keepends=True)
+        except UnicodeDecodeError as error:
+            line = data.count(b"\n", 0, error.start) + 1
+            raise ValueError(f"{what}: not UTF-8 text (line {line} has the byte 0x{data[error.start]:02x}); "
+                             f"save it as UTF-8") from None
+        for line in lines:  # a directive starts its line (a comment, "#" or "//", or " --flagfile=" is none)
+            if line.startswith(FLAGFILE_PREFIXES):
+                included = os.path.expanduser(line.split("=", 1)[1].strip())
+                if included:  # absl ignores an empty one
+                    visit(included, chain + [(name, real)])
+        finished.add(real)
+
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            break
+        if arg in ("--flagfile", "-flagfile") and rest:
+            visit(os.path.expanduser(rest.pop(0)), [])
+        elif arg.startswith(FLAGFILE_PREFIXES):
+            name = os.path.expanduser(arg.split("=", 1)[1].strip())
+            if name:
+                visit(name, [])
+
+
 def fail(message: str, code: int = 2):
     """Prints `error: message` (one line) to stderr and exits."""
     print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
@@ -93,10 +157,18 @@ def run(main, known_only: bool = False):
 
     def parse_flags(argv):
         try:
+            check_flagfiles(argv[1:])
+        except ValueError as error:
+            silencer.stop()
+            fail(error)
+        try:
             remaining = flags.FLAGS(argv, known_only=known_only)
         except flags.Error as error:
             silencer.stop()
             fail(f"{error}. Pass --helpfull to see every flag.")
+        except UnicodeDecodeError as error:  # a flagfile check_flagfiles could not read first (a pipe)
+            silencer.stop()
+            fail(f"--flagfile: not UTF-8 text (the byte 0x{error.object[error.start]:02x}); save it as UTF-8")
         empty = empty_path_flags(flags.FLAGS)
         if empty:
             silencer.stop()

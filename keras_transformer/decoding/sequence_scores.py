@@ -19,9 +19,12 @@ them), scores them in length-sorted batches under a token budget (section 5.1's 
 each side of a batch holds at most `batch_tokens` tokens, padding included; a longer pair is
 a batch of its own) and returns the results in the input order (`sorted_batches`).
 
-Lengths: sinusoidal positions (section 3.5) are defined at every position, so any pair can
-be scored, also one longer than the `max_length` the model was configured for (the score is
-then of a length the model never trained on). Learned positions (Table 3, row E) have
+Lengths: sinusoidal positions (section 3.5) are defined at every position, so a pair longer
+than the `max_length` the model was configured for can be scored (the score is then of a
+length the model never trained on), up to the longest output any search of the model makes:
+`max_length` + `keras_transformer.config.MAX_EXTRA_LENGTH` tokens a side. Past that the score is
+of a length no decoding of the model reaches, and its attention needs memory for the length
+squared (a 600,001-token line: [1, h, 600001, 600001]). Learned positions (Table 3, row E) have
 `max_length` rows, and `LearnedPositionEmbedding` clips later positions to the last row: a
 score there would silently be of another input. `max_scorable_length` gives the limit and
 `too_long` the pairs past it, which the caller must refuse (see `tasks.scoring`).
@@ -37,6 +40,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from keras_transformer.config import MAX_EXTRA_LENGTH
 from keras_transformer.decoding import sorted_batches
 from keras_transformer.losses import decoder_inputs, token_losses
 from keras_transformer.special_ids import PAD_ID
@@ -79,17 +83,19 @@ def make_score_fn(model):
     return score
 
 
-def max_scorable_length(config) -> Optional[int]:
+def max_scorable_length(config) -> int:
     """The most tokens (EOS included) either side of a pair may hold to be scored: the rows of
-    learned position tables (`config.max_length`); None (no limit) with sinusoids."""
-    return config.max_length if config.positional_encoding == "learned" else None
+    learned position tables (`config.max_length`); with sinusoids, the longest output any search
+    of the model makes (`config.max_length` + `MAX_EXTRA_LENGTH`: a source as translation cuts
+    it, plus the most a decoding may add)."""
+    if config.positional_encoding == "learned":
+        return config.max_length
+    return config.max_length + MAX_EXTRA_LENGTH
 
 
 def too_long(config, source_lengths: Sequence[int], target_lengths: Sequence[int]) -> list[int]:
     """The indices of the pairs the model cannot score (`max_scorable_length`), in input order."""
     limit = max_scorable_length(config)
-    if limit is None:
-        return []
     return [i for i, (s, t) in enumerate(zip(source_lengths, target_lengths)) if max(s, t) > limit]
 
 

@@ -62,9 +62,19 @@ def is_special_file(path: str) -> bool:
 
 def write_output(path: str, text: str) -> None:
     """A command's output: `text` to stdout when `path` is "-", else to the file `path` with
-    `write_atomically` (translate's translations, score's scores)."""
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        write_atomically(path, text.encode("utf-8"))
+    `write_atomically` (translate's translations, score's scores).
+
+    An `OSError` that names no file (a write, flush or close on a device such as /dev/full, or on
+    a full stdout) is raised with `path` as its `filename` ("<stdout>" for "-"), so that the
+    command's error line names where the output went.
+    """
+    try:
+        if path == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            write_atomically(path, text.encode("utf-8"))
+    except OSError as error:
+        if error.filename is None:
+            error.filename = "<stdout>" if path == "-" else path
+        raise

@@ -19,7 +19,10 @@ MODEL_DIR/best/best.json holds `{"metric": "bleu", "checkpoints": [{"step", "val
 best first, written atomically after the files it names are complete, and the files of a
 checkpoint that leaves the list are removed only after the list no longer names them. So a kill
 at any point leaves a list whose every entry is whole; files it does not name (a copy cut short)
-are removed when the run resumes. A higher BLEU is better, a lower loss, a higher F1 (a parsing
+are removed when the run resumes. Every entry names a checkpoint of the folder itself: one that
+leads elsewhere (`../other/checkpoints/ckpt-30`, an absolute path, a symbolic link) makes reading
+the list a one-line ValueError naming best.json, before anything is read or removed, and no file
+outside the folder is ever removed. A higher BLEU is better, a lower loss, a higher F1 (a parsing
 run's labelled EVALB F1 of its dev trees, section 6.3, which the dev evaluation of a treebank run
 computes: `tasks.parsing.parse_files.Gold.dev_scores`); ties keep the earlier step.
 """
@@ -63,10 +66,14 @@ def _read(directory: str) -> tuple[Optional[str], list[dict]]:
             saved = json.load(file)
         entries = [{"step": int(e["step"]), "value": float(e["value"]), "name": str(e["name"])}
                    for e in saved["checkpoints"]]
-        return saved.get("metric"), entries
+        metric = saved.get("metric")
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path}: not a list of best checkpoints ({error}); move it away to start the "
                          "list again") from None
+    named = [(entry["name"], prefix) for entry, prefix in zip(entries, _prefixes(directory, entries))]
+    readable_checkpoints.check_own(directory, path, named, "remove the entry, or move the file away to start the "
+                                                           "list again")
+    return metric, entries
 
 
 def read_list(directory: str) -> list[dict]:
@@ -85,6 +92,16 @@ def _prefixes(directory: str, entries: list[dict]) -> list[str]:
 
 def _files(prefix: str) -> list[str]:
     return [prefix + ".index"] + readable_checkpoints.data_files(prefix)
+
+
+def _remove(directory: str, prefix: str) -> None:
+    """Removes the files of the checkpoint `prefix`, which must be `directory`'s own: one that
+    leads elsewhere (`readable_checkpoints.outside_folder`) is a ValueError, nothing removed."""
+    if readable_checkpoints.outside_folder(prefix, directory):
+        raise ValueError(f"{prefix}: outside {directory}; the best checkpoints remove only their own files")
+    for path in _files(prefix):
+        if os.path.lexists(path):
+            os.remove(path)
 
 
 def _link_or_copy(source: str, target: str) -> None:
@@ -196,9 +213,7 @@ class BestCheckpoints:
         copy_checkpoint(prefix, self.directory)  # replaces a copy a kill cut short; never a listed one
         _write_list(self.directory, self.metric, kept)
         for old in dropped:
-            for path in _files(os.path.join(self.directory, old["name"])):
-                if os.path.exists(path):
-                    os.remove(path)
+            _remove(self.directory, os.path.join(self.directory, old["name"]))
         self.entries = kept
         rank = kept.index(entry) + 1
         self.log(f"best checkpoints: {entry['name']} ({self.metric} {value:.4g}) is number {rank} of "

@@ -24,7 +24,9 @@ moving averages and holds them as its `model`. A damaged checkpoint (see
 `keras_transformer.run_dir.readable_checkpoints`) is skipped with a warning for the one before it;
 one that a training run's rotation removed while it was being read is chosen again
 (`restore_model`). A damaged directory (model_config.json that is not a run's settings, a file
-where a folder belongs: `check_layout`) is a one-line ValueError naming the path. Reading a
+where a folder belongs: `check_layout`; a list of checkpoints, best.json or a `checkpoint`
+state file, naming one outside its own folder: `check_checkpoint_lists`) is a one-line
+ValueError naming the path: a run reads, and training removes, only its own checkpoints. Reading a
 run as the commands see it, its tokenizer as well (its fingerprint checked), is
 `training_directory.TrainingDirectory`'s: it reads the model's part here.
 """
@@ -116,6 +118,18 @@ def recorded_fingerprint(model_dir: str) -> Optional[str]:
     return value
 
 
+def check_checkpoint_lists(model_dir: str) -> None:
+    """A one-line ValueError naming the file when one of the run's lists of checkpoints (the state
+    files of checkpoints/ and averaged/, best/best.json) names a checkpoint outside its own
+    folder (`readable_checkpoints.check_state_file`, `best_checkpoints.read_list`). Reads the
+    lists, no checkpoint."""
+    from keras_transformer.run_dir import best_checkpoints, readable_checkpoints  # pylint: disable=g-import-not-at-top
+
+    for folder in (CHECKPOINT_DIR, AVERAGED_DIR):
+        readable_checkpoints.check_state_file(os.path.join(model_dir, folder))
+    best_checkpoints.read_list(os.path.join(model_dir, BEST_DIR))
+
+
 def latest_checkpoint(model_dir: str, prefer_averaged: bool = True,
                       warn: Optional[Callable[[str], None]] = None) -> Optional[str]:
     """The checkpoint to translate with: the averaged one if readable (and preferred), else the
@@ -124,7 +138,8 @@ def latest_checkpoint(model_dir: str, prefer_averaged: bool = True,
     line for each damaged checkpoint skipped.
 
     Raises:
-        ValueError: checkpoints exist but none of them is readable.
+        ValueError: checkpoints exist but none of them is readable, or a list names a checkpoint
+            outside its folder (`check_checkpoint_lists`).
     """
     from keras_transformer.run_dir import best_checkpoints, readable_checkpoints  # pylint: disable=g-import-not-at-top
 

@@ -23,6 +23,11 @@ to TensorFlow goes through `tf_path`, which spells it without glob characters:
                                            # checkpoint is one ValueError, a checkpoint removed
                                            # meanwhile `CheckpointRemoved`, no TensorFlow warnings
 
+A folder's `checkpoint` state file names only that folder's checkpoints: an entry that leads
+elsewhere (`..`, an absolute path, a symbolic link; `outside_folder`) is a one-line ValueError
+naming the file (`check_state_file`, which `listed_checkpoints` calls), so no command reads
+another run's weights as this one's and no training run's rotation removes them.
+
 Nothing here writes, moves or deletes a file.
 """
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import glob
+import json
 import os
 import re
 import sys
@@ -100,6 +106,53 @@ def warn_on_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def outside_folder(prefix: str, folder: str) -> bool:
+    """Whether the checkpoint `prefix` is not one of `folder`'s own: its name (through `..`, an
+    absolute path, or a symbolic link of a folder or of one of its files) leads to another
+    folder than `folder` itself. Real paths are compared, so a run reached through a link
+    still owns its files."""
+    home = os.path.realpath(folder)
+    paths = [prefix] + [path for path in [prefix + ".index", *data_files(prefix)] if os.path.lexists(path)]
+    return any(os.path.dirname(os.path.realpath(path)) != home for path in paths)
+
+
+def check_own(folder: str, list_file: str, entries: Sequence[tuple[str, str]], advice: str) -> None:
+    """A one-line ValueError naming `list_file` (a run's file that lists checkpoints of `folder`)
+    unless every one of `entries`, `(the entry as the file spells it, the prefix it names)`, is
+    `folder`'s own (`outside_folder`): a run reads, and its rotation removes, only the
+    checkpoints of its own folders. `advice` ends the line."""
+    for entry, prefix in entries:
+        if outside_folder(prefix, folder):
+            linked = os.path.dirname(os.path.realpath(prefix)) == os.path.realpath(folder)
+            raise ValueError(f"{list_file}: entry {json.dumps(entry, ensure_ascii=False)} is outside {folder}"
+                             f"{' (its files are symbolic links to another folder)' if linked else ''}; a run "
+                             f"reads and removes only the checkpoints of its own folders: {advice}")
+
+
+def _state(directory: str):
+    """The `checkpoint` state file of `directory` (TensorFlow's `CheckpointState`), None when it is
+    missing or unreadable."""
+    try:
+        return tf.train.get_checkpoint_state(directory)
+    except READ_ERRORS:
+        return None
+
+
+def check_state_file(directory: str, state=None) -> None:
+    """A one-line ValueError naming `directory`/checkpoint when it lists a checkpoint outside
+    `directory` (`check_own`: its model_checkpoint_path or one of its all_model_checkpoint_paths,
+    relative or absolute); a missing or unreadable state file passes. `state` is the file's
+    `CheckpointState` when already read."""
+    state = _state(directory) if state is None else state
+    if state is None:
+        return
+    joined = os.path.join(directory, "")  # TensorFlow joins a relative entry to the folder
+    entries = [(path[len(joined):] if path.startswith(joined) else path, path)
+               for path in [state.model_checkpoint_path, *state.all_model_checkpoint_paths]]
+    check_own(directory, os.path.join(directory, "checkpoint"), entries,
+              "remove the entry, or the file (the checkpoints in the folder are then listed by step)")
+
+
 def listed_checkpoints(directory: str, warn: Callable[[str], None] = warn_on_stderr) -> list[str]:
     """The checkpoint prefixes `tf.train.CheckpointManager` lists in `directory`, oldest first
     (relative entries come back joined to `directory`).
@@ -109,11 +162,14 @@ def listed_checkpoints(directory: str, warn: Callable[[str], None] = warn_on_std
     checkpoints whose files are gone (a stale state beside checkpoints copied or restored by
     hand), the `ckpt-<N>.index` files on disk are listed instead, by step, with one `warn`
     line; [] if there are none.
+
+    Raises:
+        ValueError: the state file lists a checkpoint outside `directory` (`check_state_file`):
+            neither read nor, by a training run's rotation, removed.
     """
-    try:
-        state = tf.train.get_checkpoint_state(directory)
-    except READ_ERRORS:
-        state = None
+    state = _state(directory)
+    if state is not None:
+        check_state_file(directory, state)
     paths = list(state.all_model_checkpoint_paths) if state is not None else []
     if state is not None and state.model_checkpoint_path and state.model_checkpoint_path not in paths:
         paths.append(state.model_checkpoint_path)

@@ -125,7 +125,10 @@ class Checkpoints:
                        if key in saved and (key != DROPOUT_SEEDS_KEY or
                                             readable_checkpoints.list_length(reader, key) == len(part))}
             checkpoint = tf.train.Checkpoint(**self.parts, **present)
-            checkpoint.restore(readable_checkpoints.tf_path(readable)).assert_existing_objects_matched()
+            # expect_partial: a part the run no longer keeps (its moving average, once --ema_decay is
+            # off) is left unread without TensorFlow's per-variable warnings when the checkpoint is freed.
+            status = checkpoint.restore(readable_checkpoints.tf_path(readable)).expect_partial()
+            status.assert_existing_objects_matched()
             without_ema = self.ema is not None and ema_lib.CHECKPOINT_KEY not in present
             if without_ema:
                 self.ema.reset()

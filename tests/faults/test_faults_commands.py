@@ -129,15 +129,15 @@ def test_row5_files_without_a_pair_that_fits_max_length_are_refused_before_anyth
         assert_one_error_line(result, f"{tmp_path / (long_split + '.en')}", "every pair has more than 31 words",
                               "max_length=32")
         assert not (tmp_path / "run").exists()  # found before anything was written
-    # Few words, many tokens: found once the tokenizer exists, before the config or a step.
+    # Few words, many tokens: found once the tokenizer exists (trained in memory, never saved), before
+    # the config or a step; the start leaves nothing, so the next one trains its own tokenizer.
     rng = random.Random(0)  # words of random letters: each many subwords
     scrambled = [" ".join("".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(12)) for _ in range(12))
                  for _ in range(60)]
     write_files(tmp_path, {"train": (scrambled, scrambled), "validation": short, "test": short})
     result = run_command(*train_args(tmp_path / "run", *files, flagfile=flagfile), timeout=SLOW)
     assert_one_error_line(result, "training corpus files: every pair has more than max_length=32 tokens")
-    assert not (tmp_path / "run" / "model_config.json").exists()
-    assert not (tmp_path / "run" / "checkpoints").exists()
+    assert not (tmp_path / "run").exists()  # no tokenizer, no lock file, no folder
 
 
 # Row 6: flags checked before TensorFlow starts -----------------------------------------------------
@@ -527,3 +527,95 @@ def test_an_empty_path_flag_is_one_error_line_before_tensorflow(no_tensorflow, t
     result = run_command(*command, env=no_tensorflow, cwd=tmp_path)
     assert_one_error_line(result, fragment)
     assert os.listdir(tmp_path) == []  # nothing written in the current folder
+
+
+# Issue 60: flagfiles absl misreads, a full output device ----------------------------------------------
+
+# Every command, with flags it would otherwise take up to TensorFlow.
+FLAGFILE_COMMANDS = {
+    "train": ("-m", "keras_transformer.train", "--model_dir=run"),
+    "export": ("-m", "export", "--model_dir=run", "--export_dir=serving"),
+    "translate": ("-m", "keras_transformer.translate", "--model_dir=run", "--input=source.txt"),
+    "score": ("-m", "keras_transformer.score", "--model_dir=run", "--source=source.txt", "--target=source.txt"),
+    "parse": ("-m", "keras_transformer.parse", "--model_dir=run", "--input=source.txt"),
+    "average_checkpoints": ("-m", "keras_transformer.average_checkpoints", "--model_dir=run"),
+    "summary": ("-m", "keras_transformer.summary",),
+    "variations": ("-m", "keras_transformer.variations", "--out=table"),
+    "pipelines": ("-m", "pipelines", "train_tokenizer", "--tokenizer_dir=tokenizer"),
+}
+
+
+def test_a_flagfile_that_includes_itself_is_one_error_line_before_tensorflow(no_tensorflow, tmp_path):
+    """absl skips a flagfile that includes itself with a warning (hidden with TensorFlow's start-up
+    lines) and goes on without its flags: the training command started the base preset with every
+    default. A cycle through other files, and one spelled with another path, are refused alike."""
+    (tmp_path / "rec.flags").write_text("--flagfile=rec.flags\n")
+    result = run_command("-m", "keras_transformer.train", "--flagfile=rec.flags", f"--model_dir={tmp_path / 'x'}",
+                         env=no_tensorflow, cwd=tmp_path)
+    assert_one_error_line(result, "--flagfile=rec.flags: rec.flags includes itself")
+    (tmp_path / "recipe.flags").write_text(TINY + "--flagfile=more.flags\n")
+    (tmp_path / "more.flags").write_text("--train_steps=60\n--flagfile=./recipe.flags\n")
+    for name, command in FLAGFILE_COMMANDS.items():
+        result = run_command(*command, "--flagfile", "recipe.flags", env=no_tensorflow, cwd=tmp_path)
+        assert_one_error_line(result, "--flagfile=recipe.flags: flagfiles include each other in a cycle "
+                                      "(recipe.flags -> more.flags -> ./recipe.flags)")
+    assert sorted(os.listdir(tmp_path)) == ["more.flags", "rec.flags", "recipe.flags"]
+
+
+@pytest.mark.parametrize("name", FLAGFILE_COMMANDS)
+def test_a_flagfile_that_is_not_utf8_is_one_error_line_naming_it_in_every_command(no_tensorflow, tmp_path, name):
+    """`cli.run`, before absl reads the flagfile (which raised UnicodeDecodeError): the file, or the
+    one that included it, is named."""
+    (tmp_path / "bad.flags").write_bytes(b"--model_dir=\xff\xfe\n")
+    (tmp_path / "recipe.flags").write_text(TINY + "--flagfile=bad.flags\n")
+    result = run_command(*FLAGFILE_COMMANDS[name], "--flagfile=bad.flags", env=no_tensorflow, cwd=tmp_path)
+    assert_one_error_line(result, "--flagfile=bad.flags: not UTF-8 text (line 1 has the byte 0xff)")
+    result = run_command(*FLAGFILE_COMMANDS[name], "--flagfile=recipe.flags", env=no_tensorflow, cwd=tmp_path)
+    assert_one_error_line(result, "bad.flags (included by recipe.flags): not UTF-8 text")
+    assert sorted(os.listdir(tmp_path)) == ["bad.flags", "recipe.flags"]
+
+
+@pytest.mark.parametrize("command", ["translate", "score"])
+def test_an_output_on_a_full_device_is_one_error_line_naming_it(finished, command):
+    """A write to /dev/full fails with ENOSPC on an open file, an error that names no path
+    (`atomic.write_output` names it). parse writes its trees through the same function."""
+    inputs = {"translate": (f"--input={finished / 'source.txt'}",),
+              "score": (f"--source={finished / 'source.txt'}", f"--target={finished / 'reference.txt'}")}[command]
+    result = run_command("-m", f"keras_transformer.{command}", f"--model_dir={finished / 'run'}", *inputs,
+                         "--output=/dev/full", timeout=SLOW)
+    lines = result.stderr.splitlines()  # the command's progress lines, then the error
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert lines[-1] == "error: /dev/full: No space left on device", result.stderr[-3000:]
+    assert sum(line.startswith("error: ") for line in lines) == 1, result.stderr[-3000:]
+
+
+# Issue 60, group 2: a model no machine can build ------------------------------------------------------
+
+
+def test_a_model_config_no_machine_can_build_is_one_error_line_in_every_command_that_builds_it(finished, no_tensorflow,
+                                                                                              tmp_path):
+    """A finished run's model_config.json with d_ff=10**12 (hundreds of terabytes of weights): every
+    reader ran out of memory building the model (a ResourceExhaustedError traceback, exit 1). The
+    same sizes as training flags are refused before TensorFlow starts, before anything is written."""
+    run = tmp_path / "run"
+    shutil.copytree(finished / "run", run)
+    settings_file = run / "model_config.json"
+    settings = json.loads(settings_file.read_text())
+    settings["model"]["d_ff"] = 10**12
+    settings_file.write_text(json.dumps(settings))
+    (tmp_path / "source.txt").write_text("A dog runs .\n", encoding="utf-8")
+    flagfile = tmp_path / "tiny.flags"
+    flagfile.write_text(TINY)
+    before = snapshot(tmp_path)
+    fragments = ("the model (num_layers=2, d_model=32, d_ff=1000000000000, num_heads=2, vocab_size=500) needs about ",
+                 " float32 weights, but this machine has ")
+    for command in RUN_READERS + (("-m", "keras_transformer.average_checkpoints", "--model_dir={run}"),
+                                  train_args("{run}", "--evaluate_only", flagfile=flagfile)):
+        result = run_command(*[part.format(run=run, out=tmp_path) for part in command], timeout=SLOW)
+        line = assert_one_error_line(result, *fragments)
+        assert line.startswith(f"error: {settings_file}: the model ("), line
+    assert snapshot(tmp_path) == before
+    new_run = tmp_path / "new"
+    result = run_command(*train_args(new_run, "--d_ff=1000000000000", flagfile=flagfile), env=no_tensorflow)
+    assert_one_error_line(result, *fragments)
+    assert not new_run.exists()

@@ -261,3 +261,118 @@ def test_a_config_that_does_not_fit_the_checkpoints_is_one_line_and_no_tensorflo
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr[-3000:]  # no TensorFlow warnings
         if command[1] != "keras_transformer.train":  # training rewrites its config before it restores
             assert snapshot(model_dir) == before
+
+
+def another_run(model_dir, path, tokenizer_seed=None):
+    """A copy of the run at `path`, its ckpt-12 also saved as ckpt-30. With `tokenizer_seed`, a run
+    trained with another tokenizer of the same size: another 500-id tokenizer in its tokenizer/,
+    its fingerprint recorded in its model_config.json (the model's shapes cannot tell it apart)."""
+    import json  # pylint: disable=g-import-not-at-top
+    from pipelines import grammar_corpus, tokenizers  # pylint: disable=g-import-not-at-top
+
+    other = pathlib.Path(shutil.copytree(model_dir, path))
+    for file in (other / "checkpoints").glob("ckpt-12.*"):
+        shutil.copy(file, file.with_name("ckpt-30" + file.name[len("ckpt-12"):]))
+    if tokenizer_seed is not None:
+        tokenizer = tokenizers.train([s for pair in grammar_corpus.generate_pairs(300, seed=tokenizer_seed)
+                                      for s in pair], tokenizers.TokenizerConfig(vocab_size=500, seed=tokenizer_seed))
+        assert tokenizer.vocab_size == 500
+        shutil.rmtree(other / "tokenizer")
+        tokenizer.save(str(other / "tokenizer"))
+        settings = json.loads((other / "model_config.json").read_text())
+        settings["tokenizer"]["sha256"] = tokenizers.fingerprint(tokenizer, tokenizer)
+        (other / "model_config.json").write_text(json.dumps(settings))
+    return other
+
+
+def test_a_checkpoint_of_another_run_is_read_only_when_that_run_has_the_same_tokenizer(run, sentences, tmp_path):
+    """--checkpoint naming another run's checkpoint: refused by every reader, naming both runs,
+    when that run was trained with another tokenizer of the same size (its weights would read
+    this run's ids as other subwords; was: read without a word, exit 0); read when the tokenizer is
+    the same; refused when the checkpoint is in no training directory."""
+    model_dir, _ = run
+    other = another_run(model_dir, tmp_path / "other", tokenizer_seed=1)
+    foreign = other / "checkpoints" / "ckpt-30"
+    out, exported = tmp_path / "out.txt", tmp_path / "exported"
+    before = snapshot(model_dir)
+    reads = (f"--model_dir={model_dir}", f"--input={sentences}", f"--output={out}", "--beam_size=1")
+    commands = {
+        "translate": ("-m", "keras_transformer.translate", *reads),
+        "parse": ("-m", "keras_transformer.parse", *reads),
+        "score": ("-m", "keras_transformer.score", f"--model_dir={model_dir}", f"--source={sentences}",
+                  f"--target={sentences}", f"--output={out}"),
+        "export": ("-m", "export", f"--model_dir={model_dir}", f"--export_dir={exported}", "--nocheck_ops"),
+    }
+    for name, command in commands.items():
+        result = run_command(*command, f"--checkpoint={foreign}")
+        line = assert_one_error_line(result, f"--checkpoint={foreign}: a checkpoint of the run {other}, ",
+                                     f"tokenizer of --model_dir={model_dir} ")
+        assert "sha256" in line, name
+    assert snapshot(model_dir) == before and not out.exists() and not exported.exists()
+
+    twin = another_run(model_dir, tmp_path / "twin")  # the same tokenizer: its checkpoints read
+    translated = run_command("-m", "keras_transformer.translate", *reads, f"--checkpoint={twin}/checkpoints/ckpt-30")
+    assert translated.returncode == 0, translated.stderr[-2000:]
+    assert f"with {twin / 'checkpoints' / 'ckpt-30'}" in translated.stderr and len(out.read_text().splitlines()) == 2
+
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    for path in (model_dir / "checkpoints").glob("ckpt-12.*"):
+        shutil.copy(path, loose / path.name)
+    result = run_command("-m", "keras_transformer.translate", *reads, f"--checkpoint={loose / 'ckpt-12'}")
+    assert_one_error_line(result, f"--checkpoint={loose / 'ckpt-12'}: neither in --model_dir={model_dir} nor in "
+                                  "another training directory")
+
+
+def test_a_run_file_naming_a_checkpoint_outside_the_run_is_refused_and_nothing_outside_is_removed(run, sentences,
+                                                                                                   tmp_path):
+    """best.json naming `../../other/checkpoints/ckpt-30` or an absolute path, checkpoints/checkpoint
+    naming an absolute path elsewhere: one line naming the file from export (no version published;
+    was: another run's weights exported with this run's tokenizer, exit 0), translate and score;
+    a resume keeping 2 best checkpoints, whose next evaluation would push the outside entry out of
+    the list, refuses before it (was: that run's ckpt-30 files deleted)."""
+    import json  # pylint: disable=g-import-not-at-top
+
+    model_dir, flagfile = run
+    other = another_run(model_dir, tmp_path / "other")  # even with the same tokenizer: a run reads only its own
+    untouched = snapshot(other)
+    shutil.rmtree(model_dir / "averaged")  # the best checkpoint is then the one the commands read
+    best = model_dir / "best"
+    best.mkdir()
+    for path in (model_dir / "checkpoints").glob("ckpt-12.*"):
+        shutil.copy(path, best / path.name)
+    listed = best / "best.json"
+
+    def list_best(*entries):  # (name, dev loss), best first
+        listed.write_text(json.dumps({"metric": "loss", "checkpoints": [
+            {"step": int(name.rsplit("-", 1)[1]), "value": value, "name": name} for name, value in entries]}))
+
+    exported, out = tmp_path / "exported", tmp_path / "out.txt"
+    relative, absolute = "../../other/checkpoints/ckpt-30", str(other / "checkpoints" / "ckpt-30")
+    list_best((relative, 1.0), ("ckpt-12", 2.0))
+    result = run_command("-m", "export", f"--model_dir={model_dir}", f"--export_dir={exported}", "--nocheck_ops")
+    assert_one_error_line(result, f'{listed}: entry "{relative}" is outside {best}; ')
+    assert not exported.exists()
+    list_best((absolute, 1.0), ("ckpt-12", 2.0))
+    result = run_command("-m", "keras_transformer.translate", f"--model_dir={model_dir}", f"--input={sentences}",
+                         f"--output={out}", "--beam_size=1")
+    assert_one_error_line(result, f'{listed}: entry "{absolute}" is outside {best}; ')
+    assert not out.exists()
+
+    state = model_dir / "checkpoints" / "checkpoint"
+    kept_state = state.read_text()
+    state.write_text(f'model_checkpoint_path: "{absolute}"\nall_model_checkpoint_paths: "ckpt-6"\n'
+                     f'all_model_checkpoint_paths: "{absolute}"\n')
+    list_best(("ckpt-12", 2.0))
+    result = run_command("-m", "keras_transformer.score", f"--model_dir={model_dir}", f"--source={sentences}",
+                         f"--target={sentences}", f"--output={out}")
+    assert_one_error_line(result, f'{state}: entry "{absolute}" is outside {model_dir / "checkpoints"}; ')
+    assert not out.exists()
+    state.write_text(kept_state)
+
+    list_best(("ckpt-12", 98.0), (relative, 99.0))  # any dev loss at step 18 pushes the outside entry out
+    resumed = run_command(*train_args(model_dir, *RUN, *MORE, "--keep_best_checkpoints=2", "--eval_every_steps=6",
+                                      "--best_checkpoint_metric=loss", flagfile=flagfile))
+    assert_one_error_line(resumed, f'{listed}: entry "{relative}" is outside {best}; ')
+    assert not (model_dir / "checkpoints" / "ckpt-18.index").exists()
+    assert snapshot(other) == untouched  # nothing of the other run deleted (or written)

@@ -10,6 +10,7 @@ still fail before a model is built or loaded.
 import json
 import os
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -103,6 +104,30 @@ def test_translate_with_a_damaged_saved_model_is_one_error_line(root):
     result = run_command("-m", "keras_transformer.translate", f"--export_dir={root}/serving",
                          f"--input={root}/source.txt", f"--output={root}/hyp.txt")
     assert_one_error_line(result, f"{root}/serving/1: not a readable SavedModel (", "export the model again")
+    assert snapshot(root / "hyp.txt") == before
+
+
+@pytest.fixture(scope="module")
+def exported(root, tmp_path_factory):
+    """A real export of the module's run (its variables are what the next test damages)."""
+    base = tmp_path_factory.mktemp("exported") / "serving"
+    result = run_command("-m", "export", f"--model_dir={root}/run", f"--export_dir={base}", timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return base
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.0], ids=["cut_in_half", "emptied"])
+def test_translate_with_an_export_whose_variables_are_cut_short_is_one_error_line(root, exported, tmp_path, keep):
+    """variables.data cut short: TensorFlow's checkpoint reader raised IndexError ("Read less bytes
+    than requested"), a traceback with exit status 1 (`export.client.load_saved_model`)."""
+    damaged = tmp_path / "serving"
+    shutil.copytree(exported, damaged)
+    (data,) = damaged.glob("*/variables/variables.data-*")
+    data.write_bytes(data.read_bytes()[: int(data.stat().st_size * keep)])
+    before = snapshot(root / "hyp.txt")
+    result = run_command("-m", "keras_transformer.translate", f"--export_dir={damaged}",
+                         f"--input={root}/source.txt", f"--output={root}/hyp.txt")
+    assert_one_error_line(result, f"{damaged}/1: not a readable SavedModel (", "cut short", "export the model again")
     assert snapshot(root / "hyp.txt") == before
 
 

@@ -145,3 +145,68 @@ def test_bad_paths_and_data_are_refused_before_any_work(tmp_path, flagfile):
                                "--source_file={split}.en", "--target_file={split}.de", flagfile=flagfile))
     assert_one_error_line(result, f"{tmp_path / 'train.en'}: line 3: not UTF-8 text")
     assert not (tmp_path / "run").exists()  # checked before anything was written
+
+
+# A first start that fails; a resume that would change the run (issue 60, groups 4 and 7) -------------
+
+
+def test_a_first_start_refused_after_its_tokenizer_leaves_nothing_and_the_next_trains_its_own(finished, tmp_path,
+                                                                                              flagfile):
+    """--max_length=1 is refused once the tokenizer exists (no pair fits); that start leaves no
+    tokenizer (nor lock file, nor the folders it made), so the next start, with --vocab_size=400,
+    trains a 400-id tokenizer and records it, not the refused start's 500-id one. A tokenizer
+    found in a new run's folder that these flags did not train is refused, and left there."""
+    model_dir = tmp_path / "new" / "run"
+    short = ("--train_steps=1", "--eval_every_steps=0", "--eval_max_sentences=-1")
+    refused = run_command(*train_args(model_dir, "--max_length=1", *short, flagfile=flagfile))
+    assert_one_error_line(refused, "training corpus embedded: every pair has more than max_length=1 tokens")
+    assert "tokenizer: bpe, 500 ids" in refused.stdout  # trained, then refused
+    assert not (tmp_path / "new").exists()
+
+    again = run_command(*train_args(model_dir, "--vocab_size=400", *short, flagfile=flagfile))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "tokenizer: bpe, 400 ids" in again.stdout
+    settings = json.loads((model_dir / "model_config.json").read_text())
+    assert settings["data"]["vocab_size"] == 400 and settings["model"]["vocab_size"] <= 400
+
+    left = tmp_path / "left"  # a tokenizer of 500 ids left in a folder without a run
+    shutil.copytree(finished[0] / "tokenizer", left / "tokenizer")
+    before = snapshot(left)
+    found = run_command(*train_args(left, "--vocab_size=400", *short, flagfile=flagfile))
+    assert_one_error_line(found, f"{left / 'tokenizer'}: a tokenizer these flags did not train (500 ids, more than "
+                                 "--vocab_size=400)", "remove the folder to train a new one")
+    assert snapshot(left) == before and sorted(os.listdir(left)) == ["tokenizer"]
+
+
+def test_a_resume_keeps_its_data_set_and_the_run_it_started_from(finished, tmp_path):
+    """Another --dataset on a resume is refused (training on it is fine-tuning: --init_from in a new
+    --model_dir), as is an --init_from naming another run than the one the run started from; that
+    one is not read again, and the run resumes (here: finished, it trains nothing) keeping its
+    record."""
+    model_dir, flagfile = copy_run(finished, tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    for split in ("train", "validation", "test"):
+        (data / f"{split}.en").write_text("".join(f"a dog number {i} runs .\n" for i in range(20)))
+        (data / f"{split}.de").write_text("".join(f"ein hund nummer {i} rennt .\n" for i in range(20)))
+    before = snapshot(model_dir)
+    other = run_command(*train_args(model_dir, *FINISHED, "--dataset=files", f"--data_dir={data}",
+                                    "--source_file={split}.en", "--target_file={split}.de", flagfile=flagfile))
+    assert_one_error_line(other, f"--dataset=files: {model_dir} was trained on --dataset=embedded",
+                          f"in another --model_dir with --init_from={model_dir}")
+    assert snapshot(model_dir) == before
+
+    origin = finished[0]
+    elsewhere = run_command(*train_args(model_dir, *FINISHED, f"--init_from={origin}", flagfile=flagfile))
+    assert_one_error_line(elsewhere, f"--init_from={origin}: {model_dir} already holds a run not started from "
+                                     "another one, with checkpoints; leave out --init_from to resume it")
+    assert snapshot(model_dir) == before
+
+    settings = json.loads((model_dir / "model_config.json").read_text())
+    settings["init_from"] = {"run_dir": str(origin), "checkpoint": str(origin / "checkpoints" / "ckpt-12")}
+    (model_dir / "model_config.json").write_text(json.dumps(settings))  # as if it had started from `origin`
+    again = run_command(*train_args(model_dir, *FINISHED, f"--init_from={origin}", flagfile=flagfile))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"--init_from={origin} is not read again: {model_dir} has checkpoints and resumes from them" in again.stdout
+    assert "nothing to train" in again.stdout
+    assert json.loads((model_dir / "model_config.json").read_text())["init_from"] == settings["init_from"]

@@ -73,3 +73,51 @@ def test_decoding_config_is_the_papers_search_and_checks_its_fields():
 def test_sampling_config_refuses_out_of_range_values(bad, message):
     with pytest.raises(ValueError, match=message):
         SamplingConfig(**bad)
+
+
+@pytest.mark.parametrize("config", [
+    TransformerConfig.tiny(),
+    TransformerConfig.tiny(positional_encoding="learned", layer_norm="pre"),
+    TransformerConfig.tiny(share_embeddings=False, target_vocab_size=37, num_heads=3, d_k=5, d_v=7),
+    TransformerConfig.tiny(num_layers=3, d_ff=17, source_word_dropout_rate=0.1),
+], ids=["tiny", "learned_pre_ln", "two_vocabularies_own_head_sizes", "three_layers"])
+def test_num_parameters_counts_the_built_models_weights(config):
+    """`num_parameters` (no TensorFlow) is `count_params()` of the built model: the size check
+    below refuses exactly the models whose weights do not fit."""
+    from keras_transformer import Transformer  # pylint: disable=import-outside-toplevel  (TensorFlow)
+
+    model = Transformer(config)
+    model.build()
+    assert config.num_parameters == model.count_params()
+    assert config.weight_bytes == 4 * model.count_params()
+
+
+@pytest.mark.parametrize("overrides, size", [
+    (dict(d_ff=10**12), "d_ff=1000000000000"),
+    (dict(d_model=10**7, num_heads=8), "d_model=10000000"),
+    (dict(vocab_size=10**12), "vocab_size=1000000000000"),
+    (dict(positional_encoding="learned", max_length=10**12), "max_length=1000000000000"),
+], ids=["d_ff", "d_model", "vocab_size", "learned_max_length"])
+def test_a_model_whose_weights_exceed_the_machines_memory_is_refused_on_construction(overrides, size, monkeypatch):
+    """Was an out-of-memory traceback from inside TensorFlow when the model was built. Each of
+    these needs terabytes; a run's model_config.json with such sizes is refused naming the file."""
+    with pytest.raises(ValueError, match=r"^the model \(num_layers=6, d_model=") as error:
+        TransformerConfig.base(**overrides)
+    message = str(error.value)
+    assert size in message and " float32 weights, but this machine has " in message and "\n" not in message
+    assert " TB for its " in message or " PB for its " in message
+
+    from keras_transformer.run_dir import layout  # pylint: disable=import-outside-toplevel  (no TensorFlow)
+
+    monkeypatch.setattr(layout, "read_settings", lambda model_dir: {"model": {**TransformerConfig.tiny().to_dict(),
+                                                                             **overrides}})
+    with pytest.raises(ValueError, match=r"^run/model_config\.json: the model \(num_layers=2, "):
+        layout.read_config("run")
+
+
+def test_the_size_check_compares_the_float32_weights_with_the_memory():
+    config = TransformerConfig.base()  # 63,082,496 weights with 37,000 shared tokens: 240.6 MB
+    config.check_fits_memory(memory=config.weight_bytes)  # exactly fits
+    with pytest.raises(ValueError, match=r"needs about 240\.6 MB for its 63,082,496 float32 weights, but this "
+                                         r"machine has 100\.0 MB of memory$"):
+        config.check_fits_memory(memory=100 * 2**20)

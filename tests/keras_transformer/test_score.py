@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer.decoding import sequence_scores
-from keras_transformer.config import TransformerConfig
+from keras_transformer.config import MAX_EXTRA_LENGTH, TransformerConfig
 from keras_transformer.training.evaluation import make_loss_fn
 from keras_transformer.special_ids import BOS_ID, PAD_ID
 from tasks import scoring as scoring_task
@@ -218,3 +218,63 @@ def test_score_files_to_stdout_and_its_errors_before_the_model_loads(root, score
         scoring_task.score_files(str(root / "run"), *files, files[1])
     assert existing.read_text(encoding="utf-8") == "earlier scores\n"
     assert scoring_task.format_line(-12.3456784, 9) == "-12.345678\t9\t1.371742"
+
+
+# Issue 60, group 2: lines longer than the model scores --------------------------------------------------
+
+
+def test_sinusoids_refuse_pairs_longer_than_any_search_output():
+    """Sinusoids have no table to end, but a search of the model outputs at most max_length +
+    MAX_EXTRA_LENGTH tokens; past that a pair is refused, naming the file, line, length and limit."""
+    sinusoidal = TransformerConfig.tiny(max_length=5)
+    limit = 5 + MAX_EXTRA_LENGTH
+    assert sequence_scores.max_scorable_length(sinusoidal) == limit
+    assert sequence_scores.too_long(sinusoidal, [2, limit, limit + 1], [limit + 1, limit, 1]) == [0, 2]
+    source = tf.ragged.constant([[4, 1], [4] * (limit - 1) + [1]], tf.int32)
+    target = tf.ragged.constant([[4, 1], [4] * limit + [1]], tf.int32)
+    with pytest.raises(ValueError, match=rf"^tgt\.txt: line 2: {limit + 1} tokens \(EOS included\), but the model "
+                                         rf"scores at most {limit} a side \(its max_length=5 plus the longest extra "
+                                         rf"length a search adds, {MAX_EXTRA_LENGTH}\); 1 pair\(s\) are longer"):
+        scoring_task.check_lengths(sinusoidal, source, target, "src.txt", "tgt.txt")
+
+
+def test_the_command_refuses_a_line_longer_than_the_model_scores_before_the_model_loads(root, scored, tmp_path):
+    """A 200,000-word line tried to allocate [1, 2, 600001, 600001] floats (a ResourceExhaustedError
+    traceback); a line just past the limit was scored. Both are refused before the checkpoint is
+    read, and the output is left as it was."""
+    source_tokenizer, target_tokenizer = scored["tokenizers"]
+    source_lines, target_lines = (lines[:3] for lines in scored["lines"])
+    limit = MAX_LENGTH + MAX_EXTRA_LENGTH
+    pieces = len(ids(target_tokenizer, target_lines[0])) - 1  # EOS aside
+    target_lines[1] = " ".join([target_lines[0]] * (limit // pieces + 1))  # just past the limit
+    source_lines[2] = " ".join(["dog"] * 200_000)
+    long_target = len(ids(target_tokenizer, target_lines[1]))
+    assert limit < long_target < 2 * limit and len(ids(source_tokenizer, source_lines[2])) > 200_000
+    source, target, output = tmp_path / "source.txt", tmp_path / "target.txt", tmp_path / "scores.tsv"
+    source.write_text("".join(line + "\n" for line in source_lines), encoding="utf-8")
+    target.write_text("".join(line + "\n" for line in target_lines), encoding="utf-8")
+    output.write_text("earlier scores\n", encoding="utf-8")
+    result = run_command("-m", "keras_transformer.score", f"--model_dir={root / 'run'}", f"--source={source}",
+                         f"--target={target}", f"--output={output}")
+    assert_one_error_line(result, f"{target}: line 2: {long_target} tokens (EOS included), but the model scores at "
+                                  f"most {limit} a side (its max_length={MAX_LENGTH} plus ", "2 pair(s) are longer")
+    assert "scoring 3 pairs with" not in result.stderr  # refused before the model loaded
+    assert output.read_text(encoding="utf-8") == "earlier scores\n"
+    assert sorted(os.listdir(tmp_path)) == ["scores.tsv", "source.txt", "target.txt"]
+
+
+def test_a_batch_that_runs_out_of_memory_is_one_line_naming_the_files(scored, monkeypatch):
+    """The last resort when a batch within the limit still does not fit (a model configured with a
+    huge max_length): TensorFlow's ResourceExhaustedError becomes one `ValueError` line."""
+
+    def out_of_memory(model):
+        def score(source_ids, target_ids):
+            raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with shape[1,2,9,9]")
+        return score
+
+    monkeypatch.setattr(sequence_scores, "make_score_fn", out_of_memory)
+    with pytest.raises(ValueError, match=r"^src\.txt, tgt\.txt: out of memory scoring 1 pair\(s\) of up to \d+ "
+                                         r"source and \d+ target tokens: remove the longest pairs, or lower "
+                                         r"--batch_tokens$"):
+        scoring_task.score_lines(scored["model"], *scored["tokenizers"], ["A dog runs ."], ["Ein Hund rennt ."],
+                                 names=("src.txt", "tgt.txt"))

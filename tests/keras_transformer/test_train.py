@@ -139,6 +139,32 @@ def test_a_run_with_ema_decay_records_it_and_evaluate_only_scores_the_average(le
         np.testing.assert_allclose(s.numpy(), d * w0.numpy() + (1 - d) * w1.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_a_resume_without_ema_decay_keeps_the_moving_average_and_prints_no_tensorflow_warning(levers_run, tmp_path):
+    """Left out on a resume, --ema_decay is the run's (one line says so), not 0: the average goes on
+    in the new checkpoint and model_config.json, and TensorFlow prints none of its per-variable
+    warnings about an unrestored `ema.shadow`. --ema_decay=0 is refused, the run left as it was."""
+    run, flagfile, _ = levers_run
+    model_dir = tmp_path / "run"
+    shutil.copytree(run, model_dir)
+    flags = [f for f in LEVERS if not f.startswith(("--ema_decay", "--train_steps"))] + ["--train_steps=21"]
+    off = run_command(*train_args(model_dir, *flags, "--ema_decay=0", flagfile=flagfile))
+    assert_one_error_line(off, f"--ema_decay=0: {model_dir} keeps a moving average of its weights (--ema_decay=0.9)",
+                          "leave the flag out")
+    assert not (model_dir / "checkpoints" / "ckpt-21.index").exists()
+
+    resumed = run_command(*train_args(model_dir, *flags, flagfile=flagfile))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"--ema_decay not given: {model_dir} goes on with the moving average it was trained with " \
+        "(--ema_decay=0.9)" in resumed.stdout
+    assert "resumed at step 20" in resumed.stdout
+    assert "ema.shadow" not in resumed.stderr and "unrestored" not in resumed.stderr, resumed.stderr[-2000:]
+    assert json.loads((model_dir / "model_config.json").read_text())["training"]["ema_decay"] == 0.9
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    keys = [name for name, _ in tf.train.list_variables(str(model_dir / "checkpoints" / "ckpt-21"))]
+    assert any(name.startswith("ema/shadow/") for name in keys)
+
+
 @pytest.mark.slow
 def test_sigkill_mid_run_then_the_same_command_resumes(tmp_path, flagfile):
     model_dir = tmp_path / "run"

@@ -182,3 +182,24 @@ def test_ranking_by_f1_without_a_parsing_dev_evaluation_is_refused_before_any_wo
                          timeout=120)
     assert_one_error_line(result, fragment)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_data_dir_named_with_glob_characters_is_a_folder_not_a_pattern(tmp_path, flagfile):
+    """--data_dir="ünï [x]*" holds the files, as a --model_dir of that name holds a run: the run
+    trains on them. Spelled as a glob pattern matching that folder (glob.escape), it names no folder."""
+    import glob  # pylint: disable=g-import-not-at-top
+
+    from pipelines import sources  # pylint: disable=g-import-not-at-top
+
+    data = tmp_path / "ünï [x]*"
+    for split, count in (("train", 400), ("validation", 20), ("test", 20)):
+        _write_corpus(data, split, sources.load_pair_list("embedded", split)[:count])
+    files = ["--dataset=files", "--source_file={split}.en", "--target_file={split}.de", "--train_steps=1",
+             "--eval_every_steps=0", "--eval_max_sentences=-1"]
+    escaped = run_command(*train_args(tmp_path / "escaped", f"--data_dir={glob.escape(str(data))}", *files,
+                                      flagfile=flagfile), timeout=120)
+    assert_one_error_line(escaped, f"data_dir {glob.escape(str(data))}: no such folder")
+    trained = run_command(*train_args(tmp_path / "run", f"--data_dir={data}", *files, flagfile=flagfile))
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert "step 1/1" in trained.stdout
+    assert json.loads((tmp_path / "run" / "model_config.json").read_text())["data"]["data_dir"] == str(data)

@@ -41,6 +41,49 @@ def test_an_out_that_cannot_be_written_and_a_missing_recipe(tmp_path, flagfile):
     assert not (tmp_path / "table").exists()
 
 
+def _training_child(pid):
+    """The pid of `pid`'s child running the training command once it is inside `cli.run` (its
+    stderr silenced until its work starts: a Ctrl-C now ends it with "error: interrupted"), else None."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as file:
+            for child in file.read().split():
+                try:
+                    with open(f"/proc/{child}/cmdline", "rb") as cmdline:
+                        command = cmdline.read()
+                    stderr = os.readlink(f"/proc/{child}/fd/2")
+                except OSError:  # ended meanwhile
+                    continue
+                if b"keras_transformer.train" in command and stderr == os.devnull:
+                    return int(child)
+    return None
+
+
+def test_ctrl_c_while_a_rows_run_starts_is_one_error_line(tmp_path, flagfile):
+    """Ctrl-C (SIGINT to the process group) reaches the row's run (forwarded) before its training
+    loop: the run ends with its own `error: interrupted`; the table prints no second one (its
+    line, how to go on, goes to stdout) and exits 130."""
+    args = [sys.executable, *_table_args(flagfile, tmp_path / "table", "--rows=C/N=2", *TINY_TABLE)]
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    table = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        first = table.stdout.readline()
+        assert first.startswith("row 1 of 2: base"), first + table.stderr.read()
+        deadline = time.time() + 120
+        while _training_child(table.pid) is None and table.poll() is None and time.time() < deadline:
+            time.sleep(0.01)
+        os.killpg(table.pid, signal.SIGINT)
+        stdout, stderr = table.communicate(timeout=120)
+    finally:
+        if table.poll() is None:
+            table.kill()
+    assert table.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr
+    assert [line for line in stderr.splitlines() if line.startswith("error: ")] == ["error: interrupted"], stderr
+    assert stdout.splitlines()[-1] == "row base: its run stopped by SIGINT; run the same command to go on", stdout
+    assert not (tmp_path / "table" / "rows" / "base.json").exists()
+
+
 def _mtimes(folder):
     return {p: os.stat(os.path.join(folder, p)).st_mtime_ns for p in sorted(os.listdir(folder))}
 

@@ -1,13 +1,18 @@
 """The end of a training run (`tasks.training.average_once`): the last or the best checkpoints
-averaged once, and what a run that made fewer checkpoints than asked gets."""
+averaged once, and what a run that made fewer checkpoints than asked gets. Its start: a new run
+whose start fails leaves nothing behind."""
+
+import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_transformer import TransformerConfig
 from keras_transformer.run_dir import layout
 from keras_transformer.training import trainer as trainer_lib
-from tasks.training import average_once
+from tasks.training import _missing_folders, _undone_if_first_start_fails, average_once
+from training_directory import TrainingDirectory
 
 CONFIG = TransformerConfig.tiny(vocab_size=30, max_length=16, dropout_rate=0.0)
 
@@ -70,3 +75,39 @@ def test_with_best_checkpoints_the_best_are_averaged_not_the_last(tmp_path):
     for got, first, third in zip(weights_of(averaged), *best):
         np.testing.assert_allclose(got, (first + third) / 2, rtol=1e-5, atol=1e-7)
     assert layout.latest_checkpoint(model_dir) == averaged  # what translate and export then use
+
+
+def test_a_first_start_that_fails_removes_what_it_wrote_and_nothing_else(tmp_path):
+    """What a new run's failed start wrote goes (its tokenizer, the lock file, the folders it
+    made); what the folder held before stays, and so does everything of a run started before."""
+    held = tmp_path / "held"  # a folder the user made, with a file of theirs
+    held.mkdir()
+    (held / "notes.txt").write_text("mine")
+    assert _missing_folders(str(held)) == []
+    with pytest.raises(ValueError, match="refused"):
+        with _undone_if_first_start_fails(TrainingDirectory(str(held)), [], had_lock=False):
+            (held / ".lock").write_text("")
+            (held / "tokenizer").mkdir()
+            (held / "tokenizer" / "tokenizer.json").write_text("{}")
+            raise ValueError("refused")
+    assert sorted(os.listdir(held)) == ["notes.txt"]
+
+    deep = tmp_path / "a" / "b" / "run"
+    made = _missing_folders(str(deep))
+    assert made == [str(deep), str(deep.parent), str(deep.parent.parent)]
+    deep.mkdir(parents=True)  # as the run lock makes them
+    with pytest.raises(KeyboardInterrupt):
+        with _undone_if_first_start_fails(TrainingDirectory(str(deep)), made, had_lock=False):
+            (deep / ".lock").write_text("")
+            (deep / "tagger.json").write_text("{}")
+            raise KeyboardInterrupt
+    assert sorted(os.listdir(tmp_path)) == ["held"]
+
+    started = tmp_path / "started"  # a run with a model_config.json: a resume, not a first start
+    started.mkdir()
+    layout.write_config(str(started), CONFIG)
+    with pytest.raises(ValueError):
+        with _undone_if_first_start_fails(TrainingDirectory(str(started)), [], had_lock=False):
+            (started / "tokenizer").mkdir()
+            raise ValueError("refused")
+    assert sorted(os.listdir(started)) == ["model_config.json", "tokenizer"]

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -168,3 +169,24 @@ def test_translation_takes_the_average_then_the_best_then_the_newest(tmp_path):
     assert layout.latest_checkpoint(str(tmp_path)) == str(tmp_path / layout.AVERAGED_DIR / "ckpt-300")
     assert os.path.basename(layout.latest_checkpoint(str(tmp_path), prefer_averaged=False)) == "ckpt-300"
     np.testing.assert_equal(value_of(layout.latest_checkpoint(str(tmp_path), prefer_averaged=False)), 300.0)
+
+
+def test_a_list_naming_a_checkpoint_outside_its_folder_is_refused_and_nothing_outside_is_removed(run):
+    """best.json edited (or copied from another run) to name `../checkpoints/ckpt-100` or an
+    absolute path: every reader refuses it with one line naming the file, and a run keeping 1
+    best checkpoint refuses before an offer pushes that entry out (which removed its files)."""
+    root, prefixes = run
+    best = BestCheckpoints(str(root / "best"), keep=1, metric="bleu", log=lambda _: None)
+    best.offer(200, {"bleu": 10.0}, prefixes[200])
+    listed = root / "best" / "best.json"
+    outside = sorted(tf.io.gfile.glob(prefixes[100] + ".*"))
+    for name in ("../checkpoints/ckpt-100", prefixes[100]):
+        listed.write_text(json.dumps({"metric": "bleu", "checkpoints": [{"step": 100, "value": 5.0, "name": name}]}))
+        message = re.escape(f'{listed}: entry "{name}" is outside {root / "best"}; ')
+        with pytest.raises(ValueError, match=message):
+            BestCheckpoints(str(root / "best"), keep=1, metric="bleu", log=lambda _: None).offer(
+                300, {"bleu": 20.0}, prefixes[300])
+        for read in (best_checkpoints.listed_prefixes, lambda d: layout.latest_checkpoint(os.path.dirname(d))):
+            with pytest.raises(ValueError, match=message):
+                read(str(root / "best"))
+    assert sorted(tf.io.gfile.glob(prefixes[100] + ".*")) == outside and len(outside) == 2

@@ -1,6 +1,7 @@
 """Whether a checkpoint's files are whole: `checkpoint_problem` names the file at fault, `check_readable` refuses it."""
 
 import os
+import re
 import types
 
 import numpy as np
@@ -58,3 +59,31 @@ def test_the_ema_shadow_is_read_from_its_key_into_the_trainable_variables(tmp_pa
     readable_checkpoints.read_ema_shadow(model, with_ema).assert_existing_objects_matched()
     np.testing.assert_array_equal(model.trainable_variables[0].numpy(), [1.5, -2.0])
     np.testing.assert_array_equal(model.trainable_variables[1].numpy(), [[0.25]])
+
+
+def test_a_state_file_naming_a_checkpoint_outside_its_folder_is_refused(tmp_path):
+    """A `checkpoint` state file whose entry leads out of its folder (`../`, an absolute path
+    elsewhere, a file that is a symbolic link to another run's) is one line naming the file:
+    nothing reads another run's weights as this one's, and no rotation removes them. An absolute
+    path inside the folder, as older TensorFlow wrote them, is the folder's own."""
+    older, newest = saved_twice(tmp_path / "run")
+    foreign, _ = saved_twice(tmp_path / "other")
+    folder = tmp_path / "run" / "checkpoints"
+    state = folder / "checkpoint"
+
+    def write_state(*entries):
+        state.write_text(f'model_checkpoint_path: "{entries[-1]}"\n'
+                         + "".join(f'all_model_checkpoint_paths: "{entry}"\n' for entry in entries))
+
+    for entry in ("../../other/checkpoints/ckpt-2", foreign):
+        write_state("ckpt-2", entry)
+        with pytest.raises(ValueError, match=re.escape(f'{state}: entry "{entry}" is outside {folder}; ')):
+            readable_checkpoints.listed_checkpoints(str(folder))
+    write_state(older, newest)
+    assert readable_checkpoints.listed_checkpoints(str(folder)) == [older, newest]
+    os.remove(newest + ".index")
+    os.symlink(foreign + ".index", newest + ".index")
+    write_state("ckpt-2", "ckpt-4")
+    with pytest.raises(ValueError, match=re.escape(f'{state}: entry "ckpt-4" is outside {folder} (its files are '
+                                                   "symbolic links to another folder)")):
+        readable_checkpoints.listed_checkpoints(str(folder))
