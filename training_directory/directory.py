@@ -92,7 +92,9 @@ class TrainingDirectory:
 
     def settings(self) -> dict[str, Any]:
         """The whole model_config.json (`layout.read_settings`: a JSON object whose sections are
-        objects)."""
+        objects); a folder that does not exist is a one-line FileNotFoundError."""
+        if not os.path.isdir(self.path):
+            raise FileNotFoundError(f"{self.path}: no such training directory")
         return layout.read_settings(self.path)
 
     def config(self) -> TransformerConfig:
