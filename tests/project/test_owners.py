@@ -9,7 +9,7 @@ import re
 from tests.helpers.modules import ENTRY_POINTS, MODULES
 from tests.helpers.paths import REPO
 
-SOURCES = [p for folder in ("keras_transformer", "pipelines", "export", "tasks", "bench")
+SOURCES = [p for folder in ("keras_transformer", "pipelines", "training_directory", "export", "tasks", "bench")
            for p in (REPO / folder).rglob("*.py")]
 
 
