@@ -158,7 +158,7 @@ def run(argv: Sequence, cwd: str = ROOT, stdin: Optional[bytes] = None, timeout:
         threading.Thread(target=feed, daemon=True).start()
     sent, timed_out = [], False
     for spec in signals:
-        matched_at = None
+        matched_at, seen = None, [0, 0]  # lines of stdout, stderr already searched
         while time.time() - start < timeout and process.poll() is None:
             if spec.on is None:
                 matched_at = start
@@ -166,11 +166,13 @@ def run(argv: Sequence, cwd: str = ROOT, stdin: Optional[bytes] = None, timeout:
                 matched_at = time.time() if spec.on() else None
             else:
                 with arrived:
-                    if any(re.search(spec.on, line) for line in out + err):
-                        matched_at = time.time()
+                    fresh = out[seen[0]:] + err[seen[1]:]
+                    seen = [len(out), len(err)]
+                if any(re.search(spec.on, line) for line in fresh):
+                    matched_at = time.time()
             if matched_at is not None:
                 break
-            time.sleep(0.05)
+            time.sleep(0.01)  # some moments last a few milliseconds (between a save and its listing)
         if matched_at is None:
             break  # ended (or timed out) before the moment came
         while time.time() < matched_at + spec.delay and process.poll() is None:
@@ -1627,6 +1629,16 @@ def signal_cases() -> list:
                       "Ctrl-C while TensorFlow starts and the model loads: 130, one error line",
                       signals=(Signal(int_, 3.0),)))
 
+    def translated(ctx):  # the output is not watched: it is complete before the signal comes
+        return translate(f"--model_dir={ctx.f.run}", f"--input={ctx.f.src}", f"--output={ctx.path('out.txt')}",
+                         "--beam_size=1")
+    for signum, name in ((int_, "SIGINT"), (term, "SIGTERM")):
+        cases.append(Case(f"signals/translate-{name}-after-its-last-line", SIGNAL, translated,
+                          "a signal as the interpreter exits, the output written: any end but a traceback "
+                          "(0, 130/143, or the signal itself)", check=output_lines(2),
+                          signals=(Signal(signum, 0.0, r"^2 sentences in "),),
+                          codes=(0, 128 + signum, -signum), error_lines=(0, 1)))
+
     def scoring(ctx):
         return score(f"--model_dir={ctx.f.run}", f"--source={ctx.f.many}", f"--target={ctx.f.many_ref}",
                      f"--output={ctx.out()}", "--batch_tokens=256")
@@ -1690,9 +1702,26 @@ def signal_cases() -> list:
         if again.code != 0 or not os.path.isfile(os.path.join(folder, "checkpoint")):
             problems.append(f"the rerun exited {again.code}: {again.tail(2)}")
         return problems
-    cases.append(Case("signals/average_checkpoints-SIGINT-after-start", SIGNAL, averaging,
+    cases.append(Case("signals/average_checkpoints-SIGINT-while-tensorflow-starts", SIGNAL, averaging,
                       "Ctrl-C: 130, one error line, no half-written average", check=no_half_average,
-                      signals=(Signal(int_, 4.0),)))
+                      signals=(Signal(int_, 2.0),)))
+
+    def average_appears(ctx):
+        argv = averaging(ctx)
+        index = ctx.path("run", "averaged", "ckpt-12.index")
+        ctx.dynamic_signals = (Signal(int_, 0.0, lambda: os.path.exists(index)),)
+        return argv
+    def listed_or_finished(ctx, result):
+        """A signal that came after the work (as the interpreter exits) ends the process by itself."""
+        problems = []
+        if result.code == -signal.SIGINT and "averaged ckpt-6, ckpt-12 ->" not in result.stdout:
+            problems.append("ended by SIGINT itself before it had averaged")
+        return problems + no_half_average(ctx, result)
+    cases.append(Case("signals/average_checkpoints-SIGINT-as-the-average-appears", SIGNAL, average_appears,
+                      "Ctrl-C between the save of the average's files and their listing (a race: the signal may "
+                      "also come after the work, as the interpreter exits): 130 and one error line, no average "
+                      "left without its state file", check=listed_or_finished, signals=("dynamic",),
+                      codes=(130, -signal.SIGINT), error_lines=(0, 1)))
 
     def evaluating(ctx):
         model_dir = ctx.copy(ctx.f.run)
