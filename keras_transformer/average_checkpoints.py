@@ -1,13 +1,15 @@
 """Averages the last K checkpoints of a training directory (section 6.1).
 
+Writes MODEL_DIR/averaged/ckpt-<last step> (`keras_transformer.run_dir.averaging`), which
+translate, parse, score and export then read by default. Training does the same at its end with
+--average_checkpoints=K (with --keep_best_checkpoints: the K best by the dev metric).
+
+Typical command line:
+
     python -m keras_transformer.average_checkpoints --model_dir=runs/base --num_checkpoints=5
 
-writes MODEL_DIR/averaged/ckpt-<last step> (see `keras_transformer.run_dir.averaging`), which
-translation and export then prefer over the latest checkpoint. Bad input (too few
-checkpoints, a damaged one among them, a run that `training_directory.TrainingDirectory.open` refuses: a
-damaged model_config.json, a tokenizer that is not the run's) prints one line `error: ...` and
-exits with status 2, writing nothing. On a run being trained, a checkpoint that its rotation
-removes meanwhile makes it list the last ones again.
+docs/guide/training.md explains checkpoints and selection; docs/reference/errors.md lists what
+it refuses; docs/reference/commands.md every flag.
 """
 
 from __future__ import annotations

@@ -197,12 +197,12 @@ class TransformerConfig:
 
     @property
     def key_dim(self) -> int:
-        """d_k as used: the explicit value or d_model / h."""
+        """d_k as used, the explicit value or d_model / h."""
         return self.d_k if self.d_k is not None else self.d_model // self.num_heads
 
     @property
     def value_dim(self) -> int:
-        """d_v as used: the explicit value or d_model / h."""
+        """d_v as used, the explicit value or d_model / h."""
         return self.d_v if self.d_v is not None else self.d_model // self.num_heads
 
     @property

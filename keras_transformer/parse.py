@@ -1,71 +1,32 @@
 """Parses sentences into constituency trees with a trained parsing model or its export (section 6.3).
 
-    python -m keras_transformer.parse --model_dir=runs/ptb_parsing --input=sentences.txt --output=trees.txt
-    python -m keras_transformer.parse --export_dir=/tmp/serving/parser --input=- < sentences.txt
-    python -m keras_transformer.parse --model_dir=runs/ptb_parsing \\
-        --treebank_split=test --data_dir=../shared/data/ptb_sample            # + EVALB F1
-    python -m keras_transformer.parse --model_dir=runs/ptb_a --ensemble_model_dirs=runs/ptb_b,runs/ptb_c \\
-        --treebank_split=test --data_dir=../shared/data/ptb_sample            # an ensemble
-    python -m keras_transformer.parse --model_dir=runs/ptb_parsing --rerank_kbest=100 \\
-        --treebank_split=test --data_dir=../shared/data/ptb_sample            # the PCFG's 100 best, reranked
-    python -m keras_transformer.parse --baseline=right_branching \\
-        --treebank_split=test --data_dir=../shared/data/ptb_sample
-    python -m keras_transformer.parse --baseline=pcfg \\
-        --treebank_split=test --data_dir=../shared/data/ptb_sample             # a treebank PCFG, CKY
-
 One tokenized sentence per line (Penn Treebank tokens separated by spaces) in, one tree per line
 out, without part-of-speech tags: `(S (NP The dog) (VP barks) .)`. The model is one trained with
-`--dataset=ptb` (configs/ptb_parsing.flags); decoding is section 6.3's by default: beam 21,
-alpha 0.3, output length up to input length + 300 (an export has its own, fixed when it was
-exported). Every output is a tree over exactly the input's words: the search decodes only such
-trees (`--tree_constraint`, on by default; `keras_transformer.decoding.tree_constraint`), ending each
-within the length limit, and a decoded sequence that is not one (decoded with --notree_constraint,
-or a limit too short for the sentence) is repaired (`pipelines.linearized_trees.to_tree`); the
-share of repaired outputs is reported.
+`--dataset=ptb` (configs/ptb_parsing.flags), and the decoding is section 6.3's: beam 21, alpha 0.3,
+output up to input length + 300 (an export has its own, fixed when it was exported). The search
+decodes only trees over exactly the input's words (--tree_constraint, on by default); a decoded
+sequence that is not one is repaired, and the share of repaired outputs is reported. With gold
+trees (--reference, or --treebank_split with --data_dir) it prints EVALB's labelled bracketing F1
+with COLLINS.prm.
 
-A model trained with part-of-speech tags in its source (`--source_tags=predicted`, Vinyals et al.
-2015; `pipelines.pos_tags`) reads each word followed by its tag: the input stays plain words,
-tagged here with the tagger the run saved (MODEL_DIR/tagger.json, or the copy in an export's
-assets.extra). A model trained with gold tags parses only sentences with gold trees
-(--treebank_split or --reference), whose tags it reads. A TF Serving client of a tagged export
-sends the tagged sentence itself ("The <DT> dog <NN> barks <VBZ> . <.>").
+Other parsers, scored the same way: --ensemble_model_dirs (runs of one recipe with different
+seeds, Vinyals et al. 2015), --rerank_kbest=K (the K best trees of the training split's PCFG,
+reranked by the model; Charniak & Johnson 2005), --baseline=pcfg and --baseline=right_branching.
 
-A model trained on placeholder targets (`--tree_targets=placeholders`: each word "XX", Vinyals et
-al. 2015) decodes one XX per input word under the constraint; its trees get the input's words back
-here, as any other model's (a TF Serving client of its export reads "XX" in the output and puts its
-words there in order, `pipelines.linearized_trees.to_tree`).
+Typical command lines:
 
-`--rerank_kbest=K` (with --data_dir) parses otherwise: the PCFG of the treebank's training split
-(as --baseline=pcfg) proposes each sentence's K most probable distinct trees, the model (a run, an
-ensemble's mean, or an export's `score` signature) scores each as log P(tree | sentence), and the
-candidate of highest model score + --pcfg_weight x PCFG log-probability is the parse
-(`tasks.parsing.reranking`; Charniak & Johnson 2005, Fried et al. 2017). Every output is one of the PCFG's
-trees; with gold trees the report adds the candidates' oracle F1. On the treebank sample this is
-the most accurate parser here (docs/BENCHMARKS.md); beam search stays the default, the paper's.
+    python -m keras_transformer.parse --model_dir=runs/ptb_parsing --input=sentences.txt \\
+        --output=trees.txt
+    python -m keras_transformer.parse --model_dir=runs/ptb_parsing \\
+        --treebank_split=test --data_dir=../shared/data/ptb_sample
+    python -m keras_transformer.parse --model_dir=runs/ptb_parsing --rerank_kbest=100 \\
+        --treebank_split=test --data_dir=../shared/data/ptb_sample
+    python -m keras_transformer.parse --export_dir=/tmp/serving/parser --input=- < sentences.txt
+    python -m keras_transformer.parse --baseline=pcfg \\
+        --treebank_split=test --data_dir=../shared/data/ptb_sample
 
-`--ensemble_model_dirs=B,C` parses with the ensemble of --model_dir's model and those runs',
-typically runs of one recipe with different --seed (Vinyals et al. 2015, "Grammar as a Foreign
-Language", Table 1: their ensemble of WSJ-only parsers scored 90.5 F1 on WSJ section 23, one of
-them 88.3). Each step of the same beam search takes the log of the mean of the models' next-token
-probabilities (`keras_transformer.decoding.ensemble`, as `translate --ensemble_model_dirs`), and
-the tree constraint then allows of that distribution only the tokens that keep a tree over the
-input's words, as it does of one model's. The runs must read and write as --model_dir's does, or
-the command stops with one error line before TensorFlow starts (`export.ensemble_members`): the
-same tokenizer and vocabulary, source tags and tree targets and, with predicted tags, the same
-tagger. The input is tagged once, by --model_dir's tagger, and every model reads those tags: a
-tagger is trained deterministically on the treebank's training split, so runs of one treebank
-that differ in their seed share it, and a run with another one learned from other tags and is
-refused. Not with --export_dir (an ensemble export, `python -m export --ensemble_model_dirs`,
-holds its ensemble) or --baseline.
-
-With gold trees, `--reference` (one bracketed tree per line, tags included, of the input's
-sentences) or `--treebank_split` (a split of the treebank under --data_dir, whose sentences are
-then the input), EVALB's labelled bracketing F1 with COLLINS.prm (all sentences and those of at
-most 40 words), the unlabelled F1 and the repair share are printed (to stdout when --output is
-a file, else to stderr). Bad input prints `error: <one line>`, exits with status 2 and writes
-nothing; paths and gold trees are checked before the model loads, and an --export_dir whose
-export.json says it holds a translation model (not one trained on a treebank) before TensorFlow
-starts.
+docs/guide/parsing.md explains each parser and docs/results.md#parsing gives their scores;
+docs/reference/errors.md lists what it refuses; docs/reference/commands.md every flag.
 """
 
 from __future__ import annotations

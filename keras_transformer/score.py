@@ -1,31 +1,23 @@
 """Scores sentence pairs with a trained model: one line of log-probabilities per pair.
 
-    python -m keras_transformer.score --model_dir=/tmp/run --source=train.en --target=train.de \\
-        --output=train.scores
-
 Line i of the output scores line i of --source with line i of --target, tab-separated:
 
     -12.345678<TAB>9<TAB>1.371742
 
-log P(target | source) (the sum over the target's tokens, EOS included, of log softmax of the
-logits, with teacher forcing, no label smoothing and dropout off), the number of those tokens,
-and the per-token NLL (-log-probability / tokens, the training loss of section 5.4 without
-label smoothing). Sort or threshold on the last column to filter a noisy corpus. Pairs run in
-length-sorted batches of at most --batch_tokens tokens a side and are written in the input
-order (`tasks.scoring.score_files`, whose docstring defines empty lines, pairs longer than
-the model's max_length and the error cases).
+log P(target | source) (summed over the target's tokens, EOS included, with teacher forcing,
+dropout off), the number of those tokens, and the per-token NLL: the loss of section 5.4 without
+label smoothing. Pairs run in length-sorted batches of at most --batch_tokens tokens a side and are
+written in input order (`tasks.scoring.score_files`). Sort or threshold on the last column to
+filter a noisy corpus.
 
-On stderr: a line naming the model, a progress bar only when stderr is a terminal, and a last
-line with the time and speed. The --output file is replaced atomically once every pair is
-scored: a failed or interrupted run leaves an existing file as it was (/dev/null or a pipe is
-written to, never replaced). Bad input prints
-`error: <one line>`, exits with status 2 and writes nothing. Found before TensorFlow starts:
-a missing --model_dir, --source or --target, a folder, gzip-compressed or non-UTF-8 text (its
-file and line), files whose line counts differ, an --output that is a folder, whose folder is
-a file or not writable, or that is one of the inputs. Found before the model loads: a missing
-model config (or one whose weights exceed the machine's memory), tokenizer or checkpoint, and
-a pair longer than the model scores (its file, line, length and the limit: max_length with
-learned positions, max_length + 4096 with sinusoids, the longest output a search makes).
+Typical command lines:
+
+    python -m keras_transformer.score --model_dir=runs/multi30k --source=crawl.en --target=crawl.de \\
+        --output=crawl.scores
+    paste crawl.scores crawl.en crawl.de | sort -t$'\\t' -k3,3g | head
+
+docs/guide/translating.md explains scoring; docs/reference/errors.md lists what it refuses;
+docs/reference/commands.md every flag.
 """
 
 from __future__ import annotations

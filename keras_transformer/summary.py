@@ -1,6 +1,13 @@
-"""Prints a preset's layers and parameter count: `python -m keras_transformer.summary --preset=base`.
+"""Prints a preset's layers and parameter count, beside the paper's (Table 3).
 
 Presets are "tiny", "base", "big" and the rows of Table 3 (e.g. "C/d_model=256").
+
+Typical command lines:
+
+    python -m keras_transformer.summary --preset=base
+    python -m keras_transformer.summary --preset=B/d_k=16 --vocab_size=37000
+
+docs/reference/errors.md lists what it refuses; docs/reference/commands.md every flag.
 """
 
 from absl import app, flags

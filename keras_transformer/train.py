@@ -1,45 +1,28 @@
-"""Trains a Transformer: `python -m keras_transformer.train --flagfile=configs/demo.flags`.
+"""Trains a Transformer for translation or parsing (section 5): `python -m keras_transformer.train`.
 
-The entry point of section 5 of "Attention Is All You Need": it defines and reads the
-flags (and only here), turns them into frozen configs (`DataConfig`, `TransformerConfig`,
-`TrainingConfig`, `DecodingConfig`) and calls `tasks.training.train` (or `tasks.dev_evaluation.evaluate`).
+The flags become frozen configs (`DataConfig`, `TransformerConfig`, `TrainingConfig`,
+`DecodingConfig`) for `tasks.training.train`, or for `tasks.dev_evaluation.evaluate` with
+--evaluate_only. A run lives in --model_dir: its settings (model_config.json), its tokenizer
+(trained on the first run, then reused), checkpoints, dev evaluations and TensorBoard summaries.
+The same command run again resumes from the latest checkpoint; `--init_from=OTHER_RUN` starts a
+new run from another run's model (fine-tuning). Recipes are in configs/*.flags.
 
-    python -m keras_transformer.train --flagfile=configs/demo.flags --model_dir=/tmp/demo
+Typical command lines:
+
+    python -m keras_transformer.train --flagfile=configs/demo.flags --model_dir=runs/demo
     python -m keras_transformer.train --flagfile=configs/multi30k_en_de.flags \\
         --data_dir=../shared/data/multi30k --model_dir=runs/multi30k
+    python -m keras_transformer.train --flagfile=configs/multi30k_en_de.flags --dataset=files \\
+        --source_file=data/{split}.en --target_file=data/{split}.de --model_dir=runs/mine
+    python -m keras_transformer.train --flagfile=configs/wmt14_en_de_base.flags --num_gpus=8 \\
+        --model_dir=runs/base
+    python -m keras_transformer.train --flagfile=configs/multi30k_en_de.flags \\
+        --data_dir=../shared/data/multi30k --model_dir=runs/multi30k --evaluate_only --dev_split=test
 
-Running the same command again resumes from the latest checkpoint (model, optimizer,
-step, learning-rate position); the tokenizer saved in MODEL_DIR/tokenizer on the first
-run is reused, never retrained, and the model flags must match MODEL_DIR/model_config.json.
-A resume goes on with the run's data set (another --dataset is refused: training on it is
-fine-tuning, `--init_from` in a new --model_dir) and its moving average of the weights
-(--ema_decay left out keeps it; --ema_decay=0 is refused). A first start that fails leaves
-nothing in MODEL_DIR.
-
-Own data at scale (section 5.1 trained on 4.5M and 36M pairs): `--train_files` names one or
-more training corpora, shards by glob, mixed by weight (the log reports each corpus' share of
-the sampled pairs); `--cache=memory|disk|none` (default auto) says where tokenized pairs are
-kept between epochs. Fine-tuning: `--init_from=OTHER_RUN` starts a new run with that run's
-weights and tokenizer, a fresh optimizer and step 0:
-
-    python -m keras_transformer.train --flagfile=configs/demo.flags --model_dir=runs/news \
-        --init_from=runs/demo --train_files=news:data/news.{en,de}.gz --dataset=files \
-        --source_file=data/news.{split}.en --target_file=data/news.{split}.de
-
-Distribution (section 5.2: one machine, 8 P100 GPUs): `--num_gpus=8` mirrors over 8
-local GPUs; `--cpu_replicas=N` over N logical CPU devices; with `TF_CONFIG` set,
-`MultiWorkerMirroredStrategy` over several machines. `--batch_tokens` is the budget of
-one update over all replicas; `--accumulation_steps=k` splits it into k micro-batches.
-
-Bad flags end with one line `error: ...` and exit code 2, before any work and before
-TensorFlow starts: every number finite and in range, splits that exist, the data files (UTF-8,
-line counts, a pair that can fit --max_length) and --model_dir are checked first. A NaN or
-infinite loss ends with `error: loss became NaN at step N; the last good checkpoint is ckpt-M`
-and exit code 1. Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves a checkpoint,
-says so and exits with 130 or 143; the same command then resumes there. During a dev
-evaluation (the final one too) or the final average, the signal stops that work at once, with
-the same codes. One trainer at a time holds MODEL_DIR (a second one gets `error: ... is in use
-by pid N on HOST`, before TensorFlow starts).
+Ctrl-C or SIGTERM finishes the current update and saves a checkpoint before it stops (exit 130 or
+143). docs/guide/training.md explains recipes, precision, distribution, checkpoints and
+fine-tuning; docs/reference/errors.md lists what it refuses and what a resume may not change;
+docs/reference/commands.md every flag.
 """
 
 from __future__ import annotations

@@ -1,62 +1,29 @@
-"""Translates a file (or stdin) with a training directory or an export; optionally scores it.
+"""Translates a file (or stdin) with a training directory or an export, and scores it (section 6.1).
 
-    python -m keras_transformer.translate --model_dir=/tmp/run --input=test.en --output=test.hyp.de \\
-        --reference=test.de
-    python -m keras_transformer.translate --export_dir=/tmp/serving/transformer --input=- --output=-
-    python -m keras_transformer.translate --model_dir=runs/a --ensemble_model_dirs=runs/b,runs/c --input=test.en
+From --model_dir it decodes the run's averaged, else best, else latest checkpoint with the paper's
+beam search (beam 4, alpha 0.6, at most source length + 50 tokens); from --export_dir it runs the
+SavedModel of `python -m export`, whose decoding was fixed when it was exported. Both run the same
+graph. One sentence per line; lines are translated in length-sorted batches and written in input
+order, and --output is replaced only once every line is translated. With --reference it prints
+sacreBLEU's BLEU, chrF and chrF++ with their signatures.
 
---ensemble_model_dirs decodes the ensemble of those runs' models and --model_dir's: at every step
-of the search, the log of the mean of their next-token probabilities
-(`keras_transformer.decoding.ensemble`). They must share --model_dir's vocabulary (tokenizer and
-special ids, checked before TensorFlow starts); their shapes may differ.
+Beyond the paper: n-best lists (--n_best, the Moses format), sampling (--sampling_topk,
+--sampling_topp, --sampling_temperature, --seed), target prefixes to continue
+(--target_prefix_file), and ensembles of runs (--ensemble_model_dirs: the mean of their
+next-token probabilities at every step).
 
-One sentence per line. Lines are translated in batches of --batch_size sorted by length (less
-padding, fewer wasted beam steps) and written back in the input order. Both sources run the
-same graph (`tasks.translation.translate_file`): from --model_dir the export's `Translator`
-(beam search with the cache, section 6.1: beam 4, alpha 0.6, at most source length + 50
-tokens) is built in process from the averaged or latest checkpoint; --export_dir loads the
-SavedModel (a version folder, or a base folder whose highest version is used) whose decoding
-settings were fixed at export time.
+Typical command lines:
 
-On stderr: a line naming the model, a progress bar only when stderr is a terminal (keras'
-bar is drawn with ANSI colour codes and carriage returns, noise in a file or a pipe), and a
-last line with the time and speed. The --output file is replaced atomically once every line
-is translated: a failed or interrupted run leaves an existing file as it was (a device or a
-pipe, such as /dev/null, is written to, never replaced).
+    python -m keras_transformer.translate --model_dir=runs/multi30k --input=test.en \\
+        --output=test.hyp.de --reference=test.de
+    python -m keras_transformer.translate --export_dir=/tmp/serving/transformer < sentences.txt
+    python -m keras_transformer.translate --model_dir=runs/a --ensemble_model_dirs=runs/b,runs/c \\
+        --input=test.en --output=test.hyp.de
+    python -m keras_transformer.translate --model_dir=runs/de_en --input=mono.de \\
+        --output=synthetic.en --sampling_topk=10 --seed=1
 
-With --n_best=K (at most the beam size), up to K hypotheses per sentence, best first, as lines
-`i ||| translation ||| score` (the Moses n-best format; i counts input lines from 0), from the
-export's `translate_n_best` signature; --reference then scores the best ones.
-
-Sampling instead of a search (back-translation, diverse outputs): any of --sampling_topk (0 =
-the whole vocabulary, K = the K most probable tokens, 1 = greedy), --sampling_topp (nucleus, in
-(0, 1]) and --sampling_temperature (>= 0; 0 = greedy) draws one translation per sentence, each
-token from the model's distribution so reshaped (`keras_transformer.decoding.sampling`), with
---seed: the same input, seed and --batch_size give the same output. It draws one translation, so
---beam_size above 1 and --n_best above 1 are refused with it; from an export it runs its
-`translate_sampled` signature.
-
-    python -m keras_transformer.translate --model_dir=runs/de_en --input=mono.de --output=synthetic.en \
-        --sampling_topk=10 --seed=1
-
---target_prefix_file (one target prefix per input line; an empty line: no prefix) makes each
-translation continue its prefix (interactive translation, terminology): the prefix is forced,
-the search (greedy or beam) goes on from it, and the output starts with it (cut at the length
-limit, source tokens + --max_extra_length). Not with sampling or --n_best; from an export it
-runs `translate_with_prefix`.
-
-With --reference, sacreBLEU's corpus BLEU (section 6.1), chrF and chrF++ (Popović 2015, 2017;
-not in the paper), each with its signature, are printed (to stdout when --output is a file,
-else to stderr). Bad input prints `error: <one line>`, exits with status 2 and writes nothing;
-it is found before any sentence is translated: decoding flags with --export_dir, a missing
---input or --reference, an --output that is a folder, is the --input or --reference file (by
-name or link), or whose folder is a file or cannot be written, a --reference whose line count
-differs from the input's (or a --target_prefix_file's), an --n_best above the export's beam, a
-sampling value out of range (--sampling_topk < 0, --sampling_topp outside (0, 1],
---sampling_temperature < 0), --seed without sampling, an export without the signature asked for, a
---checkpoint that names no checkpoint, a --model_dir that is not a training directory, an
---export_dir without a SavedModel (these before TensorFlow starts); a damaged run or export (before
-the model loads).
+docs/guide/translating.md explains each option; docs/reference/errors.md lists what it refuses;
+docs/reference/commands.md every flag.
 """
 
 from __future__ import annotations

@@ -1,26 +1,23 @@
 """Table 3 of the paper by one command: the model variations of section 6.2, trained and scored
 side by side at a recipe's size.
 
+Trains the recipe's model (row "base") and each row's variant of it (--rows: groups A-E and big,
+or single rows such as C/N=4), scaled to the recipe's size the way the paper's row changes the
+paper's base (the rule: `tasks/model_variations.py`), one training directory per row under --out,
+all on the recipe's data, tokenizer, seed and updates. Then writes OUT/table.md, OUT/table.csv and
+OUT/table.png: parameters, updates, minutes, dev perplexity and BLEU (beam 4, alpha 0.6), and each
+row's BLEU change from the base beside the paper's. --seeds=N trains the base row N-1 more times
+with the next seeds: their spread is the noise a row's change is read against. Flags not defined
+here (e.g. --train_steps=1000) go to every row's training command. Run again, it keeps the
+finished rows and resumes the unfinished one.
+
+Typical command line:
+
     python -m keras_transformer.variations --flagfile=configs/multi30k_en_de.flags \\
-        --data_dir=../shared/data/multi30k --rows=A,B,C,D,E,big --out=runs/table3
+        --data_dir=../shared/data/multi30k --rows=A,B,C,D,E,big --seeds=3 --out=runs/table3
 
-Trains the recipe's model (row "base") and each row's variant of it (`--rows`: groups A-E and
-big, or single rows such as C/N=4), scaled to the recipe's size the way the paper's row changes
-the paper's base (the rule: `tasks/model_variations.py`), one training directory per row under
---out, all on the recipe's data, tokenizer (trained once, by the base row), seed and updates.
-Then writes OUT/table.md, OUT/table.csv and OUT/table.png (`tasks/variations_table.py`):
-parameters, updates, minutes, dev perplexity and BLEU (beam 4, alpha 0.6, on the model
-`--evaluate_only` scores), the BLEU change from the base beside the paper's. `--seeds=2` trains the
-base row once more with the next seed (row base/seed+1): its change from the base is the noise a
-row's change is read against.
-
-The recipe's flags, and any other flag not defined here (e.g. --train_steps=2000 to give every
-row a smaller budget), are the training command's: each row runs `python -m
-keras_transformer.train` with them, then the row's changes. Each row prints "row i of n" with
-the table's ETA from the rows done. Running the same command again resumes: finished rows are
-kept, an unfinished row's run resumes. Bad input (an unknown row, an --out that cannot be
-written, a recipe that does not exist) is one `error:` line and exit 2 before any training;
-a row's run stopped by SIGINT/SIGTERM stops the table with 130/143.
+docs/guide/table3.md reads the table and docs/results.md#table-3 gives one;
+docs/reference/errors.md lists what it refuses; docs/reference/commands.md every flag.
 """
 
 from __future__ import annotations

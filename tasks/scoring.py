@@ -67,27 +67,48 @@ from pipelines.errors import DataError
 TOKENIZE_CHUNK = 8192  # lines tokenized at once (bounds the tokenizer's intermediate tensors)
 
 
-def check_inputs(source_path: str, target_path: str, output_path: str = "-") -> int:
+def check_inputs(source_path: str, target_path: str, output_path: str = "-") -> Optional[int]:
     """The common line count of two parallel text files; a one-line `DataError` / `ValueError`
     for a missing or empty file, a folder, gzip-compressed or non-UTF-8 text (with its line),
     different line counts, or an `output_path` that cannot be written or is one of the inputs
-    (`command_files.check_output_path`). No TensorFlow."""
+    (`command_files.check_output_path`). No TensorFlow. An input that can be read only once (a
+    pipe, /dev/stdin: `command_files.is_stream`) is checked when `read_pair_lines` reads it;
+    the count is then None."""
     counts = []
     for path in (source_path, target_path):  # one file each: a name is never read as a glob pattern
+        if command_files.is_stream(path) and path != "-":
+            counts.append(None)
+            continue
         if os.path.isfile(path) and text_files.is_gzip(path):
             raise DataError(f"{path}: gzip-compressed; decompress it first (e.g. zcat)")
         counts.append(text_files.check_file(path))
+    command_files.check_output_path(output_path, inputs={"source": source_path, "target": target_path})
     count, target_count = counts
+    if None not in counts:
+        _check_counts(count, target_count, source_path, target_path)
+    return count if None not in counts else None
+
+
+def _check_counts(count: int, target_count: int, source_path: str, target_path: str) -> None:
     if target_count != count:
         raise DataError(f"{target_path}: has {target_count} lines but {source_path} has {count}; each source line "
                         "needs its target on the same line")
-    command_files.check_output_path(output_path, inputs={"source": source_path, "target": target_path})
-    return count
 
 
 def read_pair_lines(source_path: str, target_path: str) -> tuple[list[str], list[str]]:
-    """The lines of both files (checked by `check_inputs`) as stripped text, in file order."""
-    return tuple([line.decode("utf-8").strip() for line in command_files.read_lines(path)] for path in (source_path, target_path))
+    """The lines of both files (checked by `check_inputs`) as stripped text, in file order; a
+    stream's lines are checked here (UTF-8, the other file's line count)."""
+    texts = []
+    for path in (source_path, target_path):
+        lines = []
+        for number, line in enumerate(command_files.read_lines(path), 1):
+            try:
+                lines.append(line.decode("utf-8").strip())
+            except UnicodeDecodeError:
+                raise DataError(f"{path}: line {number}: not UTF-8 text") from None
+        texts.append(lines)
+    _check_counts(len(texts[0]), len(texts[1]), source_path, target_path)
+    return texts[0], texts[1]
 
 
 def tokenize_lines(tokenizer, lines: Sequence[str]):
@@ -206,7 +227,7 @@ def score_files(model_dir: str, source_path: str, target_path: str, output_path:
     """
     from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
-    count = check_inputs(source_path, target_path, output_path)  # the output too (`command_files.check_output_path`)
+    check_inputs(source_path, target_path, output_path)  # the output too (`command_files.check_output_path`)
     start = time.perf_counter()
     run = TrainingDirectory(model_dir).open()
     names = (source_path, target_path)
@@ -215,7 +236,7 @@ def score_files(model_dir: str, source_path: str, target_path: str, output_path:
     target_ids = tokenize_lines(run.target_tokenizer, target_lines)
     check_lengths(run.config, source_ids, target_ids, *names)  # before the model loads
     model, checkpoint = run.restore(checkpoint)
-    print(f"scoring {count} pairs with {checkpoint}", file=sys.stderr)
+    print(f"scoring {len(source_lines)} pairs with {checkpoint}", file=sys.stderr)
     results = score_ids(model, source_ids, target_ids, batch_tokens, progress, names)
     text = "".join(format_line(log_prob, tokens) + "\n" for log_prob, tokens in results)
     atomic.write_output(output_path, text)

@@ -100,11 +100,11 @@ def check_files(input_path: str, output_path: str = "-", reference: Optional[str
                 target_prefix_file: Optional[str] = None) -> None:
     """What `translate_file` checks first, for a command to call before TensorFlow starts: the
     output can be written and is neither input (`command_files.check_output_path`), and a reference and a
-    target prefix file have the input's line count (when the input is a file: stdin is read once,
-    by `translate_file`)."""
+    target prefix file have the input's line count (when the input is a file: stdin or a pipe is
+    read once, by `translate_file`)."""
     command_files.check_output_path(output_path, inputs={"input": input_path, "reference": reference,
                                                "target_prefix_file": target_prefix_file})
-    if (reference or target_prefix_file) and input_path != "-":
+    if (reference or target_prefix_file) and not command_files.is_stream(input_path):
         count = len(command_files.read_lines(input_path))
         read_references(reference, count, input_path)
         read_prefixes(target_prefix_file, count, input_path)

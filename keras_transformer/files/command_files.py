@@ -48,14 +48,24 @@ def check_writable_folder(path: str, flag: str) -> None:
             pass
 
 
+def is_stream(path: Optional[str]) -> bool:
+    """True for an input that can be read only once: stdin ("-" or /dev/stdin), a named pipe (the
+    `<(zcat test.en.gz)` of a shell), a device such as /dev/null. A command reads such an input once
+    and counts its lines then, not before."""
+    if path is None:
+        return False
+    return path == "-" or (os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path))
+
+
 def read_lines(path: str) -> list[bytes]:
-    """The lines of a file or stdin ("-") as bytes, without line endings (invalid UTF-8 is kept)."""
+    """The lines of a file, a stream (`is_stream`) or stdin ("-") as bytes, without line endings
+    (invalid UTF-8 is kept)."""
     if path == "-":
         data = sys.stdin.buffer.read()
     else:
         if os.path.isdir(path):
             raise ValueError(f"{path}: is a folder, not a text file")
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise FileNotFoundError(f"{path}: no such file")
         with open(path, "rb") as file:
             data = file.read()
@@ -66,16 +76,16 @@ def read_lines(path: str) -> list[bytes]:
 
 
 def check_input_file(path: Optional[str], flag: str, stdin: bool = True) -> None:
-    """Raises a one-line error unless `path` (the value of --`flag`) is a file; None passes, and
-    "-" (stdin) where `stdin` (a command reads stdin for one flag, --input: a second flag given
-    "-" would find it already read)."""
+    """Raises a one-line error unless `path` (the value of --`flag`) is a file or a stream
+    (`is_stream`: a pipe, /dev/stdin); None passes, and "-" (stdin) where `stdin` (a command reads
+    stdin for one flag, --input: a second flag given "-" would find it already read)."""
     if path == "-" and not stdin:
         raise ValueError(f"--{flag}=-: must be a file (stdin is for --input)")
     if path in (None, "-"):
         return
     if os.path.isdir(path):
         raise ValueError(f"--{flag}={path}: is a folder, not a file")
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise FileNotFoundError(f"--{flag}={path}: no such file")
 
 

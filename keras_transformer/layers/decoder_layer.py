@@ -33,8 +33,9 @@ class DecoderLayer(keras.layers.Layer):
     """Masked self-attention, encoder-decoder attention and feed-forward sub-layers.
 
     Args:
-        num_heads, key_dim, value_dim, d_ff, dropout_rate, attention_dropout_rate,
-        relu_dropout_rate, layer_norm, layer_norm_epsilon: as in `EncoderLayer`.
+        num_heads, key_dim, value_dim, d_ff: as in `EncoderLayer`.
+        dropout_rate, attention_dropout_rate, relu_dropout_rate: as in `EncoderLayer`.
+        layer_norm, layer_norm_epsilon: as in `EncoderLayer`.
 
     Call arguments:
         x: `(B, T, d_model)`, the (shifted) target embeddings or the previous layer.

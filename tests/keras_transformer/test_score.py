@@ -278,3 +278,17 @@ def test_a_batch_that_runs_out_of_memory_is_one_line_naming_the_files(scored, mo
                                          r"--batch_tokens$"):
         scoring_task.score_lines(scored["model"], *scored["tokenizers"], ["A dog runs ."], ["Ein Hund rennt ."],
                                  names=("src.txt", "tgt.txt"))
+
+
+def test_a_source_read_once_from_a_pipe_scores_as_the_file_does(root, scored):
+    """--source=/dev/stdin (as `<(zcat src.gz)` names a pipe): read once, its lines counted then."""
+    source = (root / "source.txt").read_text(encoding="utf-8")
+    result = run_command("-m", "keras_transformer.score", f"--model_dir={root / 'run'}", "--source=/dev/stdin",
+                         f"--target={root / 'target.txt'}", "--output=-", "--batch_tokens=64", stdin=source)
+    assert result.returncode == 0, result.stderr[-2000:]
+    np.testing.assert_allclose([float(line.split("\t")[0]) for line in result.stdout.splitlines()],
+                               [lp for lp, _ in scored["results"]], atol=1e-4)
+    short = "".join(source.splitlines(keepends=True)[:2])
+    result = run_command("-m", "keras_transformer.score", f"--model_dir={root / 'run'}", "--source=/dev/stdin",
+                         f"--target={root / 'target.txt'}", "--output=-", stdin=short)
+    assert_one_error_line(result, "target.txt: has 14 lines but /dev/stdin has 2")

@@ -199,3 +199,20 @@ def test_bad_sampling_and_prefix_flags_are_one_line(files, args, message):
     args = [a.format(root=files) for a in args]
     assert_one_error_line(run(f"--model_dir={files / 'run'}", f"--input={files / 'source.txt'}", *args),
                           message.format(root=files))
+
+
+def test_an_input_read_once_from_a_pipe_is_checked_against_the_reference_once(files, translated):
+    """--input=/dev/stdin (as `<(zcat test.en.gz)` names a pipe) with a --reference: read once, so
+    the line counts are compared then; /dev/null is an empty input."""
+    _, hypotheses = translated
+    source = (files / "source.txt").read_text(encoding="utf-8")
+    result = run(f"--model_dir={files / 'run'}", "--input=/dev/stdin", "--output=-", "--batch_size=8",
+                 stdin=source)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == hypotheses
+    result = run(f"--model_dir={files / 'run'}", "--input=/dev/stdin", "--output=-",
+                 f"--reference={files / 'reference.txt'}", stdin="".join(source.splitlines(keepends=True)[:3]))
+    assert_one_error_line(result, "but the input (/dev/stdin) has 3")
+    result = run(f"--model_dir={files / 'run'}", "--input=/dev/null", f"--output={files / 'empty.txt'}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (files / "empty.txt").read_bytes() == b""
