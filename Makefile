@@ -1,23 +1,28 @@
-# The two commands of the README:
+# The commands of the README:
 #   make demo   trains on the embedded corpus, exports a SavedModel, translates with it
 #   make test   runs the test suite (exactly what .ci/run calls)
-# Each creates ./.venv and installs the package into it on first use; both can be run again.
+#   make docs   builds the documentation site into docs/_build/html (strict: a warning fails it)
+# Each creates ./.venv and installs the package into it on first use; each can be run again.
 #
 # Variables: RUN_DIR, EXPORT_DIR (where the demo writes), DEMO_ARGS (extra training flags,
 # e.g. DEMO_ARGS=--train_steps=200), PYTEST_ARGS (e.g. PYTEST_ARGS='-m "not slow"' or a file),
-# TEST_WORKERS (pytest-xdist processes, one test file each at a time; 0: run in this process).
+# TEST_WORKERS (pytest-xdist processes, one test file each at a time; 0: run in this process),
+# DOCS_NOTEBOOKS (auto: the site's notebook pages show outputs, the notebooks executed first when
+# they changed, minutes the first time; stored: without outputs, nothing executed).
 
 PYTHON      ?= python3
 VENV        := .venv
 PY          := $(VENV)/bin/python
 STAMP       := $(VENV)/.installed
+DOCS_STAMP  := $(VENV)/.installed-docs
 RUN_DIR     ?= runs/demo
 EXPORT_DIR  ?= runs/demo_export
 DEMO_ARGS   ?=
 PYTEST_ARGS ?= tests
 TEST_WORKERS ?= 2
+DOCS_NOTEBOOKS ?= auto
 
-.PHONY: demo test install clean
+.PHONY: demo test docs install clean
 
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,5 +41,16 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
+$(DOCS_STAMP): setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+# The notebooks run (when changed) into docs/_build/notebooks, then Sphinx reads every page afresh (-E).
+docs: $(DOCS_STAMP)
+	test "$(DOCS_NOTEBOOKS)" = stored || $(PY) docs/_ext/notebook_pages.py
+	$(PY) -m sphinx -E -W --keep-going -n -b html -D kt_notebooks=$(DOCS_NOTEBOOKS) docs docs/_build/html
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info docs/_build

@@ -2,6 +2,9 @@
 
 import setuptools
 
+# The documentation site's builders (make docs; docs/conf.py), one major version each.
+DOCS = ["sphinx>=9,<10", "myst-nb>=1.3,<2", "furo>=2025.7"]
+
 setuptools.setup(
     name="keras_transformer",
     version="0.1.0",
@@ -31,7 +34,9 @@ setuptools.setup(
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-xdist>=3.5", "nbclient>=0.10", "nbformat>=5.10", "ipykernel", "matplotlib",
-                 "ctranslate2>=4,<5"],
+                 "ctranslate2>=4,<5", *DOCS],  # DOCS: tests/project/test_docs.py builds the site
+        # make docs: the Sphinx site (docs/conf.py), its notebooks executed (as the tests run them) and rendered
+        "docs": [*DOCS, "nbclient>=0.10", "nbformat>=5.10", "ipykernel", "matplotlib"],
         "ctranslate2": ["ctranslate2>=4,<5"],  # python -m export --format=ctranslate2
         "notebooks": ["jupyter", "matplotlib"],
         "bench": ["torch==2.13.0", "ctranslate2>=4,<5"],

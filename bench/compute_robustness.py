@@ -1,9 +1,9 @@
-"""Issue 28's compute robustness: the recipe run at 1x, 2x and 4x its update budget, by one command.
+"""Compute robustness: the recipe run at 1x, 2x and 4x its update budget, by one command.
 
-Issue 28 asks of the Multi30k recipe (`configs/multi30k_en_de.flags`): run at 1x, 2x and 4x its
+The check on the Multi30k recipe (`configs/multi30k_en_de.flags`): run at 1x, 2x and 4x its
 update budget with the same seed, neither dev BLEU nor test2016 BLEU drops by more than 0.3 as
 compute grows, and the 4x run is the best of the three, on both kinds of host. This makes that
-table (its figures of a host go to docs/BENCHMARKS.md); host D's, with issue 28's seed:
+table (a host's figures go to docs/results.md#compute-robustness); host D's, with seed 1:
 
     python bench/compute_robustness.py --flagfile=configs/multi30k_en_de.flags \\
         --data_dir=../shared/data/multi30k --tfds_dir=/tmp/tfds --out_dir=runs/compute_robustness \\
@@ -33,7 +33,7 @@ and 4B updates follow one path until each one's cool-down starts at its budget -
 3. with `--score`, each run scored by `bench/multi30k_scores.py --decodings=... --test` (the
    run's model: the average of its best checkpoints) into OUT_DIR/xm.test_scores;
 4. the table (printed, and OUT_DIR/table.md): multiple, updates, training minutes, validation and
-   test_2016_flickr BLEU cased and lowercased Moses-tokenized, and issue 28's two checks.
+   test_2016_flickr BLEU cased and lowercased Moses-tokenized, and the two checks above.
 
 Every run is `python -m keras_transformer.train` in a child process (`tasks.training_process`),
 its command the first line of OUT_DIR/xm.log, so a user can repeat it. A branch is the shorter
@@ -362,7 +362,7 @@ BLEUS = (("bleu", "cased"), ("bleu_lc_moses", "LC-tok"))
 
 
 def table(out_dir: str, runs: Sequence[Run], sources: dict, notes: dict) -> list[str]:
-    """The markdown table and issue 28's checks: a row a run, from the scores of the run it is
+    """The markdown table and the two checks: a row a run, from the scores of the run it is
     (`sources`: name -> the run directory's name; `notes`: name -> what the run is)."""
     from keras_transformer.training import reporting  # pylint: disable=g-import-not-at-top
 
@@ -458,5 +458,5 @@ def main(argv):
 
 if __name__ == "__main__":
     if not any(arg.startswith(("--flagfile=", "-flagfile=")) for arg in sys.argv[1:]):
-        sys.argv.insert(1, f"--flagfile={DEFAULT_RECIPE}")  # the recipe of issue 28
+        sys.argv.insert(1, f"--flagfile={DEFAULT_RECIPE}")  # the Multi30k recipe
     cli.run(main, known_only=True)

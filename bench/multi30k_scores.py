@@ -1,4 +1,4 @@
-"""Scores a Multi30k run in both BLEU conventions: the row of docs/BENCHMARKS.md's run table.
+"""Scores a Multi30k run in both BLEU conventions: a row of docs/results.md#translation-quality.
 
     python bench/multi30k_scores.py --model_dir=runs/multi30k_en_de --train_log=train.log \\
         --decodings=4:0.6,5:0.6,5:1.0

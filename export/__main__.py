@@ -1,56 +1,31 @@
-"""Exports a training directory as a SavedModel that stock TF Serving serves (or for CTranslate2).
+"""Exports a training directory as a SavedModel that stock TF Serving serves, or for CTranslate2.
 
-    python -m export --model_dir=/tmp/run --export_dir=/tmp/serving/transformer
-    python -m export --model_dir=/tmp/run --export_dir=OUT --beam_size=4 --alpha=0.6 \\
-        --max_extra_length=50 --version=3
-    python -m export --model_dir=/tmp/run --export_dir=OUT_CT2 --format=ctranslate2 --quantization=int8
+The SavedModel takes raw sentences and returns translations: the tokenizer (tensorflow-text ops,
+its model file in assets/) and the beam search of section 6.1 (--beam_size=4 --alpha=0.6
+--max_extra_length=50, fixed in the export; a parsing run gets section 6.3's beam 21, alpha 0.3
+and input length + 300) run inside the graph, with core TensorFlow and tensorflow-text ops only.
+Its signatures: `serving_default`, `translate_with_attention`, `translate_n_best`, `score`,
+`translate_sampled` and `translate_with_prefix` (export/serving_module.py), with TF Serving
+warm-up requests in assets.extra/. It is written to EXPORT_DIR/<version>/ (default: the next free
+integer), which appears in one rename once complete and checked, so TF Serving never loads half
+an export.
 
-`--ensemble_model_dirs=B,C` exports ONE SavedModel decoding the ensemble of --model_dir's model
-and those runs' (`keras_transformer.decoding.ensemble`: each search step takes the log of the
-mean of the members' next-token probabilities, fairseq's logsumexp - log n), with the same
-signatures; the members must share one vocabulary (tokenizer and special ids) and, parsing
-runs, their source tags, tagger and tree targets (`export.ensemble_members`, checked before
-TensorFlow starts); their shapes may differ. `translate_with_attention` shows the first model's
-attention. --checkpoint names --model_dir's checkpoint; the others use their default one.
+--ensemble_model_dirs exports one SavedModel that decodes the ensemble of --model_dir's model and
+those runs'. --format=ctranslate2 writes a CTranslate2 4.x model folder with the tokenizer beside
+it (export/ctranslate2_model.py), for serving on CPU outside TF Serving. --precision=bfloat16 runs
+the matrix products in bfloat16 and the rest in float32.
 
-`--format=ctranslate2` writes OUT_CT2/<version>/ as a CTranslate2 4.x model folder with the
-tokenizer beside it (export/ctranslate2_model.py), for serving on CPU outside TF Serving; its
-decoding flags are recorded in its export.json, as CTranslate2 takes them per call.
+Typical command lines:
 
-`--precision=bfloat16` exports a model whose matrix products (attention projections, Q K^T,
-attention times V, feed-forward layers, the output projection x E^T) run in bfloat16, its
-weights stored as bfloat16 variables (rounded once, at export), while softmax, layer
-normalization, log-softmax, beam scores and the length penalty stay float32
-(keras_transformer/decoding/precision.py). It pays on CPUs whose bfloat16 matrix products are
-faster than float32's: some with AVX512_BF16 or AMX, not all (an Intel Xeon with AVX512_BF16
-and no AMX multiplied bfloat16 at about half float32's speed); on CPUs without those flags it
-runs correctly but slower than float32. Its outputs are mostly, not all, the float32 export's (the logits are
-rounded to bfloat16). `--precision=auto` chooses bfloat16 where this machine's CPU has
-AVX512_BF16 or AMX and a start-up timing finds its bfloat16 matrix products at least 1.15x as
-fast as float32's, as training's --precision=auto does, else float32 (it prints the timing):
-for a model served on hosts like this one. export.json records the precision; the signatures
-are the float32 export's.
+    python -m export --model_dir=runs/multi30k --export_dir=/tmp/serving/transformer
+    python -m export --model_dir=runs/multi30k --export_dir=/tmp/serving/transformer \\
+        --beam_size=5 --alpha=1.4 --version=3
+    python -m export --model_dir=runs/a --ensemble_model_dirs=runs/b,runs/c \\
+        --export_dir=/tmp/serving/ensemble
+    python -m export --model_dir=runs/multi30k --export_dir=/tmp/ct2 --format=ctranslate2
 
-A parsing model (trained with --dataset=ptb) gets section 6.3's decoding (beam 21, alpha 0.3,
-output up to input length + 300) instead of section 6.1's; decoding flags change only themselves.
-
-This writes OUT/<version>/ (default: the next free integer in OUT when the export is done:
-two exports at once into one OUT publish two versions) with the signatures
-`serving_default` (sentences -> translations, scores) and `translate_with_attention`
-(see export/serving_module.py and the README's serving section). The version folder
-appears at once (written beside it in OUT/.tmp-<version>-<host>-<pid>-<token>/, renamed at
-the end) and only after the op check passed: stock TF Serving runs core TensorFlow and
-tensorflow-text ops only. It and its files get the modes the umask allows (0755 and 0644
-with umask 022), so a TF Serving user other than the exporter can read them. An export
-first removes the temporary folders that killed exports on this host left in OUT (one
-line each), never those of a running export or of another host.
-
-Bad input prints `error: <one line>` and exits with status 2, and writes nothing: a bad
-flag, an --export_dir that is a file, lies below a file, is the --model_dir or cannot be
-written, an existing --version, a --checkpoint prefix without its .index file, a --model_dir
-that is not a training directory (these before TensorFlow starts), an incomplete or damaged
-training directory (before the model is built). A file system that refuses a write later (a
-full disk) is one such line too.
+docs/guide/serving.md explains serving both and which to choose; docs/reference/errors.md lists
+what it refuses; docs/reference/commands.md every flag.
 """
 
 from __future__ import annotations

@@ -161,7 +161,7 @@ class Translator(tf.Module):
             input's words back, as `linearized_trees.to_tree` does for any client).
 
     Attributes:
-        serving_default, translate_with_attention: `tf.function`s, see the module docstring.
+        serving_default, translate_with_attention: each a `tf.function`, see the module docstring.
     """
 
     def __init__(

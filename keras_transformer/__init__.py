@@ -5,7 +5,7 @@
 
 Layout follows the data: `pipelines/` (text -> ids) feeds this package (ids -> logits
 -> ids), which `export/` wraps (strings -> strings); `tasks/` runs them together. This
-package's library modules import none of those (docs/ARCHITECTURE.md).
+package's library modules import none of those (docs/architecture.md).
 
   config, special_ids, model, losses, metrics   the model core: settings, special ids, the
                Transformer (section 3), its loss (5.4), corpus BLEU and chrF (6.1).

@@ -50,7 +50,7 @@ flags.DEFINE_enum("baseline", None, ["right_branching", "pcfg"], "Parse with a b
 flags.DEFINE_integer("rerank_kbest", 0, "With --model_dir or --export_dir: instead of decoding, rerank the K most "
                      "probable distinct trees of the PCFG of --data_dir's training split by the model's log P(tree | "
                      "sentence) + --pcfg_weight * the PCFG's log P (tasks/parsing/reranking.py; 50 and 100 "
-                     "measured in docs/BENCHMARKS.md); 0: decode (beam search).", lower_bound=0)
+                     "measured in docs/results.md#parsing); 0: decode (beam search).", lower_bound=0)
 flags.DEFINE_float("pcfg_weight", None, "With --rerank_kbest: the weight of the PCFG's log-probability beside the "
                    "model's (default: tasks/parsing/reranking.py PCFG_WEIGHT, chosen on validation).",
                    lower_bound=0.0)
@@ -125,7 +125,7 @@ def _check_flags() -> list[str]:
         from export import versions  # pylint: disable=g-import-not-at-top  (no TensorFlow)
 
         task = versions.read_settings(versions.saved_model_path(FLAGS.export_dir)).get("task", "parsing")
-        if task != "parsing":  # recorded by export since issue 33; an older export passes
+        if task != "parsing":  # recorded by export; an export without the key passes
             raise ValueError(f"--export_dir={FLAGS.export_dir}: an export of a {task} model; parsing needs a model "
                              "trained on a treebank (--dataset=ptb)")
     return ensemble_model_dirs

@@ -1,18 +1,20 @@
-"""Command line for the input pipelines: data statistics and tokenizer training.
+"""Command line for the input pipelines: data statistics and tokenizer training (section 5.1).
 
-  python -m pipelines stats --dataset=multi30k_en_de --data_dir=../shared/data/multi30k \\
-      --tfds_dir=/tmp/tfds --vocab_size=8000 --batch_tokens=25000
-  python -m pipelines stats --dataset=files --source_file=data/{split}.en.gz \\
-      --target_file=data/{split}.de.gz
-  python -m pipelines train_tokenizer --dataset=embedded --vocab_size=2000 \\
-      --tokenizer_dir=/tmp/tok
+`stats` prints the number of pairs, the pairs dropped for length, the batches, the tokens and the
+padding share of one pass of `batching.make_dataset`; with --tokenizer_dir it loads that
+tokenizer, or trains one and saves it there. `train_tokenizer` trains and saves one. The data
+flags are the training command's (`tasks/flags.py`).
 
-The data flags are the training command's (`tasks/flags.py`). `stats` prints the number
-of pairs, the pairs dropped for length, the batches, the tokens and the padding share of
-one pass of `batching.make_dataset` (section 5.1 batching); with `--tokenizer_dir` it
-loads that tokenizer (or trains and saves one there if the folder holds none). Bad input
-(a missing folder, an empty file, parallel files whose line counts differ) prints one
-line `error: ...` on stderr and exits with status 2.
+Typical command lines:
+
+    python -m pipelines stats --dataset=multi30k_en_de --data_dir=../shared/data/multi30k \\
+        --vocab_size=8000 --batch_tokens=25000
+    python -m pipelines stats --dataset=files --source_file=data/{split}.en.gz \\
+        --target_file=data/{split}.de.gz
+    python -m pipelines train_tokenizer --dataset=embedded --vocab_size=2000 --tokenizer_dir=/tmp/tok
+
+docs/guide/data.md explains data sets and tokenizers; docs/reference/errors.md lists what it
+refuses; docs/reference/commands.md every flag.
 """
 
 import os

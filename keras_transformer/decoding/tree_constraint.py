@@ -3,7 +3,7 @@
 A parsing model translates a sentence into its tree written as tokens, the words kept:
 `(S (NP The dog )NP (VP barks )VP . )S` (`pipelines.linearized_trees`). Decoded freely, it may
 miscopy a word, skip one, or leave a bracket open, and the output then needs repair (most of a
-small model's outputs did, docs/BENCHMARKS.md). With this constraint, beam search only extends
+small model's outputs do, docs/results.md#parsing). With this constraint, beam search only extends
 a hypothesis by a token that keeps it the prefix of a well-formed tree over exactly the input's
 pieces, so every output is one and needs no repair. Per hypothesis it tracks the source pieces
 copied so far and the stack of open brackets, and allows as the next token:
@@ -37,20 +37,20 @@ token per word left.
 The search scores a hypothesis by the model's own log P(Y | X): each step takes the log-softmax of
 the model's logits over the whole vocabulary and only then masks the tokens the rules forbid
 (`beam_search.beam_search(normalize=False)`), so a token the rules force costs what the model
-says it costs. Masking first and taking the log-softmax over the allowed tokens (the way this
-module worked until issue 32) gives a forced token probability 1 and spreads the mass the model
+says it costs. Masking first and taking the log-softmax over the allowed tokens (a renormalized
+search, docs/experiments.md#parsing) gives a forced token probability 1 and spreads the mass the model
 put on forbidden tokens over the allowed ones: a hypothesis where the model wanted to close a
 bracket the rules keep open, or to write another word, then loses nothing, and the search, on a
-model trained on a few thousand trees, found trees the model itself rates far below the ones a
+model trained on a few thousand trees, finds trees the model itself rates far below the ones a
 treebank PCFG finds. With the model's own probabilities the constrained beam search ranks trees
 by the same log P(tree | sentence) as the `score` command and the PCFG reranker
 (`tasks.parsing.reranking`), and its scores are that quantity (divided by the length penalty); on the
-treebank sample's validation split it parses more accurately (docs/BENCHMARKS.md, issue 32).
+treebank sample's validation split it parses more accurately (docs/results.md#parsing).
 
 The run of opening brackets before a word is bounded: a treebank's trees open a few
 constituents at once (`pipelines.linearized_trees.MAX_OPENING_RUN`), but a model lost in a long
 sentence could find an opening bracket, renormalized over the few tokens allowed, likelier than
-the next word again and again, `(QP (NP (QP (NP ...` up to the length limit (docs/BENCHMARKS.md),
+the next word again and again, `(QP (NP (QP (NP ...` up to the length limit (docs/results.md#parsing),
 and each such bracket costs precision. After `max_opening_run` in a row, the next token must be
 the next word (a bracket just opened cannot close).
 

@@ -28,7 +28,7 @@ the symbols within `beam` (natural log) of the cell's best; unary chains of up t
 left after collapsing: START -> phrase -> tag) are closed once per cell. A sentence the grammar cannot
 derive (or that the beam loses: none of the NLTK sample's validation split with the defaults) gets
 the right-branching tree, and is counted. The defaults (horizontal 1, vertical 1, beam 20) were
-chosen on that validation split (docs/BENCHMARKS.md).
+chosen on that validation split (docs/experiments.md#parsing).
 
 A reranker (Charniak & Johnson 2005, "Coarse-to-fine n-best parsing and MaxEnt discriminative
 reranking") needs the parser's k best trees, not only its best. `Grammar.kbest_derivations` takes

@@ -1,13 +1,13 @@
-"""Reranking a treebank PCFG's k best trees with the parsing model (section 6.3; issue 32).
+"""Reranking a treebank PCFG's k best trees with the parsing model (section 6.3).
 
 The parsing model is a better judge of a tree than a searcher for one. Scored with teacher forcing
 (`keras_transformer.decoding.sequence_scores`: log P(tree | sentence), no length penalty), a model
 trained on the treebank sample ranks a validation sentence's gold tree above both the tree its own
-tree-constrained beam search finds and the PCFG's in nearly half of the sentences (docs/BENCHMARKS.md):
-on a few thousand training trees its search, more than its judgement, is what fails. (That
-search then renormalized the model's distribution over the tokens the tree rules allow, and found
-trees the model rated far below the PCFG's; it now scores by the model's own probabilities,
-`keras_transformer.decoding.tree_constraint`, and gains 4-5 F1, still well under reranking.)
+tree-constrained beam search finds and the PCFG's in nearly half of the sentences (docs/results.md#parsing):
+on a few thousand training trees its search, more than its judgement, is what fails. (A search that
+renormalizes the model's distribution over the tokens the tree rules allow finds trees the model
+rates far below the PCFG's; the search scores by the model's own probabilities,
+`keras_transformer.decoding.tree_constraint`, which gains 4-5 F1, still well under reranking.)
 A classical way to combine a grammar that proposes well
 with a model that judges well is reranking (Collins 2000; Charniak & Johnson 2005, "Coarse-to-fine
 n-best parsing and MaxEnt discriminative reranking"); with a sequence-to-sequence model as the
@@ -26,7 +26,7 @@ that scoring with both the proposer's and the neural model's probabilities pays 
        log P_model(tree | sentence) + pcfg_weight * log P_pcfg(tree, sentence),
 
    Fried et al.'s score combination with one weight, chosen on the validation split
-   (docs/BENCHMARKS.md). Weight 0 is the model alone choosing among the PCFG's trees; a large weight
+   (docs/experiments.md#parsing). Weight 0 is the model alone choosing among the PCFG's trees; a large weight
    gives the PCFG's own best tree back.
 
     grammar = pcfg.Grammar.induce(treebank.read_split(data_dir, "train"))
@@ -45,7 +45,7 @@ from typing import Callable, Optional, Sequence
 
 from pipelines import linearized_trees
 
-# Chosen on the treebank sample's validation split, 50 candidates (docs/BENCHMARKS.md: F1 hardly
+# Chosen on the treebank sample's validation split, 50 candidates (docs/experiments.md#parsing: F1 hardly
 # moves between 0.25 and 2; the model's score does most of the choosing).
 PCFG_WEIGHT = 0.75
 

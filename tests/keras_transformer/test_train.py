@@ -44,7 +44,8 @@ def test_tiny_run_learns_resumes_and_refuses_another_model(tmp_path, flagfile):
     # float32 on every host: with --precision=auto (mixed bfloat16 where the CPU has AVX512_BF16 and times
     # bfloat16 products faster) this tiny model at the tiny recipe's peak rate (6.5e-2) in mixed bfloat16
     # stalled near the unigram loss on an Intel host (4.90 -> 4.78 in 60 updates, float32 4.91 -> 4.00;
-    # docs/BENCHMARKS.md), so the margin below would test the host's bfloat16 kernels, not that a run learns.
+    # docs/results.md#precision), so the margin below would test the host's bfloat16 kernels, not that a
+    # run learns.
     first = run_command(*train_args(model_dir, "--train_steps=60", "--eval_every_steps=20", "--precision=float32",
                                     flagfile=flagfile))
     assert first.returncode == 0, first.stderr[-2000:]
@@ -93,7 +94,7 @@ def levers_run(tmp_path_factory):
 def test_a_run_with_bpe_dropout_records_it_trains_and_evaluates(levers_run):
     """BPE-dropout reaches the training stream (the log and model_config.json say so); the run
     trains and evaluates. Whether it learns faster or slower is the recipe's question, measured in
-    docs/BENCHMARKS.md: its draws are not seeded, so a margin here would be a coin toss."""
+    docs/experiments.md#regularisation: its draws are not seeded, so a margin here would be a coin toss."""
     model_dir, _, trained = levers_run
     assert "BPE-dropout 0.1 (a new segmentation each epoch, not seeded)" in trained.stdout
     assert json.loads((model_dir / "model_config.json").read_text())["data"]["bpe_dropout"] == 0.1

@@ -1,7 +1,7 @@
-"""docs/ARCHITECTURE.md names every part of the repository, and only parts that exist.
+"""docs/architecture.md names every part of the repository, and only parts that exist.
 
-A newcomer reads docs/ARCHITECTURE.md to find where a thing lives, so it must not go stale
-either way. Its convention: a file or folder is named by its path from the repository root, in
+A newcomer reads docs/architecture.md (the site's architecture page) to find where a thing
+lives, so it must not go stale either way. Its convention: a file or folder is named by its path from the repository root, in
 backticks (`keras_transformer/decoding/search.py`, `configs/demo.flags`, `tests/project/`), and a
 module's member by its dotted path (`keras_transformer.decoding.search.translate_ids`). Checked:
 
@@ -22,7 +22,7 @@ import re
 import subprocess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-DOC = REPO / "docs" / "ARCHITECTURE.md"
+DOC = REPO / "docs" / "architecture.md"
 DOC_NAME = DOC.relative_to(REPO).as_posix()
 
 PACKAGES = ("keras_transformer", "pipelines", "training_directory", "export", "tasks")

@@ -2,18 +2,18 @@
 
 This is what a new user does first. The clone holds only what is committed, so a file the demo
 needs that was never added to git fails here. The demo runs with fewer training steps than its
-recipe (the full run is measured in docs/BENCHMARKS.md).
+recipe (the full run is measured in docs/results.md, "The demo").
 
 What is not run here, and why: the clone's `make demo` uses this test's interpreter (`PY=` on make's
 command line, `STAMP=` so make does not install), not a new virtual environment. Creating one and
-installing TensorFlow into it was a large part of this test (about 66 CPU seconds of venv and pip,
-docs/BENCHMARKS.md), and CI already does exactly that: `.ci/run` is `make test` on a clean checkout
-(checked below), whose first step is the Makefile's install rule (a new .venv, `pip install -e
-'.[test]'` from setup.py, the same rule `make demo` would run), and the suite then runs in that
-environment, so a dependency missing from setup.py fails CI. `make test` itself is the command
-running this test, so it is not run again inside the clone. The clone's own code is what runs:
-PYTHONPATH and the working folder are the clone, and the test checks that its packages are imported
-from there, not from the checkout this interpreter's environment was installed from.
+installing TensorFlow into it was a large part of this test's time, and CI already does exactly
+that: `.ci/run` is `make test` on a clean checkout (checked below), whose first step is the
+Makefile's install rule (a new .venv, `pip install -e '.[test]'` from setup.py, the same rule `make
+demo` would run), and the suite then runs in that environment, so a dependency missing from
+setup.py fails CI. `make test` itself is the command running this test, so it is not run again
+inside the clone. The clone's own code is what runs: PYTHONPATH and the working folder are the
+clone, and the test checks that its packages are imported from there, not from the checkout this
+interpreter's environment was installed from.
 """
 
 import os

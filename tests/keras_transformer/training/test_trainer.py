@@ -246,7 +246,7 @@ def test_patience_starts_the_cooldown_which_a_resume_continues(tmp_path):
 
 def test_a_run_stopped_early_without_a_cooldown_cools_down_when_run_again_with_one(tmp_path):
     """Early stopping without --cooldown_steps stops at once; the same command with it resumes the
-    stopped run for its cool-down (the 4x run of docs/BENCHMARKS.md, cooled afterwards)."""
+    stopped run for its cool-down (the 4x run of docs/results.md#compute-robustness)."""
     scores = iter([10.0, 12.0, 11.0, 11.5, 12.5, 12.4])
 
     def evaluator(_model):
