@@ -17,3 +17,8 @@
   ctranslate2_model  the same model as a CTranslate2 model (`--format=ctranslate2`), decoded
                   as the project decodes.
 """
+
+from keras_transformer import command_start
+
+command_start.guard()  # Ctrl-C while `python -m export` starts: one line
+

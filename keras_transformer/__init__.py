@@ -18,11 +18,16 @@ package's library modules import none of those (docs/architecture.md).
                the commands, `python -m keras_transformer.<name>`: flags in, one call.
 
 Importing the package loads nothing and changes no process-wide state (environment,
-file descriptors, TensorFlow's logging): the names below are imported on first use.
+file descriptors, TensorFlow's logging; only `python -m` starting a command guards Ctrl-C:
+`command_start`): the names below are imported on first use.
 Command-line entry points quieten TensorFlow themselves (`keras_transformer.cli`).
 """
 
 import importlib
+
+from keras_transformer import command_start
+
+command_start.guard()  # Ctrl-C while `python -m keras_transformer.<command>` starts: one line
 
 __version__ = "0.1.0"
 

@@ -31,3 +31,8 @@ This file imports nothing heavy on purpose: `python -m pipelines` validates its
 inputs before TensorFlow is imported. Import the submodules directly, e.g.
 `from pipelines import batching, sources, tokenizers`.
 """
+
+from keras_transformer import command_start
+
+command_start.guard()  # Ctrl-C while `python -m pipelines` starts: one line
+

@@ -27,6 +27,7 @@ from typing import Optional, Sequence
 
 from absl import app, flags
 
+from keras_transformer import command_start
 from keras_transformer.cli.startup import NativeStderrSilencer
 
 
@@ -153,6 +154,7 @@ def run(main, known_only: bool = False):
     (a --flagfile's included) are not an error: `main` gets them in its argv, in order, to hand
     to another command (`keras_transformer.variations` passes a recipe to the training command).
     """
+    command_start.release()  # from here on, Ctrl-C is a KeyboardInterrupt this function turns into one line
     silencer = NativeStderrSilencer()
 
     def parse_flags(argv):

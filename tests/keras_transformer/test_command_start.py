@@ -1,0 +1,63 @@
+"""`keras_transformer.command_start`: Ctrl-C while a `python -m` command imports its modules."""
+
+import os
+import signal
+import subprocess
+import sys
+
+from tests.helpers.paths import REPO
+
+# A command package whose `__init__` imports the project and is interrupted while Python is still locating
+# `python -m interrupted_command` (as `python -m keras_transformer.train` imports keras_transformer/__init__.py).
+INTERRUPTED_WHILE_IMPORTING = """
+import os, signal, time
+import keras_transformer
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(5)
+print("not interrupted")
+"""
+
+# A command that reaches `cli.run`: SIGINT is Python's again, and the command's own handling turns it into one line.
+INTERRUPTED_IN_MAIN = """
+import os, signal, time
+from keras_transformer import cli
+
+def main(argv):
+    print("python's handler:", signal.getsignal(signal.SIGINT) is signal.default_int_handler, flush=True)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+
+cli.run(main)
+"""
+
+
+def _run_module(tmp_path, name, source, args=(), init=""):
+    package = tmp_path / name
+    package.mkdir()
+    (package / "__init__.py").write_text(init, encoding="utf-8")
+    (package / "__main__.py").write_text(source, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{REPO}")
+    return subprocess.run([sys.executable, "-m", name, *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120, check=False,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def test_ctrl_c_while_a_command_imports_is_one_line_and_130(tmp_path):
+    result = _run_module(tmp_path, "interrupted_command", "", init=INTERRUPTED_WHILE_IMPORTING)
+    # The SIG_DFL of preexec_fn is replaced by Python's own handler at start-up, which `guard` takes over.
+    assert result.returncode == 130, result.stderr
+    assert result.stderr == "error: interrupted\n" and "not interrupted" not in result.stdout
+
+
+def test_cli_run_gives_sigint_back_to_python(tmp_path):
+    result = _run_module(tmp_path, "interrupted_main", INTERRUPTED_IN_MAIN)
+    assert result.stdout == "python's handler: True\n"
+    assert result.returncode == 130 and result.stderr.strip().splitlines() == ["error: interrupted"], result.stderr
+
+
+def test_importing_the_packages_from_python_changes_no_signal_handler():
+    code = ("import signal, keras_transformer, export, pipelines\n"
+            "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert result.returncode == 0, result.stderr
