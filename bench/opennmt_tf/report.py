@@ -1,0 +1,144 @@
+"""The Markdown table of a side-by-side record: one row per measure, ours, the peer's, ours / peer.
+
+    print(markdown(rows(record)))
+
+`rows` reads the record the harness writes as JSON (parts that did not run give no rows):
+training target tokens/s (float32 against float32, and each toolkit in the precision its
+documentation recommends on the CPU), start-up to the first update, training peak RSS, dev BLEU
+per seed in both conventions and their mean, export times, serving sentences/s and output
+tokens/s of both SavedModels and both CTranslate2 conversions, serving peak RSS, parameters.
+Each row says which way is better; the ratio is always ours / peer, so above 1 is ours ahead
+where higher is better and ours behind where lower is better.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from typing import Optional
+
+MB = 2**20
+FORMATS = {"tokens/s": "{:,.0f}", "sentences/s": "{:,.1f}", "s": "{:,.1f}", "MB": "{:,.0f}", "BLEU": "{:.2f}",
+           "parameters": "{:,.0f}", "tokens": "{:,.0f}", "min": "{:,.1f}"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One measure: its name, unit (a key of `FORMATS`), both values (None: not measured), which
+    way is better ("higher", "lower" or "" for a fact), a note."""
+
+    measure: str
+    unit: str
+    ours: Optional[float]
+    peer: Optional[float]
+    better: str = "higher"
+    note: str = ""
+
+    @property
+    def ratio(self) -> Optional[float]:
+        """ours / peer, None if either is missing or the peer's is 0."""
+        if self.ours is None or self.peer is None or self.peer == 0:
+            return None
+        return self.ours / self.peer
+
+
+def _value(row: Row, value: Optional[float]) -> str:
+    return "-" if value is None else FORMATS[row.unit].format(value)
+
+
+def markdown(table: list[Row]) -> str:
+    """The rows as a Markdown table."""
+    lines = ["| measure | unit | ours | OpenNMT-tf | ours / OpenNMT-tf | better | note |",
+             "|---|---|---:|---:|---:|---|---|"]
+    for row in table:
+        ratio = "-" if row.ratio is None else f"{row.ratio:.2f}x"
+        lines.append(f"| {row.measure} | {row.unit} | {_value(row, row.ours)} | {_value(row, row.peer)} | {ratio} | "
+                     f"{row.better} | {row.note} |")
+    return "\n".join(lines)
+
+
+def _mb(value: Optional[float]) -> Optional[float]:
+    return None if value is None else value / MB
+
+
+def _speed_rows(speed: dict) -> list[Row]:
+    float32, recommended = speed["float32"], speed["recommended"]
+    span = f"updates {float32['ours']['rounds'][0]['from_update']}-{float32['ours']['rounds'][0]['to_update']}"
+    return [
+        Row("training, float32", "tokens/s", float32["ours"]["tokens_per_second"],
+            float32["peer"]["tokens_per_second"], note=f"target tokens, best of {len(float32['ours']['rounds'])} "
+                                                       f"round(s), {span}"),
+        Row("training, recommended precision", "tokens/s", recommended["ours"]["tokens_per_second"],
+            recommended["peer"]["tokens_per_second"],
+            note=f"ours --precision=auto ({recommended['ours']['precision']}); OpenNMT-tf float32 (its float16 mode "
+                 "is for GPUs)"),
+        Row("tokens per update, float32", "tokens", float32["ours"]["tokens_per_update"],
+            float32["peer"]["tokens_per_update"], better="", note="target tokens (EOS included) in one batch"),
+    ]
+
+
+def _quality_rows(quality: dict) -> list[Row]:
+    table = []
+    for key, name in (("bleu", "dev BLEU, cased sacreBLEU"), ("bleu_lc_moses", "dev BLEU, lowercased Moses-tok.")):
+        for ours, peer in zip(quality["ours"], quality["peer"]):
+            table.append(Row(f"{name}, seed {ours['seed']}", "BLEU", ours[key], peer[key],
+                             note=f"after {ours['updates']} / {peer['updates']} updates; beam search, averaged "
+                                  "checkpoints"))
+        if len(quality["ours"]) > 1:
+            table.append(Row(f"{name}, mean of {len(quality['ours'])} seeds", "BLEU",
+                             statistics.mean(r[key] for r in quality["ours"]),
+                             statistics.mean(r[key] for r in quality["peer"])))
+    table.append(Row("training run (recipe), wall time", "min",
+                     statistics.mean(r["train_minutes"] for r in quality["ours"]),
+                     statistics.mean(r["train_minutes"] for r in quality["peer"]), better="lower",
+                     note="mean over seeds; dev evaluations included (each toolkit's own)"))
+    return table
+
+
+def _serving_rows(serving: dict) -> list[Row]:
+    engines = serving["engines"]
+    table = []
+    for kind, label in (("saved_model", "SavedModel `serving_default`"), ("ctranslate2", "CTranslate2 float32")):
+        ours, peer = engines[f"ours_{kind}"], engines[f"peer_{kind}"]
+        note = (f"{serving['sentences']:,} test sentences, batches of {serving['batch_size']}, beam "
+                f"{serving['decoding']['beam_size']}, best of {serving['repeats']} round(s)")
+        table += [
+            Row(f"serving, {label}", "sentences/s", ours["sentences_per_second"], peer["sentences_per_second"],
+                note=note + ("; strings in and out" if kind == "saved_model" else "; pieces in and out, "
+                             "the same CTranslate2 4.x runs both")),
+            Row(f"serving, {label}", "tokens/s", ours["target_tokens_per_second"], peer["target_tokens_per_second"],
+                note=f"output tokens per sentence {ours['output_tokens_per_sentence']:.1f} / "
+                     f"{peer['output_tokens_per_sentence']:.1f}"),
+            Row(f"export, {label}", "s", ours["export_seconds"], peer["export_seconds"], better="lower",
+                note="the export command, start to end"),
+            Row(f"serving peak RSS, {label}", "MB", _mb(ours["peak_rss_bytes"]), _mb(peer["peak_rss_bytes"]),
+                better="lower"),
+        ]
+    return table
+
+
+def rows(record: dict) -> list[Row]:
+    """The table's rows of a record (module docstring)."""
+    table: list[Row] = []
+    if "speed" in record:
+        table += _speed_rows(record["speed"])
+    if "startup" in record:
+        startup = record["startup"]
+        table.append(Row("start-up to the first update, float32", "s", startup["ours_float32"]["seconds"],
+                         startup["peer_float32"]["seconds"], better="lower", note="from the train command's start"))
+        table.append(Row("start-up to the first update, recommended precision", "s", startup["ours_auto"]["seconds"],
+                         startup["peer_float32"]["seconds"], better="lower",
+                         note=f"ours --precision=auto ({startup['ours_auto']['precision']}), its timing included"))
+    peaks = record.get("peak_rss", {})
+    if peaks.get("training"):
+        table.append(Row("training peak RSS", "MB", _mb(peaks["training"]["ours"]), _mb(peaks["training"]["peer"]),
+                         better="lower", note="largest of the training processes"))
+    if "quality" in record:
+        table += _quality_rows(record["quality"])
+    if "serving" in record:
+        table += _serving_rows(record["serving"])
+    if "parameters" in record:
+        parameters = record["parameters"]
+        table.append(Row("parameters", "parameters", parameters["ours"], parameters["peer"], better="",
+                         note="each checked against its formula on every run; the peer has an output-layer bias"))
+    return table

@@ -1,0 +1,244 @@
+"""Training runs of both toolkits, and the three parts measured on them: speed, start-up, quality.
+
+    run = train(space, "ours", "speed-ours-float32-1", training, precision="float32")
+    speed(space, rounds=2, steps=600, warmup=100, log_every=50)   # -> {"float32": {...}, "recommended": {...}}
+    startup(space)                                                # -> seconds to the first update
+    quality(space, seeds=[1, 2])                                  # -> dev BLEU in both conventions
+
+Every run is a fresh process of its own (`Workspace.run`), the toolkits alternating. A run of
+the project is `python -m keras_transformer.train` on a new training directory holding the
+shared tokenizer; a run of the peer `onmt-main ... train` with the files `peer_config.write`
+made from the same `TrainingConfig`. Each run's parameters are checked against the counts from
+the sizes alone: the project's against `TransformerConfig.num_parameters`, the peer's against
+`peer_config.parameter_count` of the written model.py and vocab.txt (a mismatch stops the
+measurement: the formula the tests check the shape with must be the real thing).
+
+Speed runs: --speed_steps updates of the recipe without its cool-down, without dev
+evaluation or checkpoints until the end, a progress line every --log_every updates; target
+tokens/s over the intervals after --speed_warmup updates (`training_logs.throughput`). Start-up:
+a run logging every update, stopped at its first; the seconds from the command's start to that
+line. Quality: the recipe's whole run per seed, each toolkit's own averaging of its last (the
+peer) or best (ours) checkpoints, then the whole validation split translated with beam search
+by each toolkit's own command and scored here in both conventions (`keras_transformer.metrics`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import statistics
+from typing import Any, Optional
+
+from keras_transformer import metrics
+
+from opennmt_tf import peer_config, training_logs
+from opennmt_tf.workspace import Workspace
+
+TOOLKITS = ("ours", "peer")
+PEER_PRECISION = "float32"  # OpenNMT-tf's documentation: mixed precision (float16) needs a Volta GPU or later
+RECOMMENDED = {"ours": "auto", "peer": PEER_PRECISION}
+
+
+@dataclasses.dataclass
+class Run:
+    """One finished training run: its toolkit, folder (ours: the training directory), the peer's
+    files, its process record and what its console said."""
+
+    toolkit: str
+    name: str
+    folder: str
+    finished: Any
+    peer_files: Optional[peer_config.PeerFiles] = None
+    precision: Optional[str] = None
+
+    @property
+    def lines(self):
+        return self.finished.lines
+
+
+def _summary(run: Run) -> dict:
+    """The project's `done:` line (updates, minutes), or the peer's last progress line's update."""
+    if run.toolkit == "ours":
+        for _, line in reversed(run.lines):
+            if line.startswith("done: "):
+                return json.loads(line[len("done: "):])
+        return {}
+    progress = training_logs.peer_points(run.lines)
+    return {"step": progress[-1].step if progress else None}
+
+
+def check_parameters(space: Workspace, run: Run) -> dict:
+    """The run's parameter count as its console says it, against the count from the sizes; raises
+    RuntimeError if they differ."""
+    said = training_logs.parameters(run.toolkit, run.lines)
+    if run.toolkit == "ours":
+        expected = dataclasses.replace(space.recipe.model, vocab_size=len(space.tokenizer.pieces())).num_parameters
+        source = "TransformerConfig.num_parameters"
+    else:
+        settings = peer_config.read_model_settings(run.peer_files.model)
+        expected = peer_config.parameter_count(settings, peer_config.vocabulary_size(run.peer_files.vocabulary))
+        source = "peer_config.parameter_count"
+    if said is None:
+        raise RuntimeError(f"{run.name}: its console gave no parameter count ({run.finished.log_path})")
+    if said != expected:
+        raise RuntimeError(f"{run.name}: {said:,} parameters, but {source} of its settings gives {expected:,}")
+    space.parameters[run.toolkit] = said
+    return {"said": said, "expected": expected, "by": source}
+
+
+def train(space: Workspace, toolkit: str, name: str, training, precision: str, with_eval: bool = False,
+          extra: tuple = (), stop_when=None) -> Run:
+    """One training run of `toolkit` with `training` (a `TrainingConfig`) at `precision`
+    ("float32", "auto", ...; the peer: float32 only)."""
+    folder = space.folder("runs", name)
+    training = dataclasses.replace(training, precision=precision if toolkit == "ours" else "float32")
+    if toolkit == "ours":
+        space.copy_tokenizer(folder)
+        command = space.commands.ours_train(folder, training, extra)
+        finished = space.run(name, command, "ours", "training", stop_when=stop_when)
+        run = Run("ours", name, folder, finished, precision=training_logs.auto_precision(finished.lines) or precision)
+    else:
+        if precision != PEER_PRECISION:
+            raise ValueError(f"the peer trains in {PEER_PRECISION} on a CPU, not {precision}")
+        files = peer_config.write(folder, space.recipe.model, training, space.recipe.batch_tokens, space.peer_data(),
+                                  space.tokenizer.path, space.tokenizer.pieces(), space.peer_options)
+        command = space.commands.peer_train(files, training.seed, with_eval=with_eval)
+        finished = space.run(name, command, "peer", "training", env=space.commands.peer_environment(),
+                             stop_when=stop_when)
+        run = Run("peer", name, folder, finished, files, PEER_PRECISION)
+    return run
+
+
+def speed_training(space: Workspace, steps: int, log_every: int):
+    """The recipe's `TrainingConfig` for a speed run: `steps` updates, no cool-down, no evaluation
+    or checkpoint before the end, nothing averaged."""
+    return dataclasses.replace(space.recipe.training, train_steps=steps, cooldown_steps=0, checkpoint_every_steps=0,
+                               eval_every_steps=0, early_stopping_patience=0, keep_best_checkpoints=0, average_last=0,
+                               log_every_steps=log_every)
+
+
+SPEED_EXTRA = ("--eval_max_sentences=-1",)  # ours: the end-of-run evaluation computes the dev loss only
+
+
+def speed(space: Workspace, rounds: int, steps: int, warmup: int, log_every: int, seed: int) -> dict:
+    """Target tokens/s of both toolkits in float32 and in each one's recommended precision,
+    `rounds` times, alternating: per round ours float32, the peer float32, ours auto (the
+    peer's recommended precision is float32: its float32 runs stand for both)."""
+    training = dataclasses.replace(speed_training(space, steps, log_every), seed=seed)
+    plan = [("ours", "float32"), ("peer", PEER_PRECISION), ("ours", RECOMMENDED["ours"])]
+    results: dict[tuple, list] = {}
+    last: dict[str, Run] = {}
+    for round_ in range(1, rounds + 1):
+        for toolkit, precision in plan:
+            run = train(space, toolkit, f"speed-{toolkit}-{precision}-{round_}", training, precision,
+                        extra=SPEED_EXTRA if toolkit == "ours" else ())
+            measured = training_logs.throughput(training_logs.points(toolkit, run.lines), warmup)
+            measured.update(round=round_, precision=run.precision, parameters=check_parameters(space, run),
+                            seconds=run.finished.seconds, peak_rss_bytes=run.finished.peak_rss_bytes)
+            results.setdefault((toolkit, precision), []).append(measured)
+            space.log(f"[{run.name}] {measured['tokens_per_second']:,.0f} target tokens/s over updates "
+                      f"{measured['from_update']}-{measured['to_update']}")
+            if precision == "float32":
+                last[toolkit] = run
+
+    def summary(rows: list) -> dict:
+        best = max(rows, key=lambda r: r["tokens_per_second"])
+        return {"tokens_per_second": best["tokens_per_second"],
+                "median_tokens_per_second": statistics.median(r["tokens_per_second"] for r in rows),
+                "updates_per_second": best["updates_per_second"], "tokens_per_update": best["tokens_per_update"],
+                "precision": best["precision"], "rounds": rows}
+
+    float32 = {toolkit: summary(results[(toolkit, "float32")]) for toolkit in TOOLKITS}
+    recommended = {"ours": summary(results[("ours", RECOMMENDED["ours"])]),
+                   "peer": dict(float32["peer"], same_runs_as="float32")}
+    return {"steps": steps, "warmup": warmup, "log_every": log_every, "float32": float32,
+            "recommended": recommended, "models": last}
+
+
+def startup(space: Workspace, seed: int) -> dict:
+    """Seconds from each training command's start to its first update: ours in float32 and with
+    --precision=auto (its start-up timing of bfloat16 included), the peer in float32."""
+    training = dataclasses.replace(speed_training(space, 3, 1), seed=seed)
+    result = {}
+    for toolkit, precision in (("ours", "float32"), ("peer", PEER_PRECISION), ("ours", "auto")):
+        name = f"startup-{toolkit}-{precision}"
+        run = train(space, toolkit, name, training, precision, extra=SPEED_EXTRA if toolkit == "ours" else (),
+                    stop_when=lambda line, t=toolkit: training_logs.first_update(t, [(0.0, line)]) is not None)
+        seconds = training_logs.first_update(toolkit, run.lines)
+        if seconds is None:
+            raise RuntimeError(f"{name}: no first update in its console ({run.finished.log_path})")
+        result[f"{toolkit}_{precision}"] = {"seconds": seconds, "precision": run.precision,
+                                            "parameters": check_parameters(space, run)}
+        space.log(f"[{name}] first update {seconds:.1f} s after the command started")
+    return result
+
+
+def translate_dev(space: Workspace, run: Run) -> str:
+    """The validation split (`Workspace.data`'s "dev_translation") translated by the run's toolkit
+    (its averaged model, beam search); returns the translations' file."""
+    source = space.data["dev_translation"][0]
+    output = os.path.join(run.folder, "validation.hyp")
+    if run.toolkit == "ours":
+        command = space.commands.ours_translate(run.folder, source, output, space.decoding)
+        space.run(f"{run.name}-translate", command, "ours", "translation")
+    else:
+        longest = max(len(p) for p in space.tokenizer.tokenize(_lines(source)))
+        overlay = peer_config.write_json(os.path.join(run.folder, "decode.yml"), peer_config.decoding_overlay(
+            space.decoding.beam_size, space.decoding.alpha, longest + space.decoding.max_extra_length))
+        command = space.commands.peer_infer(run.peer_files, overlay, source, output)
+        space.run(f"{run.name}-translate", command, "peer", "translation", env=space.commands.peer_environment())
+    return output
+
+
+def _lines(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as file:
+        return [line.rstrip("\n") for line in file]
+
+
+def score(hypotheses_path: str, references_path: str, lang: str) -> dict:
+    """Cased sacreBLEU and the lowercased Moses-tokenized BLEU of a translation file."""
+    hypotheses, references = _lines(hypotheses_path), _lines(references_path)
+    cased, moses = metrics.corpus_bleu(hypotheses, references), metrics.moses_bleu(hypotheses, references, lang)
+    return {"bleu": cased.score, "bleu_signature": cased.signature, "bleu_lc_moses": moses.score,
+            "bleu_lc_moses_signature": moses.signature}
+
+
+def quality_training(training, steps: int):
+    """`training` (the recipe's `TrainingConfig`), or with `steps` updates (not 0) its warm-up,
+    cool-down, evaluation, checkpoint and log intervals scaled to the same shares of the run."""
+    if not steps or steps == training.train_steps:
+        return training
+
+    def share(value: int) -> int:
+        return max(1, round(value * steps / training.train_steps)) if value else 0
+
+    return dataclasses.replace(training, train_steps=steps, warmup_steps=share(training.warmup_steps),
+                               cooldown_steps=share(training.cooldown_steps),
+                               checkpoint_every_steps=share(training.checkpoint_every_steps),
+                               eval_every_steps=share(training.eval_every_steps),
+                               log_every_steps=share(training.log_every_steps))
+
+
+def quality(space: Workspace, seeds: list[int], training) -> dict:
+    """The run of `training` (the recipe's, or `quality_training`'s) per seed and toolkit
+    (alternating), each one's dev BLEU."""
+    result: dict[str, Any] = {"seeds": seeds, "train_steps": training.train_steps, "ours": [], "peer": [],
+                              "models": {}}
+    for seed in seeds:
+        training = dataclasses.replace(training, seed=seed)
+        for toolkit in TOOLKITS:
+            run = train(space, toolkit, f"quality-{toolkit}-seed{seed}", training, RECOMMENDED[toolkit],
+                        with_eval=True)
+            scores = score(translate_dev(space, run), space.data["dev_translation"][1],
+                           space.recipe.flags["target_lang"])
+            summary = _summary(run)
+            row = {"seed": seed, "precision": run.precision, "updates": summary.get("step"),
+                   "train_minutes": run.finished.seconds / 60, "peak_rss_bytes": run.finished.peak_rss_bytes,
+                   "parameters": check_parameters(space, run), **scores}
+            result[toolkit].append(row)
+            space.log(f"[{run.name}] dev BLEU {row['bleu']:.2f} (lowercased Moses-tokenized "
+                      f"{row['bleu_lc_moses']:.2f}) after {row['updates']} updates, {row['train_minutes']:.1f} min")
+            if seed == seeds[0]:
+                result["models"][toolkit] = run
+    return result

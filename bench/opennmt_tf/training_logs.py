@@ -1,0 +1,112 @@
+"""What each toolkit's training console says, read from its time-stamped lines.
+
+The project's training command (`keras_transformer.training.reporting.Reporter`) prints, every
+--log_every_steps updates,
+
+    step 250/7000 loss 5.1234 lr 1.10e-03 |g| 0.812 9,876 tok/s ETA 0:51:02
+
+where tok/s counts the non-padding target tokens (EOS included) of the updates since its last
+line, over the time since that line; before training, `... 1 replica(s); 2,349,056 parameters;
+...` and, with --precision=auto, `precision auto: mixed_bfloat16 (...)`.
+
+OpenNMT-tf 2.32 (`opennmt.training.TrainingStats.log`) logs, every `save_summary_steps`,
+
+    Step = 250 ; steps/s = 2.41, tokens/s = 19876 (9876 source, 10000 target) ; Learning rate = ... ; Loss = ...
+
+where the target count is the labels' lengths (EOS included) since the last report, over the time
+since then; the time a checkpoint save or an evaluation takes is left out (it resets the
+counters). Right after its first update it logs `Number of model parameters: N` and `Number of
+model weights: W (trainable = T, non trainable = U)`.
+
+`throughput` turns either toolkit's points into target tokens/s over the same updates: the
+intervals that start at or after `warmup` updates, each toolkit's own rate weighted by the
+interval's duration as this harness saw it (the lines' time stamps), so a slow interval weighs
+what it lasted. The first update of a process, and its tracing, fall in the warm-up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Iterable, Optional
+
+OURS_STEP = re.compile(r"^step (\d+)/\S+ loss (\S+) lr \S+ \|g\| \S+ ([\d,]+) tok/s")
+OURS_PARAMETERS = re.compile(r"replica\(s\); ([\d,]+) parameters")
+OURS_PRECISION = re.compile(r"precision auto: (\w+)")
+PEER_STEP = re.compile(r"Step = (\d+) ; steps/s = [\d.]+, tokens/s = \d+ \((?:\d+ source, )?(\d+) target\)"
+                       r".*Loss = ([\d.naif]+)")
+PEER_PARAMETERS = re.compile(r"Number of model parameters: (\d+)")
+PEER_WEIGHTS = re.compile(r"Number of model weights: \d+ \(trainable = (\d+), non trainable = (\d+)\)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One progress line: when it came (seconds since the command started), the update it
+    reports, that interval's target tokens/s as the toolkit counted them, the loss."""
+
+    seconds: float
+    step: int
+    tokens_per_second: float
+    loss: float
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def ours_points(lines: Iterable[tuple[float, str]]) -> list[Point]:
+    return [Point(at, _int(m[1]), float(_int(m[3])), float(m[2])) for at, line in lines
+            for m in [OURS_STEP.search(line)] if m]
+
+
+def peer_points(lines: Iterable[tuple[float, str]]) -> list[Point]:
+    return [Point(at, int(m[1]), float(m[2]), float(m[3])) for at, line in lines
+            for m in [PEER_STEP.search(line)] if m]
+
+
+def points(toolkit: str, lines: Iterable[tuple[float, str]]) -> list[Point]:
+    """"ours" or "peer"."""
+    return {"ours": ours_points, "peer": peer_points}[toolkit](lines)
+
+
+def first_update(toolkit: str, lines: Iterable[tuple[float, str]]) -> Optional[float]:
+    """Seconds from the command's start to its first update: ours' `step 1/` line (a run logging
+    every update), the peer's `Number of model parameters` line (logged right after update 1)."""
+    pattern = re.compile(r"^step 1/") if toolkit == "ours" else PEER_PARAMETERS
+    return next((at for at, line in lines if pattern.search(line)), None)
+
+
+def parameters(toolkit: str, lines: Iterable[tuple[float, str]]) -> Optional[int]:
+    """The trainable parameters the toolkit says its model has (None: not said). For the peer,
+    `count_params()` of all its weights, which must all be trainable (a ValueError otherwise)."""
+    lines = list(lines)
+    pattern = OURS_PARAMETERS if toolkit == "ours" else PEER_PARAMETERS
+    found = next((m for _, line in lines for m in [pattern.search(line)] if m), None)
+    if found is None:
+        return None
+    if toolkit == "peer":
+        weights = next((m for _, line in lines for m in [PEER_WEIGHTS.search(line)] if m), None)
+        if weights is not None and int(weights[2]):
+            raise ValueError(f"the peer's model has {weights[2]} non-trainable weights; its parameter count is not "
+                             "its trainable one")
+    return _int(found[1])
+
+
+def auto_precision(lines: Iterable[tuple[float, str]]) -> Optional[str]:
+    """What the project's --precision=auto chose (its `precision auto:` line), or None."""
+    return next((m[1] for _, line in lines for m in [OURS_PRECISION.search(line)] if m), None)
+
+
+def throughput(progress: list[Point], warmup: int) -> dict:
+    """Target tokens/s and updates/s over the intervals of `progress` that start at or after update
+    `warmup` (module docstring). Raises ValueError if there is none."""
+    intervals = [(before, after) for before, after in zip(progress, progress[1:]) if before.step >= warmup]
+    if not intervals:
+        steps = [p.step for p in progress]
+        raise ValueError(f"no progress interval after {warmup} warm-up updates (lines at updates {steps})")
+    seconds = sum(after.seconds - before.seconds for before, after in intervals)
+    tokens = sum(after.tokens_per_second * (after.seconds - before.seconds) for before, after in intervals)
+    updates = intervals[-1][1].step - intervals[0][0].step
+    return {"tokens_per_second": tokens / seconds, "updates_per_second": updates / seconds,
+            "tokens_per_update": tokens / updates, "from_update": intervals[0][0].step,
+            "to_update": intervals[-1][1].step, "seconds": seconds, "last_loss": progress[-1].loss}

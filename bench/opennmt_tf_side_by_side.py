@@ -1,0 +1,243 @@
+"""The project against OpenNMT-tf 2.32 on the same data, model, hardware: speed, quality, serving.
+
+    .venv/bin/python bench/opennmt_tf_side_by_side.py --data_dir=../shared/data/multi30k --out=side_by_side.json
+    .venv/bin/python bench/opennmt_tf_side_by_side.py --parts=speed,startup,serving --shape=base ...
+    .venv/bin/python bench/opennmt_tf_side_by_side.py --peer_venv=/work/onmt-venv --parts=speed ...
+
+OpenNMT-tf is the TensorFlow toolkit a user would otherwise pick. This harness makes the peer's
+own virtual environment (`opennmt_tf.peer_venv`: OpenNMT-tf 2.32.0, TensorFlow 2.12,
+tensorflow-text, tensorflow-addons, ctranslate2 3.x, every version pinned, from PyPI) in
+--peer_venv (default: inside this run's work folder), writes the peer's configuration from the
+project's recipe (--recipe, configs/multi30k_en_de.flags: `opennmt_tf.peer_config`), and runs
+each toolkit's own commands in processes of their own, the toolkits alternating
+(`opennmt_tf.train_runs`, `opennmt_tf.serve_runs`). --parts chooses what runs:
+
+1. speed: training target tokens/s over the same updates (--speed_steps, the first
+   --speed_warmup left out), float32 against float32 and each toolkit in the precision its
+   documentation recommends on this CPU (ours `--precision=auto`; OpenNMT-tf float32, its
+   `--mixed_precision` being float16 for Volta GPUs and later), --speed_rounds times.
+2. startup: seconds from the train command's start to its first update.
+3. quality: the recipe's whole run per seed (--seeds), each toolkit's own checkpoint averaging,
+   the whole validation split translated by each toolkit's own command with beam search
+   (--beam_size, --alpha), both scored here by `keras_transformer.metrics` (cased sacreBLEU; the
+   lowercased Moses-tokenized convention of published Multi30k numbers).
+4. serving: each toolkit's SavedModel export (strings in, strings out) timed in a fresh process
+   of its own on the same --serving_sentences test sentences in the same batches, and both
+   CTranslate2 conversions timed by the same CTranslate2; the export times.
+Peak RSS of every training, export and serving process (`os.wait4`). --shape=base runs the paper's
+base model (6+6 layers, d_model 512, 8 heads, d_ff 2048, a shared 32k vocabulary as far as the data
+gives one) for speed: a few hundred updates, and that short-trained model for decoding speed.
+
+It prints a Markdown table (ours, OpenNMT-tf, ours / OpenNMT-tf; `opennmt_tf.report`) and writes
+every number as JSON to --out (also when a part fails: what was measured, and the error). Its work
+folder (--work_dir/opennmt_tf_side_by_side-XXXX: data, the shared tokenizer, runs, exports, logs,
+and the peer's venv unless --peer_venv is given) is removed at the end unless --keep.
+
+Same for both: the Multi30k sentences (plain text, each line stripped); ONE SentencePiece model,
+trained once by the project's command (`python -m pipelines train_tokenizer`, the recipe's
+tokenizer flags) and used by every run of both toolkits, in the peer's graph by its
+`SentencePieceTokenizer` (OpenNMT-tf's vocabulary file lists the model's pieces, its four special
+ones replaced by OpenNMT-tf's: as many ids as ours); N, d_model, h, d_ff, P_drop (0.3 on sub-layer
+outputs and embeddings), no attention or ReLU dropout, one embedding matrix for source, target and
+softmax; Adam(0.9, 0.98, 1e-9); equation (3) with the recipe's warm-up (2,000) and scale (x2.5),
+and its linear cool-down over the last 3,000 updates; label smoothing 0.1, the loss averaged over
+target tokens; batches of the recipe's 4,000 tokens with no gradient accumulation; pairs over 128
+tokens dropped; the same number of updates; beam 4 with the GNMT length penalty alpha 0.6 (both
+toolkits implement ((5 + |Y|) / 6) ** alpha).
+
+Where the peer's configuration differs, and why:
+- Layer normalization: OpenNMT-tf's default pre-LN (`pre_norm=True`, with a final LayerNorm in the
+  encoder and the decoder); the recipe is post-LN. A measurement found OpenNMT-tf's post-LN
+  Transformer stalls with this schedule (peak 4.9e-3) while its default pre-LN trains, so the peer
+  runs as its users would (--nopeer_pre_norm gives it the paper's post-LN).
+- The output layer has a bias (OpenNMT-tf's default `output_layer_bias=True`): 8,000 parameters
+  more at the recipe's shape (0.3%), the rest of the count identical.
+- The cool-down: OpenNMT-tf has no such schedule; the harness registers one through its public
+  `opennmt.schedules.register_learning_rate_schedule` in the peer's model.py (`NoamCooldown`:
+  its own `NoamDecay` times the recipe's linear ramp). --nopeer_cooldown gives it plain NoamDecay.
+- Checkpoint averaging: OpenNMT-tf averages its last checkpoints (`average_last_checkpoints: 3`,
+  saved every 500 updates); the recipe averages its 3 best by dev loss, which in its cool-down are
+  its last 3. Early stopping: the recipe's (patience on dev loss, then the cool-down) has no
+  OpenNMT-tf counterpart (its early stopping just stops); the peer runs all its updates.
+- Dev evaluation during training: the recipe computes dev loss and greedy BLEU every 500 updates;
+  the peer its dev loss (`--with_eval`) every 500. Neither touches the speed runs, which evaluate
+  nothing before their end; both count in the quality runs' wall time.
+- The output limit: the project's is per sentence (source length + --max_extra_length);
+  OpenNMT-tf's is one number, set to the longest source of the sentences decoded +
+  --max_extra_length.
+- Precision: OpenNMT-tf recommends float32 on a CPU, so its "recommended precision" figures are
+  its float32 runs.
+- The tokenizer's vocabulary file is written by the harness, not by `onmt-build-vocab
+  --from_format sentencepiece`, which would keep the model's <pad> piece as a word (one unused id).
+- The peer's SavedModel is served under its own TensorFlow 2.12 (`opennmt_tf.peer_engine`),
+  ours under the project's TensorFlow; both CTranslate2 folders are timed by the project's
+  CTranslate2 4.x (the peer's was converted by its own ctranslate2 3.x).
+- Threads: each training command with its toolkit's defaults (TensorFlow's: all cores); every
+  serving engine with --threads intra- and inter-op threads (CTranslate2: intra_threads).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import shlex
+import shutil
+import sys
+import tempfile
+import traceback
+
+from absl import app, flags
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/: engine_process, opennmt_tf
+
+from tasks import flags as task_flags  # noqa: E402  pylint: disable=wrong-import-position  (no TensorFlow)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PARTS = ("speed", "startup", "quality", "serving")
+SHAPE_SPEED = {"recipe": (600, 100, 50), "base": (200, 50, 25)}  # shape -> default (speed steps, warm-up, log every)
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("recipe", os.path.join(REPO, "configs", "multi30k_en_de.flags"), "The project's run recipe.")
+flags.DEFINE_enum("shape", "recipe", ["recipe", "base"], "recipe: the recipe's model; base: 6+6, d_model 512, 8 heads, "
+                  "d_ff 2048, a shared 32k vocabulary (speed, start-up and serving only).")
+flags.DEFINE_string("data_dir", "../shared/data/multi30k", "Multi30k's raw release files ({train,val,"
+                    "test_2016_flickr}.{en,de}.gz).")
+flags.DEFINE_list("parts", None, f"What to measure, of {', '.join(PARTS)} (default: all; with --shape=base all "
+                  "but quality).")
+flags.DEFINE_list("seeds", ["1", "2"], "Seeds of the quality runs (the first also seeds the other parts' runs).")
+flags.DEFINE_integer("quality_steps", 0, "Updates of each quality run (0: the recipe's); shorter runs keep the "
+                     "recipe's cool-down, evaluation and checkpoint shares.", lower_bound=0)
+flags.DEFINE_integer("dev_sentences", 0, "Translate and score only the first N validation pairs in quality "
+                     "(0: the whole split; a smoke test's setting).", lower_bound=0)
+flags.DEFINE_integer("speed_steps", 0, "Updates of each speed run (0: 600, base 200).", lower_bound=0)
+flags.DEFINE_integer("speed_warmup", 0, "Updates left out of the speed (0: 100, base 50).", lower_bound=0)
+flags.DEFINE_integer("log_every", 0, "Progress lines every this many updates in speed runs (0: 50, base 25).",
+                     lower_bound=0)
+flags.DEFINE_integer("speed_rounds", 2, "Speed runs per toolkit and precision, alternating; the best is reported.",
+                     lower_bound=1)
+flags.DEFINE_integer("serving_sentences", 1000, "Test sentences each serving engine translates (0: all).",
+                     lower_bound=0)
+flags.DEFINE_integer("batch_size", 32, "Sentences per serving batch.", lower_bound=1)
+flags.DEFINE_integer("repeats", 3, "Timed serving rounds, the engines taking turns.", lower_bound=1)
+flags.DEFINE_integer("threads", 0, "Intra- and inter-op threads of every serving engine (0: all cores).",
+                     lower_bound=0)
+task_flags.define_decoding_flags()  # --beam_size 4, --alpha 0.6, --max_extra_length 50 (section 6.1), both toolkits
+flags.DEFINE_bool("peer_pre_norm", True, "OpenNMT-tf's default pre-LN Transformer (False: the paper's post-LN).")
+flags.DEFINE_bool("peer_cooldown", True, "Give the peer the recipe's cool-down (a schedule registered in its "
+                  "model.py); False: plain NoamDecay.")
+flags.DEFINE_string("peer_venv", None, "The peer's venv folder, made there if absent and kept (default: inside "
+                    "the work folder, removed with it).")
+flags.DEFINE_string("work_dir", None, "Where this run's work folder is made (default: the system's temporary "
+                    "folder).")
+flags.DEFINE_bool("keep", False, "Keep the work folder (runs, exports, logs) at the end.")
+flags.DEFINE_string("out", None, "Write the record as JSON here.")
+
+
+def host() -> dict:
+    """The CPU model, the instruction sets that decide which precision pays, cores, load."""
+    info = {"cpu": platform.processor() or platform.machine(), "flags": []}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            text = file.read()
+        for line in text.splitlines():
+            if line.startswith("model name") and info["cpu"] in ("", platform.machine()):
+                info["cpu"] = line.split(":", 1)[1].strip()
+            if line.startswith("flags"):
+                present = set(line.split(":", 1)[1].split())
+                info["flags"] = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in present]
+    except OSError:
+        pass
+    return {**info, "cores": os.cpu_count(), "load_average": list(os.getloadavg()), "python": platform.python_version()}
+
+
+def measure(space, parts, seeds, record) -> None:
+    """Runs the chosen parts into `record`."""
+    from opennmt_tf import serve_runs, train_runs  # pylint: disable=import-outside-toplevel
+
+    steps, warmup, log_every = SHAPE_SPEED[FLAGS.shape]
+    steps, warmup, log_every = FLAGS.speed_steps or steps, FLAGS.speed_warmup or warmup, FLAGS.log_every or log_every
+    models = {}
+    if "speed" in parts:
+        record["speed"] = train_runs.speed(space, FLAGS.speed_rounds, steps, warmup, log_every, seeds[0])
+        models = record["speed"].pop("models")
+    if "startup" in parts:
+        record["startup"] = train_runs.startup(space, seeds[0])
+    if "quality" in parts:
+        training = train_runs.quality_training(space.recipe.training, FLAGS.quality_steps)
+        record["quality"] = train_runs.quality(space, seeds, training)
+        models = record["quality"].pop("models")
+    if "serving" in parts:
+        if not models:
+            models = serve_runs.short_models(space, steps, log_every, seeds[0])
+        record["serving"] = serve_runs.serving(space, models, FLAGS.serving_sentences, FLAGS.batch_size, FLAGS.repeats)
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    from keras_transformer.config import DecodingConfig  # pylint: disable=import-outside-toplevel  (no TensorFlow)
+    from opennmt_tf import peer_config, peer_venv, recipe, report  # pylint: disable=import-outside-toplevel
+    from opennmt_tf.toolkits import Commands  # pylint: disable=import-outside-toplevel
+    from opennmt_tf.workspace import Workspace  # pylint: disable=import-outside-toplevel
+
+    parts = FLAGS.parts or [p for p in PARTS if FLAGS.shape != "base" or p != "quality"]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        raise app.UsageError(f"--parts: unknown {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    seeds = [int(seed) for seed in FLAGS.seeds]
+    the_recipe = recipe.read(FLAGS.recipe, FLAGS.shape)
+    if the_recipe.flags.get("dataset") != "multi30k" or not the_recipe.shared_vocab:
+        raise app.UsageError(f"--recipe={FLAGS.recipe}: the harness compares Multi30k recipes with a shared vocabulary")
+    decoding = DecodingConfig(beam_size=FLAGS.beam_size, alpha=FLAGS.alpha, max_extra_length=FLAGS.max_extra_length)
+    command = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable), *sys.argv])
+    work = tempfile.mkdtemp(prefix="opennmt_tf_side_by_side-", dir=FLAGS.work_dir)
+    record = {"command": command, "date": datetime.datetime.now().isoformat(timespec="seconds"), "host": host(),
+              "recipe": FLAGS.recipe, "shape": FLAGS.shape, "parts": parts, "model": the_recipe.model.to_dict(),
+              "training": dataclasses.asdict(the_recipe.training), "batch_tokens": the_recipe.batch_tokens,
+              "decoding": decoding.to_dict(), "peer_pins": list(peer_venv.PINS), "work": work}
+    print(f"{command}\nwork folder: {work}", flush=True)
+    failure = None
+    try:
+        venv_dir = os.path.abspath(FLAGS.peer_venv or os.path.join(work, "onmt-venv"))
+        peer_venv.ensure(venv_dir)
+        record["peer_venv"] = venv_dir
+        commands = Commands(REPO, sys.executable, venv_dir, the_recipe, FLAGS.data_dir, os.path.join(work, "tfds"))
+        options = peer_config.PeerOptions(pre_norm=FLAGS.peer_pre_norm, cooldown=FLAGS.peer_cooldown)
+        record["peer_options"] = dataclasses.asdict(options)
+        space = Workspace.create(work, commands, options, decoding, FLAGS.threads or os.cpu_count(),
+                                 FLAGS.dev_sentences)
+        record["tokenizer"] = space.summary()
+        try:
+            measure(space, parts, seeds, record)
+        finally:
+            record["processes"] = space.processes
+            record["parameters"] = dict(space.parameters)
+            record["peak_rss"] = {kind: {t: space.peak_rss(t, kind) for t in ("ours", "peer")}
+                                  for kind in ("training", "export")}
+            if set(space.parameters) != {"ours", "peer"}:
+                del record["parameters"]
+    except Exception as error:  # pylint: disable=broad-except
+        failure = error
+        record["error"] = "".join(traceback.format_exception_only(type(error), error)).strip()
+    finally:
+        if not FLAGS.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    table = report.markdown(report.rows(record))
+    print(f"\n--- OpenNMT-tf side by side ({FLAGS.shape}) ---\n\n{record['host']['cpu']}, {record['host']['cores']} "
+          f"cores ({', '.join(record['host']['flags'])}); {command}\n\n{table}\n", flush=True)
+    if FLAGS.out:
+        with open(FLAGS.out, "w", encoding="utf-8") as file:
+            json.dump(record, file, indent=1, sort_keys=True, default=str)
+        print(f"record: {FLAGS.out}")
+    if failure is not None:
+        raise failure
+    return 0
+
+
+if __name__ == "__main__":
+    from keras_transformer import cli  # pylint: disable=g-import-not-at-top  (no TensorFlow)
+
+    cli.run(main)
