@@ -140,6 +140,19 @@ def check_flagfiles(args: Sequence[str]) -> None:
                 visit(name, [])
 
 
+def raised_while_interrupted(error: BaseException) -> bool:
+    """True if `error` was raised while a KeyboardInterrupt unwound the stack (one is in its
+    `__context__` chain): e.g. TensorFlow's graph stack, left mid-trace by Ctrl-C, raising
+    "Nesting violated" on its way out. That is the interrupt, not a fault of its own."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__context__
+    return False
+
+
 def fail(message: str, code: int = 2):
     """Prints `error: message` (one line) to stderr and exits."""
     print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
@@ -181,17 +194,19 @@ def run(main, known_only: bool = False):
         silencer.stop()
         try:
             return main(argv)
-        except USER_ERRORS as error:
-            if os.environ.get("KT_DEBUG"):
-                raise
-            fail(error)
         except KeyboardInterrupt as error:  # Ctrl-C where no handler of its own saves work
             if os.environ.get("KT_DEBUG"):
                 raise
             fail(f"interrupted{f' ({error})' if str(error) else ''}", code=getattr(error, "exit_code", 130))
-        except Exception as error:  # pylint: disable=broad-except  (re-raised unless the file system refused)
+        except Exception as error:  # pylint: disable=broad-except  (re-raised unless bad input or the file system)
+            if os.environ.get("KT_DEBUG"):
+                raise
+            if raised_while_interrupted(error):
+                fail("interrupted", code=130)
+            if isinstance(error, USER_ERRORS):
+                fail(error)
             message = os_error_message(error)
-            if message is None or os.environ.get("KT_DEBUG"):
+            if message is None:
                 raise
             fail(message)
 

@@ -2,6 +2,8 @@
 
     write_atomically(path, data)   # bytes into `.tmp-<name>-<hex>` beside `path`, renamed over it
 
+    with uninterrupted(): ...          # Ctrl-C held back until a group of files is written
+
 A reader (a resumed run, TF Serving, a user's script) never sees a half-written file, and a
 failure or a kill leaves an earlier `path` as it was. A kill can leave the temporary file;
 `run_lock.remove_stale_temporaries` removes those of a training directory (`.tmp-*`). Imports
@@ -13,8 +15,10 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import signal
 import stat
 import sys
+import threading
 
 
 def write_atomically(path: str, data: bytes) -> None:
@@ -78,3 +82,24 @@ def write_output(path: str, text: str) -> None:
         if error.filename is None:
             error.filename = "<stdout>" if path == "-" else path
         raise
+
+
+@contextlib.contextmanager
+def uninterrupted():
+    """Holds Ctrl-C back while files that readers take together are written (a checkpoint's files
+    and the state file that lists them): a SIGINT in the block is raised as KeyboardInterrupt when
+    the block is done, so a command stops with nothing half-listed. Changes nothing outside the
+    main thread or where SIGINT has a handler other than Python's own (training's, which saves
+    first; a SIGINT set to be ignored)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    received = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt

@@ -24,6 +24,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+from keras_transformer.files import atomic
 from keras_transformer.run_dir import readable_checkpoints
 from keras_transformer.run_dir import layout
 from keras_transformer.model import Transformer
@@ -112,4 +113,6 @@ def average_checkpoints(model_dir: str, paths: list[str], step: Optional[int] = 
     directory = directory or os.path.join(model_dir, layout.AVERAGED_DIR)
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step),
                                          readable_checkpoints.tf_path(directory), max_to_keep=1)
-    return os.path.join(directory, os.path.basename(manager.save(checkpoint_number=int(step.numpy()))))
+    with atomic.uninterrupted():  # Ctrl-C between the files and the state file listing them waits for both
+        prefix = manager.save(checkpoint_number=int(step.numpy()))
+    return os.path.join(directory, os.path.basename(prefix))

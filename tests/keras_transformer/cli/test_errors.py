@@ -109,3 +109,25 @@ def test_a_flagfile_that_only_absl_reads_and_is_not_utf8_is_one_error_line(tmp_p
     result = run_command("-c", COMMAND, f"--flagfile={pipe}", timeout=60)
     writer.join(10)
     assert_one_error_line(result, "--flagfile: not UTF-8 text (the byte 0xff); save it as UTF-8")
+
+
+def test_an_error_raised_while_ctrl_c_unwinds_is_the_interrupt():
+    """TensorFlow's graph stack, left mid-trace by Ctrl-C, raises AssertionError("Nesting violated")
+    on its way out: one `error: interrupted` line and 130, not a traceback."""
+    code = ("from keras_transformer import cli\n"
+            "def main(argv):\n"
+            "    try:\n"
+            "        raise KeyboardInterrupt\n"
+            "    finally:\n"
+            "        raise AssertionError('Nesting violated for default stack')\n"
+            "cli.run(main)\n")
+    result = run_command("-c", code)
+    assert result.returncode == 130 and result.stderr.splitlines() == ["error: interrupted"], result.stderr
+    try:
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise AssertionError("x")  # pylint: disable=lost-exception
+    except AssertionError as error:
+        assert errors.raised_while_interrupted(error)
+    assert not errors.raised_while_interrupted(ValueError("bad input"))

@@ -45,3 +45,18 @@ def test_a_named_pipe_or_device_is_written_to_never_replaced(tmp_path):
     assert received == [b"ein Hund\n"]
     assert atomic.is_special_file(str(fifo)) and os.listdir(tmp_path) == ["pipe"]  # no temporary left
     assert not atomic.is_special_file(str(tmp_path)) and not atomic.is_special_file(str(tmp_path / "no"))
+
+
+def test_ctrl_c_waits_for_the_end_of_an_uninterrupted_block():
+    import signal  # pylint: disable=import-outside-toplevel
+    written = []
+    with pytest.raises(KeyboardInterrupt):
+        with atomic.uninterrupted():
+            os.kill(os.getpid(), signal.SIGINT)  # delivered at once, held back
+            written.append("files")
+            written.append("state file")
+    assert written == ["files", "state file"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with atomic.uninterrupted():  # no signal: nothing raised
+        written.append("again")
+    assert written[-1] == "again"
