@@ -78,7 +78,8 @@ html_theme = "furo"
 html_title = "keras_transformer"
 html_show_sourcelink = False
 html_copy_source = False
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 
 
 # The docstrings are plain text: "lp(|Y|)" is a length, not a reST substitution reference.
