@@ -3,7 +3,7 @@
 import setuptools
 
 # The documentation site's builders (make docs; docs/conf.py), one major version each.
-DOCS = ["sphinx>=9,<10", "myst-nb>=1.3,<2", "furo>=2025.7"]
+DOCS = ["sphinx>=9,<10", "myst-nb>=1.3,<2", "furo>=2025.7", "sphinx-mathjax-offline>=0.0.2"]
 
 setuptools.setup(
     name="keras_transformer",

@@ -30,6 +30,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "command_reference",
     "notebook_pages",
+    "sphinx-mathjax-offline",  # MathJax served from the site itself: the formulas render without a network
 ]
 
 exclude_patterns = [
