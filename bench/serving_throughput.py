@@ -111,7 +111,7 @@ def main(argv):
 
     config = translator.model.config
     print(f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; TF {tf.__version__}")
-    print(f"model: N={config.num_layers} d_model={config.d_model} d_ff={config.d_ff} h={config.num_heads} "
+    print(f"model: N={config.depth_text} d_model={config.d_model} d_ff={config.d_ff} h={config.num_heads} "
           f"vocab={config.vocab_size}, {'trained: ' + FLAGS.model_dir if FLAGS.model_dir else 'random weights'}")
     print(f"decoding: beam {FLAGS.beam_size}, alpha {FLAGS.alpha}, source length + {FLAGS.max_extra_length}; "
           f"{FLAGS.batches} batches of {FLAGS.batch_size} sentences per round, best of {FLAGS.repeats} rounds")

@@ -136,6 +136,7 @@ from absl import flags
 
 import engine_process
 from keras_transformer import cli
+from keras_transformer.config import TransformerConfig
 from keras_transformer.files import command_files
 from tasks import flags as task_flags
 
@@ -651,8 +652,8 @@ def print_markdown(record: dict[str, Any]) -> None:
     threads, calls = record["threads"], record["translate_batch_calls"]
     vocabulary = f"vocabulary {model['vocab_size']:,}" + (
         f" / {model['target_vocab_size']:,}" if model.get("target_vocab_size") else "")
-    print(f"\n- Model: N={model['num_layers']}, d_model={model['d_model']}, d_ff={model['d_ff']}, "
-          f"h={model['num_heads']}, {vocabulary}, {record['parameters']:,} parameters "
+    print(f"\n- Model: N={TransformerConfig.from_dict(model).depth_text}, d_model={model['d_model']}, "
+          f"d_ff={model['d_ff']}, h={model['num_heads']}, {vocabulary}, {record['parameters']:,} parameters "
           f"(CTranslate2 model.bin {megabytes['ct2_float32']:.1f} MB float32, {megabytes['ct2_int8']:.1f} MB int8); "
           f"{record['checkpoint']}.")
     print(f"- {record['sentences']:,} sentences of {os.path.basename(record['input'])} in {record['batches']:,} "

@@ -272,7 +272,7 @@ def build_spec(model, source_pieces: Sequence[str], target_pieces: Sequence[str]
     _check_supported(model)
     config = model.config
     spec = ctranslate2.specs.TransformerSpec.from_config(
-        config.num_layers,
+        (config.encoder_depth, config.decoder_depth),  # each stack its own depth
         config.num_heads,
         pre_norm=config.layer_norm == "pre",  # adds the final encoder/decoder LayerNorm
         activation=ctranslate2.specs.Activation.RELU,
@@ -305,10 +305,10 @@ def build_spec(model, source_pieces: Sequence[str], target_pieces: Sequence[str]
     spec.encoder.position_encodings.encodings = position_table(model, model.source_positions, max_positions)
     spec.decoder.position_encodings.encodings = position_table(model, model.target_positions, max_positions)
 
-    for layer_spec, layer in zip(spec.encoder.layer, model.encoder_layers):
+    for layer_spec, layer in zip(spec.encoder.layer, model.encoder_layers, strict=True):
         _set_attention(layer_spec.self_attention, layer.self_attention, layer.self_attention_residual.norm, True)
         _set_feed_forward(layer_spec.ffn, layer.feed_forward, layer.feed_forward_residual.norm)
-    for layer_spec, layer in zip(spec.decoder.layer, model.decoder_layers):
+    for layer_spec, layer in zip(spec.decoder.layer, model.decoder_layers, strict=True):
         _set_attention(layer_spec.self_attention, layer.self_attention, layer.self_attention_residual.norm, True)
         _set_attention(layer_spec.attention, layer.cross_attention, layer.cross_attention_residual.norm, False)
         _set_feed_forward(layer_spec.ffn, layer.feed_forward, layer.feed_forward_residual.norm)

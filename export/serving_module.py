@@ -50,7 +50,7 @@ Signatures (`sentences`, `sources`, `targets`: tf.string `[N]`, raw UTF-8 senten
 * `translate_with_attention` -> the same plus, for visualisation, `source_tokens` tf.string
   `[N, S]`, `target_tokens` tf.string `[N, T]` (one subword per cell, "</s>" for EOS, "" for
   padding), `source_lengths` / `target_lengths` int32 `[N]` (tokens, EOS included) and
-  `attention` float32 `[N, num_layers, num_heads, T, S]`, the encoder-decoder attention of each
+  `attention` float32 `[N, decoder layers, num_heads, T, S]`, the encoder-decoder attention of each
   output token (rows and columns past the lengths are padding).
 
 What happens to each sentence, all in the graph with core TF and tensorflow-text ops:

@@ -73,7 +73,15 @@ class TransformerConfig:
 
     Attributes:
         num_layers: N, the number of identical layers in the encoder and in the
-            decoder (section 3.1). Base: 6.
+            decoder (section 3.1), unless a stack's own depth below is given. Base: 6.
+        num_encoder_layers: the encoder's depth, or `None` for `num_layers`.
+        num_decoder_layers: the decoder's depth, or `None` for `num_layers`. Not in the
+            paper: a deep encoder with a shallow decoder decodes faster at a similar
+            quality (Kasai et al., 2021, "Deep Encoder, Shallow Decoder"), since a search
+            runs the decoder once per output token and the encoder once per sentence.
+            fairseq's --encoder-layers/--decoder-layers, Marian's --enc-depth/--dec-depth.
+            `encoder_depth` and `decoder_depth` are the depths as used; a given depth wins
+            over `num_layers`, also in `replace(num_layers=...)`.
         d_model: width of every sub-layer output and of the embeddings. Base: 512.
         d_ff: inner width of the position-wise feed-forward networks
             (section 3.3). Base: 2048.
@@ -117,6 +125,8 @@ class TransformerConfig:
     """
 
     num_layers: int = 6
+    num_encoder_layers: Optional[int] = None
+    num_decoder_layers: Optional[int] = None
     d_model: int = 512
     d_ff: int = 2048
     num_heads: int = 8
@@ -146,7 +156,7 @@ class TransformerConfig:
                 f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads}) "
                 "unless d_k and d_v are given"
             )
-        for name in ("d_k", "d_v", "target_vocab_size"):
+        for name in (*STACK_DEPTHS, "d_k", "d_v", "target_vocab_size"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
@@ -182,7 +192,7 @@ class TransformerConfig:
         memory = machine_memory() if memory is None else memory
         if memory is None or self.weight_bytes <= memory:
             return
-        sizes = ["num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "vocab_size"]
+        sizes = ["num_layers", *STACK_DEPTHS, "d_model", "d_ff", "num_heads", "d_k", "d_v", "vocab_size"]
         if self.target_vocab_size is not None:
             sizes.append("target_vocab_size")
         if self.positional_encoding == "learned":
@@ -194,6 +204,24 @@ class TransformerConfig:
                          f"{format_bytes(memory)} of memory")
 
     # Derived sizes -------------------------------------------------------------
+
+    @property
+    def encoder_depth(self) -> int:
+        """The encoder's layers as built, `num_encoder_layers` when given, else `num_layers`."""
+        return self.num_encoder_layers if self.num_encoder_layers is not None else self.num_layers
+
+    @property
+    def decoder_depth(self) -> int:
+        """The decoder's layers as built, `num_decoder_layers` when given, else `num_layers` (the
+        layers each search step runs, and the layers of its cache)."""
+        return self.num_decoder_layers if self.num_decoder_layers is not None else self.num_layers
+
+    @property
+    def depth_text(self) -> str:
+        """The depths as people read them, "6" for both stacks or "6/1" for 6 encoder and 1 decoder layers."""
+        if self.encoder_depth == self.decoder_depth:
+            return str(self.encoder_depth)
+        return f"{self.encoder_depth}/{self.decoder_depth}"
 
     @property
     def key_dim(self) -> int:
@@ -213,7 +241,8 @@ class TransformerConfig:
     @property
     def num_parameters(self) -> int:
         """The number of weights of `model.Transformer(self)` (its `count_params()` once built),
-        counted from the sizes alone, without TensorFlow.
+        counted from the sizes alone, without TensorFlow: `encoder_parameters` +
+        `decoder_parameters` + `embedding_parameters`.
 
         Per attention layer W^Q, W^K (d_model x h d_k) and W^V (d_model x h d_v) with biases, and
         W^O (h d_v x d_model) with a bias (section 3.2.2); per feed-forward network d_model x d_ff
@@ -224,16 +253,39 @@ class TransformerConfig:
         (section 3.4), or a source and a target matrix; learned positions (Table 3, row E) add
         a max_length x d_model table per side.
         """
+        return self.encoder_parameters + self.decoder_parameters + self.embedding_parameters
+
+    def _layer_sizes(self) -> tuple[int, int, int]:
+        """(attention, feed-forward network, LayerNorm) weights, as `num_parameters` counts them."""
         d, h, d_k, d_v, d_ff = self.d_model, self.num_heads, self.key_dim, self.value_dim, self.d_ff
         attention = 2 * (d * h * d_k + h * d_k) + (d * h * d_v + h * d_v) + (h * d_v * d + d)
         feed_forward = 2 * d * d_ff + d_ff + d
-        norm = 2 * d
-        encoder_layer = attention + feed_forward + 2 * norm
-        decoder_layer = 2 * attention + feed_forward + 3 * norm
+        return attention, feed_forward, 2 * d
+
+    @property
+    def encoder_parameters(self) -> int:
+        """The encoder stack's weights, `encoder_depth` layers of one attention, one feed-forward
+        network and two LayerNorms, and a pre-LN stack's final LayerNorm."""
+        attention, feed_forward, norm = self._layer_sizes()
+        final_norm = norm if self.layer_norm == "pre" else 0
+        return self.encoder_depth * (attention + feed_forward + 2 * norm) + final_norm
+
+    @property
+    def decoder_parameters(self) -> int:
+        """The decoder stack's weights, `decoder_depth` layers of two attentions, one feed-forward
+        network and three LayerNorms, and a pre-LN stack's final LayerNorm (the pre-softmax
+        projection is the shared embedding: `embedding_parameters`)."""
+        attention, feed_forward, norm = self._layer_sizes()
+        final_norm = norm if self.layer_norm == "pre" else 0
+        return self.decoder_depth * (2 * attention + feed_forward + 3 * norm) + final_norm
+
+    @property
+    def embedding_parameters(self) -> int:
+        """The embedding matrices (one shared, or a source and a target one) and learned position tables."""
+        d = self.d_model
         embeddings = self.output_vocab_size * d + (0 if self.share_embeddings else self.vocab_size * d)
         positions = 2 * self.max_length * d if self.positional_encoding == "learned" else 0
-        final_norms = 2 * norm if self.layer_norm == "pre" else 0
-        return self.num_layers * (encoder_layer + decoder_layer) + embeddings + positions + final_norms
+        return embeddings + positions
 
     @property
     def weight_bytes(self) -> int:
@@ -243,10 +295,29 @@ class TransformerConfig:
     # Serialization ---------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The fields (what model_config.json and an export's settings hold). A stack depth that
+        is not given is left out, so a model with one depth is written as before the stacks had
+        their own (`num_layers` alone), and older code reads it."""
+        values = dataclasses.asdict(self)
+        for name in STACK_DEPTHS:
+            if values[name] is None:
+                del values[name]
+        return values
+
+    def resolved_dict(self) -> dict[str, Any]:
+        """`to_dict()` with each stack's depth as built (`num_encoder_layers`, `num_decoder_layers`)
+        and no `num_layers`: two spellings of one model (`num_layers=2`; `num_layers=6,
+        num_encoder_layers=2, num_decoder_layers=2`) give one dict. What a resume and
+        --init_from compare with the saved model, field by field."""
+        values = self.to_dict()
+        del values["num_layers"]
+        values.update(num_encoder_layers=self.encoder_depth, num_decoder_layers=self.decoder_depth)
+        return values
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> "TransformerConfig":
+        """The config of `to_dict()`'s fields; a field left out takes its default (a run's
+        model_config.json from before the stacks had their own depths holds `num_layers` alone)."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
@@ -395,6 +466,9 @@ class SamplingConfig:
 # constraining the search; here it decodes only trees over the input (`tree_constraint`).
 PARSING_DECODING = DecodingConfig(beam_size=21, alpha=0.3, max_extra_length=300, tree_constraint=True)
 
+
+# The fields of a TransformerConfig that override `num_layers` for one stack (None: not given).
+STACK_DEPTHS = ("num_encoder_layers", "num_decoder_layers")
 
 # The fields of a TransformerConfig that fix what each id means: the models of an ensemble
 # (`keras_transformer.decoding.ensemble`) must agree on them.

@@ -38,6 +38,9 @@ from keras_transformer.layers.position_encoding import LearnedPositionEmbedding,
 class Transformer(keras.Model):
     """The Transformer: N encoder layers, N decoder layers, shared embeddings (section 3).
 
+    The two stacks may differ in depth (`config.encoder_depth`, `config.decoder_depth`); the
+    decoding cache and memory hold one entry per decoder layer.
+
     Args:
         config: a `TransformerConfig` (or its dict): sizes, dropout, positions,
             layer-norm placement, embedding sharing.
@@ -101,10 +104,14 @@ class Transformer(keras.Model):
             dtype=policy,
         )
         # Plain attributes, not lists: tf.train.Checkpoint does not follow Keras' tracked
-        # lists (keras-team/keras#18398), and checkpoints must hold every layer.
-        for i in range(c.num_layers):
-            setattr(self, f"encoder_layer_{i}", EncoderLayer(**layer_args, name=f"encoder_layer_{i}"))
-            setattr(self, f"decoder_layer_{i}", DecoderLayer(**layer_args, name=f"decoder_layer_{i}"))
+        # lists (keras-team/keras#18398), and checkpoints must hold every layer. Made in pairs,
+        # encoder layer i then decoder layer i, as before the stacks had their own depths: the
+        # random states of a model with one depth keep their order in its checkpoints.
+        for i in range(max(c.encoder_depth, c.decoder_depth)):
+            if i < c.encoder_depth:
+                setattr(self, f"encoder_layer_{i}", EncoderLayer(**layer_args, name=f"encoder_layer_{i}"))
+            if i < c.decoder_depth:
+                setattr(self, f"decoder_layer_{i}", DecoderLayer(**layer_args, name=f"decoder_layer_{i}"))
         # Pre-LN stacks end with a LayerNorm; post-LN stacks already end with one.
         self.encoder_norm = self.decoder_norm = None
         if c.layer_norm == "pre":
@@ -125,13 +132,13 @@ class Transformer(keras.Model):
 
     @property
     def encoder_layers(self) -> list[EncoderLayer]:
-        """The N encoder layers, bottom first."""
-        return [getattr(self, f"encoder_layer_{i}") for i in range(self.config.num_layers)]
+        """The encoder's `config.encoder_depth` layers, bottom first."""
+        return [getattr(self, f"encoder_layer_{i}") for i in range(self.config.encoder_depth)]
 
     @property
     def decoder_layers(self) -> list[DecoderLayer]:
-        """The N decoder layers, bottom first."""
-        return [getattr(self, f"decoder_layer_{i}") for i in range(self.config.num_layers)]
+        """The decoder's `config.decoder_depth` layers, bottom first."""
+        return [getattr(self, f"decoder_layer_{i}") for i in range(self.config.decoder_depth)]
 
     def build(self, input_shape=None):
         """Creates every weight by running the model once on a one-token batch."""
@@ -144,7 +151,7 @@ class Transformer(keras.Model):
     def encode(self, source_ids, training=False, return_attention_scores=False):
         """The encoder stack: `(B, S)` ids -> `(B, S, d_model)` outputs and the bool `(B, S)` source mask.
 
-        With `return_attention_scores`, also a list of N self-attention weights `(B, h, S, S)`.
+        With `return_attention_scores`, also a list of `encoder_depth` self-attention weights `(B, h, S, S)`.
         """
         source_mask = padding_mask(source_ids, self.config.pad_id)  # (B, S)
         x = self.source_embedding(source_ids)  # (B, S, d_model), scaled by sqrt(d_model)
@@ -173,7 +180,7 @@ class Transformer(keras.Model):
     def decode(self, target_ids, encoder_outputs, source_mask, training=False, return_attention_scores=False):
         """The full causal decoder pass: `(B, T)` decoder inputs -> float32 logits `(B, T, V)`.
 
-        With `return_attention_scores`, also a list of N dicts
+        With `return_attention_scores`, also a list of `decoder_depth` dicts
         `{"self": (B, h, T, T), "cross": (B, h, T, S)}`.
         """
         x = self._embed_target(target_ids, 0, training)
@@ -196,7 +203,7 @@ class Transformer(keras.Model):
 
     def cross_attention(self, target_ids, encoder_outputs, source_mask):
         """Every decoder layer's encoder-decoder attention (section 3.2.3) under teacher forcing:
-        `(B, T)` decoder inputs -> float32 `(B, N, h, T, S)`, row t the attention of position t."""
+        `(B, T)` decoder inputs -> float32 `(B, N_dec, h, T, S)`, row t the attention of position t."""
         _, scores = self.decode(target_ids, encoder_outputs, source_mask, return_attention_scores=True)
         return tf.stack([tf.cast(layer["cross"], tf.float32) for layer in scores], axis=1)  # (B, N, h, T, S)
 

@@ -51,7 +51,7 @@ flags.DEFINE_string("init_from", None, "Start a new run from another run's model
                     "checkpoints) it must name the run it started from, and is not read again.")
 # Model (section 3, Table 3) --------------------------------------------------------------------
 flags.DEFINE_string("preset", "base", "Model preset: tiny, base, big or a Table 3 row such as 'C/N=4'.")
-task_flags.define_model_size_flags()
+task_flags.define_model_size_flags(stacks=True)
 flags.DEFINE_integer("d_k", None, "d_k, each head's query and key width (unset: the preset's, d_model / h; "
                      "Table 3 row B).", lower_bound=1)
 flags.DEFINE_integer("d_v", None, "d_v, each head's value width (unset: the preset's, d_model / h).", lower_bound=1)
@@ -122,13 +122,15 @@ flags.DEFINE_integer("log_every_steps", 100, "Console lines and TensorBoard scal
 
 flags.mark_flag_as_required("model_dir")
 
-MODEL_OVERRIDES = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "dropout_rate",
-                   "attention_dropout_rate", "relu_dropout_rate", "source_word_dropout_rate", "label_smoothing",
+MODEL_OVERRIDES = ("num_layers", "num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads", "d_k",
+                   "d_v", "dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "source_word_dropout_rate", "label_smoothing",
                    "positional_encoding", "layer_norm")
 
 
 def model_config():
-    """The preset plus the override flags that were given; its vocabulary is sized by the tokenizer."""
+    """The preset plus the override flags that were given; its vocabulary is sized by the tokenizer.
+    --num_layers sets both stacks' depth; --num_encoder_layers and --num_decoder_layers, when given,
+    win for their stack (`TransformerConfig.encoder_depth`, `decoder_depth`)."""
     from keras_transformer.config import TransformerConfig  # pylint: disable=g-import-not-at-top
 
     overrides = {n: FLAGS[n].value for n in MODEL_OVERRIDES if FLAGS[n].value is not None}

@@ -94,8 +94,8 @@ class InitSource:
                 tokenizers.fingerprint(*ours.load_tokenizers()) != tokenizers.fingerprint(source, target):
             raise ValueError(f"{ours.tokenizer_dir} is not the tokenizer of --init_from={self.run_dir}; use another "
                              "--model_dir")
-        there = run.config.to_dict()
-        ours_model = sized_model(model, source, target).to_dict()
+        there = run.config.resolved_dict()  # each stack's depth, however either run spelled it
+        ours_model = sized_model(model, source, target).resolved_dict()
         skip = set(TRAINING_ONLY_FIELDS) | ({"max_length"} if there["positional_encoding"] == "sinusoidal" else set())
         diff = [f"{k}={there[k]!r} (there) vs {ours_model[k]!r} (flags)" for k in sorted(there)
                 if k not in skip and there[k] != ours_model.get(k)]

@@ -154,14 +154,38 @@ def ensemble_model_dirs(model_dir: Optional[str]) -> list[str]:
     return dirs
 
 
-def define_model_size_flags(num_layers=None, d_model=None, d_ff=None, num_heads=None) -> None:
-    """--num_layers --d_model --d_ff --num_heads (section 3, Table 3). Training leaves the defaults
-    None (the preset's values); the benchmarks give a model size of their own."""
-    flags.DEFINE_integer("num_layers", num_layers, "N, the layers of the encoder and of the decoder "
-                         "(unset: the preset's).")
+def define_model_size_flags(num_layers=None, d_model=None, d_ff=None, num_heads=None, stacks=False) -> None:
+    """--num_layers --d_model --d_ff --num_heads (section 3, Table 3), and with `stacks`
+    --num_encoder_layers --num_decoder_layers (`define_depth_flags`). Training leaves the defaults
+    None (the preset's values) and takes each stack's depth; the benchmarks give a model size of
+    their own, one depth for both stacks."""
+    define_depth_flags(num_layers, stacks=stacks)
     flags.DEFINE_integer("d_model", d_model, "d_model, the width of every sub-layer output (unset: the preset's).")
     flags.DEFINE_integer("d_ff", d_ff, "d_ff, the feed-forward inner width (unset: the preset's).")
     flags.DEFINE_integer("num_heads", num_heads, "h, the attention heads (unset: the preset's).")
+
+
+def define_depth_flags(num_layers=None, stacks=True) -> None:
+    """--num_layers (both stacks), and with `stacks` --num_encoder_layers and --num_decoder_layers:
+    a stack's own depth, when given, wins over --num_layers for that stack
+    (`TransformerConfig.encoder_depth`, `decoder_depth`); `depth_flags` reads them."""
+    flags.DEFINE_integer("num_layers", num_layers, "N, the layers of the encoder and of the decoder (unset: the "
+                         "preset's)" + ("; --num_encoder_layers or --num_decoder_layers, when given, wins for its "
+                                        "stack." if stacks else "."))
+    if not stacks:
+        return
+    flags.DEFINE_integer("num_encoder_layers", None, "The encoder's layers (unset: --num_layers). Translation runs "
+                         "them once per sentence.", lower_bound=1)
+    flags.DEFINE_integer("num_decoder_layers", None, "The decoder's layers (unset: --num_layers). A search runs them "
+                         "once per output token: a shallow decoder under a deep encoder decodes faster (Kasai et al. "
+                         "2021, \"Deep Encoder, Shallow Decoder\").", lower_bound=1)
+
+
+def depth_flags() -> dict:
+    """The depth flags (`define_depth_flags`) that were given (not None), as `TransformerConfig`
+    fields: {"num_layers": 6, "num_decoder_layers": 1}."""
+    names = ("num_layers", "num_encoder_layers", "num_decoder_layers")
+    return {name: FLAGS[name].value for name in names if name in FLAGS and FLAGS[name].value is not None}
 
 
 def define_data_flags() -> None:

@@ -13,8 +13,9 @@ each row changes the recipe's model (the "base" row, trained exactly as the reci
 the paper's row changes the paper's base*:
 
 - sizes change by the paper's ratio: N, d_model and d_ff are multiplied by the row's value over
-  the base's (C/N=2 on a 2-layer recipe: 2 x 2/6, rounded, at least 1 layer; C/d_model=256:
-  d_model x 1/2, rounded to a multiple of h; big: d_model, d_ff and h x 2);
+  the base's (C/N=2 on a 2-layer recipe: 2 x 2/6, rounded, at least 1 layer; a recipe whose
+  encoder and decoder depths differ has each scaled alike; C/d_model=256: d_model x 1/2, rounded
+  to a multiple of h; big: d_model, d_ff and h x 2);
 - row (A) changes h by the same ratio (at least 1 head: "h=1" stays single-head attention) at
   constant computation, h x d_k = h x d_v as in the recipe (the paper keeps h x d_k = d_model =
   512): d_k = d_v = (recipe's h x d_k) / new h. A row that changes d_model without giving d_k
@@ -62,7 +63,7 @@ import os
 import time
 from typing import Callable, Optional, Sequence
 
-from keras_transformer.config import TABLE3, DecodingConfig, TransformerConfig
+from keras_transformer.config import STACK_DEPTHS, TABLE3, DecodingConfig, TransformerConfig
 from tasks import training_process
 
 _print = functools.partial(print, flush=True)
@@ -75,7 +76,7 @@ PAPER_BASE = TransformerConfig.base()
 COLUMNS = {"num_layers": "N", "d_model": "d_model", "d_ff": "d_ff", "num_heads": "h", "d_k": "d_k", "d_v": "d_v",
            "dropout_rate": "P_drop", "label_smoothing": "eps_ls", "positional_encoding": "positions"}
 # The training command's flag for each field (keras_transformer/train.py).
-_FLAGS = ("num_layers", "d_model", "d_ff", "num_heads", "dropout_rate", "label_smoothing", "positional_encoding")
+_FLAGS = ("num_layers", "num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads", "dropout_rate", "label_smoothing", "positional_encoding")
 
 
 class TableStopped(Exception):
@@ -141,6 +142,10 @@ def scale_row(row: str, base: TransformerConfig) -> TransformerConfig:
     for name in ("num_layers", "d_ff"):
         if name in changed:
             values[name] = max(1, round(getattr(base, name) * getattr(paper, name) / getattr(PAPER_BASE, name)))
+    if "num_layers" in changed:  # a recipe's own stack depths scale alike (C/N=2 on 6/2: 2/1)
+        for name in STACK_DEPTHS:
+            if getattr(base, name) is not None:
+                values[name] = max(1, round(getattr(base, name) * paper.num_layers / PAPER_BASE.num_layers))
     if "num_heads" in changed or "d_model" in changed:  # constant h x d_k, scaled with d_model
         for name, width in (("d_k", base.key_dim), ("d_v", base.value_dim)):
             values[name] = max(1, round(width * base.num_heads / heads * d_model / base.d_model))
@@ -160,10 +165,16 @@ def _implicit_widths(config: TransformerConfig) -> TransformerConfig:
                           d_v=None if config.value_dim == derived else config.value_dim)
 
 
+def depth_column(config: TransformerConfig):
+    """Table 3's N of `config`: the depth of both stacks, or "6/1" (encoder/decoder) when they differ."""
+    return config.encoder_depth if config.encoder_depth == config.decoder_depth else config.depth_text
+
+
 def changes(variant: TransformerConfig, base: TransformerConfig) -> dict:
-    """{Table 3 column: value} where `variant` differs from `base` (d_k, d_v as used)."""
+    """{Table 3 column: value} where `variant` differs from `base` (N, d_k, d_v as used)."""
     def value(config, name):
-        return {"d_k": config.key_dim, "d_v": config.value_dim}.get(name, getattr(config, name))
+        used = {"d_k": config.key_dim, "d_v": config.value_dim, "num_layers": depth_column(config)}
+        return used.get(name, getattr(config, name))
 
     return {column: value(variant, name) for name, column in COLUMNS.items()
             if value(variant, name) != value(base, name)}

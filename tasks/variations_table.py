@@ -17,9 +17,9 @@ import math
 import os
 from typing import Optional, Sequence
 
-from keras_transformer.config import TABLE3, Table3Row
+from keras_transformer.config import TABLE3, Table3Row, TransformerConfig
 from keras_transformer.files import atomic
-from tasks.model_variations import is_base_seed
+from tasks.model_variations import depth_column, is_base_seed
 
 CSV_FIELDS = ("row", "changes", "same_as", "N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "eps_ls",
               "positions", "params", "train_updates", "train_minutes", "dev_ppl", "dev_bleu", "bleu_change",
@@ -44,7 +44,7 @@ def table_rows(records: Sequence[dict]) -> list[dict]:
             "row": record["row"],
             "changes": " ".join(f"{k}={v}" for k, v in record["changes"].items()),
             "same_as": record.get("same_as") or "",
-            "N": model["num_layers"], "d_model": model["d_model"], "d_ff": model["d_ff"], "h": heads,
+            "N": depth_column(TransformerConfig.from_dict(model)), "d_model": model["d_model"], "d_ff": model["d_ff"], "h": heads,
             "d_k": model["d_k"] or model["d_model"] // heads, "d_v": model["d_v"] or model["d_model"] // heads,
             "P_drop": model["dropout_rate"], "eps_ls": model["label_smoothing"],
             "positions": model["positional_encoding"],

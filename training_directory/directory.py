@@ -274,7 +274,7 @@ class TrainingDirectory:
         translation and export use the average), another decay is accepted with one line."""
         if not self.has_settings():
             return
-        saved = self.config().to_dict()
+        saved = self.config().resolved_dict()  # each stack's depth, however the flags spelled it
         if starts_from_another_run:
             return
         settings = self.settings()
@@ -293,7 +293,7 @@ class TrainingDirectory:
                          for runs in (recorded["train_files"], corpora)]
                 say(f"--train_files: {self.path} was trained on {names[0]}; it goes on with {names[1]}")
             self.check_tokenizer_flags(data, self.path)
-        wanted = config.to_dict()
+        wanted = config.resolved_dict()
         diff = [f"{k}={saved[k]!r} (saved) vs {wanted[k]!r} (flags)" for k in sorted(saved)
                 if saved[k] != wanted.get(k)]
         if diff:

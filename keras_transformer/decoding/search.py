@@ -229,7 +229,7 @@ def cross_attention(model: Transformer, source_ids, output_ids) -> tf.Tensor:
         output_ids: int `(B, T)`, e.g. `sequences[:, 0]` of `translate_ids`.
 
     Returns:
-        float32 `(B, num_layers, num_heads, T, S)`: row t is the attention of the step that
+        float32 `(B, decoder layers, num_heads, T, S)`: row t is the attention of the step that
         produced output token t. Rows past a sequence's end are padding.
     """
     source_ids = tf.cast(tf.convert_to_tensor(source_ids), tf.int32)

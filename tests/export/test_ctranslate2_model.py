@@ -1,7 +1,8 @@
 """The CTranslate2 export: the same network as the TensorFlow model, checked by scoring and decoding.
 
 One tiny trained training directory (`export_models.shared_model_dir`) exported with
-`python -m export --format=ctranslate2` (float32) and with `convert(quantization="int8")`.
+`python -m export --format=ctranslate2` (float32) and with `convert(quantization="int8")`, and
+one whose encoder and decoder differ in depth (3 and 1 layers) converted in process.
 The teacher-forced log-probabilities of CTranslate2 equal the model's (this catches any wrong
 weight, transposition, scale, position table or layer-norm epsilon), greedy search gives the
 same outputs, beam search's re-ranked scores are the project's scores of the same outputs, and
@@ -26,9 +27,21 @@ from keras_transformer.losses import decoder_inputs  # noqa: E402
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID  # noqa: E402
 from pipelines import grammar_corpus, tokenizers  # noqa: E402
 from tests.helpers.commands import assert_one_error_line, run_command  # noqa: E402
-from tests.helpers.export_models import MAX_LENGTH, shared_model_dir  # noqa: E402
+from tests.helpers.export_models import DEEP_ENCODER, MAX_LENGTH, shared_model_dir  # noqa: E402
 
 SENTENCES = 40
+
+
+def _model_and_pairs(path):
+    """The restored model of the training directory `path`, its tokenizer, and SENTENCES of the
+    pairs it was trained on whose sources the export does not truncate (the in-process references
+    below do not): (model, tokenizer, sources, targets)."""
+    model, _ = layout.restore_model(str(path))
+    tokenizer = tokenizers.load(os.path.join(path, layout.TOKENIZER_DIR))
+    pairs = grammar_corpus.generate_pairs(400, seed=0)  # what make_model_dir trained on
+    lengths = tokenizer.tokenize([s for s, _ in pairs], add_eos=True).row_lengths().numpy()
+    pairs = [pair for pair, length in zip(pairs, lengths) if length <= MAX_LENGTH][-SENTENCES:]
+    return model, tokenizer, [s for s, _ in pairs], [t for _, t in pairs]
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +54,8 @@ def run(tmp_path_factory):
                          "--beam_size=4", "--alpha=0.6", timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"to {out / '1'} (CTranslate2, float32)" in result.stdout
-    model, _ = layout.restore_model(str(path))
-    tokenizer = tokenizers.load(os.path.join(path, layout.TOKENIZER_DIR))
-    pairs = grammar_corpus.generate_pairs(400, seed=0)  # what make_model_dir trained on
-    # Sources the export does not truncate (the in-process references below do not).
-    lengths = tokenizer.tokenize([s for s, _ in pairs], add_eos=True).row_lengths().numpy()
-    pairs = [pair for pair, length in zip(pairs, lengths) if length <= MAX_LENGTH][-SENTENCES:]
-    return path, out, [s for s, _ in pairs], [t for _, t in pairs], model, tokenizer
+    model, tokenizer, sources, targets = _model_and_pairs(path)
+    return path, out, sources, targets, model, tokenizer
 
 
 def pieces_of(tokenizer, ids):
@@ -164,6 +172,44 @@ def test_sampling_with_temperature_0_or_top_1_is_greedy_and_top_k_holds(run):
              for b in range(len(outputs)) for t in range(len(outputs[b]) + 1)]
     assert max(ranks) <= 1 and ranks.count(1) > 0
     assert [h[0][0] for h in ct2.translate(sources, sampling=sampling)] != [h[0][0] for h in greedy]
+
+
+@pytest.fixture(scope="module")
+def deep_encoder(tmp_path_factory):
+    """A model of 3 encoder layers and 1 decoder layer, converted in process:
+    (CTranslate2 folder, source sentences, reference targets, model, tokenizer)."""
+    path = tmp_path_factory.mktemp("deep_encoder")
+    shared_model_dir(tmp_path_factory, path, **DEEP_ENCODER)
+    out, _ = ctranslate2_model.convert(str(path), str(tmp_path_factory.mktemp("ct2_deep_encoder") / "transformer"))
+    model, tokenizer, sources, targets = _model_and_pairs(path)
+    assert (len(model.encoder_layers), len(model.decoder_layers)) == (3, 1)
+    return out, sources, targets, model, tokenizer
+
+
+def test_each_stack_keeps_its_depth_teacher_forced_scores_equal_the_models(deep_encoder):
+    """CTranslate2's spec is built with num_layers=(3, 1): its score_batch of the reference pairs
+    equals the model's `sequence_log_probs` (a stack of another depth would score otherwise, or
+    leave weights unset)."""
+    out, sources, targets, model, tokenizer = deep_encoder
+    spec = ctranslate2.specs.TransformerSpec.from_config((3, 1), 2)  # what the export builds, unfilled
+    assert (len(spec.encoder.layer), len(spec.decoder.layer)) == (3, 1)
+    translator = ctranslate2.Translator(out)
+    source_pieces = pieces_of(tokenizer, tokenizer.tokenize(sources).to_list())
+    target_pieces = pieces_of(tokenizer, tokenizer.tokenize(targets).to_list())
+    ct2 = np.array([sum(r.log_probs) for r in translator.score_batch(source_pieces, target_pieces)])
+    log_probs, _ = sequence_scores.sequence_log_probs(model, tokenizer.tokenize(sources, add_eos=True).to_tensor(),
+                                                      tokenizer.tokenize(targets, add_eos=True).to_tensor())
+    np.testing.assert_allclose(ct2, log_probs.numpy(), atol=1e-4, rtol=1e-5)
+    assert log_probs.numpy().min() < -1.0  # not trivially certain outputs
+
+
+def test_each_stack_keeps_its_depth_greedy_search_equals_the_models(deep_encoder):
+    out, sources, _, model, tokenizer = deep_encoder
+    got = ctranslate2_model.Ctranslate2Translator(out).translate(sources, DecodingConfig(beam_size=1))
+    _, texts, scores = project_search(model, tokenizer, sources, beam_size=1)
+    assert [hypotheses[0][0] for hypotheses in got] == texts
+    np.testing.assert_allclose([hypotheses[0][1] for hypotheses in got], scores, atol=1e-4)
+    assert len(set(texts)) > SENTENCES // 4  # outputs depend on the input
 
 
 def test_int8_export_stores_the_weights_to_int8_precision(run, tmp_path):

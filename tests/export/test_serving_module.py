@@ -26,7 +26,7 @@ from keras_transformer.run_dir import layout
 from keras_transformer.config import DecodingConfig, SamplingConfig
 from pipelines import tokenizers
 from tests.helpers.commands import assert_one_error_line, run_command
-from tests.helpers.export_models import FRESH_PROCESS, MAX_LENGTH, shared_model_dir
+from tests.helpers.export_models import DEEP_ENCODER, FRESH_PROCESS, MAX_LENGTH, shared_model_dir
 
 DECODING = DecodingConfig(beam_size=4, alpha=0.6, max_extra_length=50)
 SIGNATURES = ["score", "serving_default", "translate_n_best", "translate_sampled", "translate_with_attention",
@@ -159,6 +159,35 @@ def test_moved_export_in_a_fresh_process_matches_in_process_beam_search(model_di
     for loader in ("load", "session"):
         assert results[loader]["translations"] == expected, loader
         np.testing.assert_allclose(results[loader]["scores"], expected_scores, rtol=1e-5, atol=1e-5)
+
+
+def test_a_model_whose_stacks_differ_in_depth_exports_and_translates_as_in_process(tmp_path_factory, tmp_path):
+    """3 encoder layers, 1 decoder layer: the export's search runs (and caches) one decoder layer,
+    its translations, scores and teacher-forced log-probabilities are the in-process model's, and
+    its attention has one layer."""
+    run = tmp_path_factory.mktemp("deep_encoder")
+    pairs = shared_model_dir(tmp_path_factory, run, **DEEP_ENCODER)
+    sentences = [source for source, _ in pairs[:6]] + ["Der Mann sieht den Hund."]
+    expected, expected_scores = in_process_translations(run, sentences)
+    assert len(set(expected)) >= 3  # varied outputs, not one repeated string
+    translator, _ = serving_module.from_model_dir(str(run), DECODING)
+    written = serving_module.export_saved_model(translator, str(tmp_path / "out"))
+    moved = tmp_path / "elsewhere"
+    shutil.move(written, moved)
+    loaded = tf.saved_model.load(str(moved))
+    out = loaded.signatures["serving_default"](sentences=tf.constant(sentences))
+    assert [t.decode("utf-8") for t in out["translations"].numpy()] == expected
+    np.testing.assert_allclose(out["scores"], expected_scores, rtol=1e-5, atol=1e-5)
+    attention = loaded.signatures[serving_module.ATTENTION_SIGNATURE](sentences=tf.constant(sentences[:2]))
+    assert attention["attention"].shape[1:3] == (1, 2)  # (N, decoder layers, heads, T, S)
+    scored = pairs[30:34]
+    log_probs = loaded.signatures["score"](sources=tf.constant([s for s, _ in scored]),
+                                           targets=tf.constant([t for _, t in scored]))["log_probs"]
+    model, _ = layout.restore_model(str(run))
+    tokenizer = tokenizers.load(os.path.join(run, layout.TOKENIZER_DIR))
+    source, target = (tokenizer.tokenize(side, add_eos=True).to_tensor() for side in zip(*scored))
+    reference, _ = sequence_scores.sequence_log_probs(model, source, target)
+    np.testing.assert_allclose(log_probs, reference, rtol=1e-5, atol=1e-4)
 
 
 def test_only_core_tensorflow_and_tensorflow_text_ops(exported):

@@ -507,7 +507,9 @@ def test_an_export_dir_without_a_saved_model_or_with_damaged_settings_is_refused
 
 def test_summary_and_average_checkpoints_refuse_bad_flags_before_tensorflow(no_tensorflow, tmp_path):
     for argv, fragment in ((("--preset=bogus",), "unknown preset 'bogus'"),
-                           (("--preset=tiny", "--vocab_size=-5"), "vocab_size must be a positive integer, got -5")):
+                           (("--preset=tiny", "--vocab_size=-5"), "vocab_size must be a positive integer, got -5"),
+                           (("--num_decoder_layers=0",), "--num_decoder_layers=0: 0 is not a positive integer"),
+                           (("--num_layers=0",), "num_layers must be a positive integer, got 0")):
         assert_one_error_line(run_command("-m", "keras_transformer.summary", *argv, env=no_tensorflow), fragment)
     result = run_command("-m", "keras_transformer.average_checkpoints", f"--model_dir={tmp_path}", "--num_checkpoints=0",
                          env=no_tensorflow)

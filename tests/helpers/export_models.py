@@ -27,6 +27,9 @@ from tests.helpers.shared_folders import key_of, shared_copy
 
 VOCAB_SIZE = 500
 MAX_LENGTH = 48
+# `make_model_dir` arguments of a model whose encoder and decoder differ in depth (3 layers and 1),
+# trained long enough that its greedy outputs vary with the input: the export tests' asymmetric model.
+DEEP_ENCODER = dict(steps=400, num_encoder_layers=3, num_decoder_layers=1)
 # `python -c FRESH_PROCESS PATH JSON_SENTENCES`: an export's serving_default through
 # tf.saved_model.load and through the TF1 Session loader (TF Serving's), in a process that imports
 # only tensorflow and tensorflow_text; prints {"load", "session": outputs, "signatures", "modules"}.

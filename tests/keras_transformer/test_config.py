@@ -1,6 +1,7 @@
-"""TransformerConfig: presets, Table 3 rows, validation."""
+"""TransformerConfig: presets, Table 3 rows, validation, each stack's depth."""
 
 import dataclasses
+import json
 
 import pytest
 
@@ -121,3 +122,80 @@ def test_the_size_check_compares_the_float32_weights_with_the_memory():
     with pytest.raises(ValueError, match=r"needs about 240\.6 MB for its 63,082,496 float32 weights, but this "
                                          r"machine has 100\.0 MB of memory$"):
         config.check_fits_memory(memory=100 * 2**20)
+
+
+# Each stack's depth -------------------------------------------------------------------------------
+
+def test_num_layers_sets_both_depths_and_a_stacks_own_depth_wins():
+    assert (TransformerConfig.base().encoder_depth, TransformerConfig.base().decoder_depth) == (6, 6)
+    config = TransformerConfig.base(num_layers=4, num_decoder_layers=2)
+    assert (config.encoder_depth, config.decoder_depth, config.depth_text) == (4, 2, "4/2")
+    assert TransformerConfig.base(num_encoder_layers=12, num_decoder_layers=1).depth_text == "12/1"
+    assert TransformerConfig.tiny().depth_text == "2"
+    # replace(num_layers=...) changes the shared depth; a stack's own depth stays given.
+    assert (config.replace(num_layers=8).encoder_depth, config.replace(num_layers=8).decoder_depth) == (8, 2)
+    # A preset or a Table 3 row sets num_layers; a stack's own depth still wins over it.
+    row = TransformerConfig.preset("C/N=4", num_decoder_layers=1)
+    assert (row.num_layers, row.encoder_depth, row.decoder_depth) == (4, 4, 1)
+
+
+@pytest.mark.parametrize("name, value", [("num_encoder_layers", 0), ("num_decoder_layers", -1),
+                                         ("num_decoder_layers", 1.5)])
+def test_a_stack_depth_below_one_is_refused(name, value):
+    with pytest.raises(ValueError, match=rf"^{name} must be a positive integer or None, got {value}$"):
+        TransformerConfig.tiny(**{name: value})
+
+
+# The model of a run's model_config.json written before the stacks had their own depths: the "model"
+# of `python -m keras_transformer.train --flagfile=configs/tiny.flags` (tests/helpers/old_runs.py).
+def test_a_config_of_one_depth_is_written_and_read_in_the_old_form():
+    from tests.helpers.old_runs import OLD_MODEL_CONFIG  # pylint: disable=import-outside-toplevel
+
+    old = json.loads(OLD_MODEL_CONFIG)["model"]
+    config = TransformerConfig.from_dict(old)
+    assert (config.encoder_depth, config.decoder_depth) == (2, 2)
+    assert config.to_dict() == old  # a model of one depth writes num_layers alone, as before
+    two = TransformerConfig.from_dict({**old, "num_decoder_layers": 1})
+    assert two.to_dict() == {**old, "num_decoder_layers": 1} and TransformerConfig.from_dict(two.to_dict()) == two
+    # Two spellings of one model compare equal where a resume and --init_from compare models.
+    spelled = config.replace(num_layers=6, num_encoder_layers=2, num_decoder_layers=2)
+    assert spelled != config and spelled.resolved_dict() == config.resolved_dict()
+    assert "num_layers" not in config.resolved_dict()
+    assert (two.resolved_dict()["num_encoder_layers"], two.resolved_dict()["num_decoder_layers"]) == (2, 1)
+
+
+def test_parameters_per_stack_by_the_formula():
+    """Golden values of `num_parameters`' formula at the base's widths (d_model 512, d_ff 2048, h 8,
+    37,000 shared tokens): an encoder layer 4 (512 x 512 + 512) + (2 x 512 x 2048 + 2048 + 512)
+    + 2 x 1024 = 3,152,384 weights; a decoder layer 8 (512 x 512 + 512) + 2,099,712 + 3 x 1024 =
+    4,204,032; the shared embedding 37,000 x 512 = 18,944,000."""
+    base = TransformerConfig.base()
+    assert (base.encoder_parameters, base.decoder_parameters, base.embedding_parameters) == (
+        6 * 3_152_384, 6 * 4_204_032, 18_944_000)
+    deep_shallow = TransformerConfig.base(num_encoder_layers=12, num_decoder_layers=1)
+    assert (deep_shallow.encoder_parameters, deep_shallow.decoder_parameters) == (37_828_608, 4_204_032)
+    assert deep_shallow.num_parameters == 37_828_608 + 4_204_032 + 18_944_000 == 60_976_640
+    pre = TransformerConfig.base(num_decoder_layers=1, layer_norm="pre")  # + a final LayerNorm per stack
+    assert (pre.encoder_parameters, pre.decoder_parameters) == (6 * 3_152_384 + 1024, 4_204_032 + 1024)
+
+
+@pytest.mark.parametrize("config", [
+    TransformerConfig.tiny(num_encoder_layers=3, num_decoder_layers=1),
+    TransformerConfig.tiny(num_encoder_layers=1, num_decoder_layers=3, layer_norm="pre", positional_encoding="learned"),
+], ids=["deep_encoder", "deep_decoder_pre_ln_learned"])
+def test_parameters_per_stack_count_the_built_models_stacks(config):
+    from keras_transformer import Transformer  # pylint: disable=import-outside-toplevel  (TensorFlow)
+
+    model = Transformer(config)
+    model.build()
+    assert (len(model.encoder_layers), len(model.decoder_layers)) == (config.encoder_depth, config.decoder_depth)
+    norms = {stack: [] if norm is None else [norm] for stack, norm in (("encoder", model.encoder_norm),
+                                                                        ("decoder", model.decoder_norm))}
+    assert config.encoder_parameters == sum(layer.count_params() for layer in model.encoder_layers + norms["encoder"])
+    assert config.decoder_parameters == sum(layer.count_params() for layer in model.decoder_layers + norms["decoder"])
+    assert config.num_parameters == model.count_params()
+
+
+def test_the_size_check_names_a_stacks_own_depth():
+    with pytest.raises(ValueError, match=r"^the model \(num_layers=6, num_decoder_layers=1, d_model=512, d_ff="):
+        TransformerConfig.base(num_decoder_layers=1, d_ff=10**12)

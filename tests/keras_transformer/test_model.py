@@ -62,11 +62,14 @@ def test_source_padding_is_invisible():
 
 @pytest.mark.parametrize(
     "overrides",
-    [{}, {"positional_encoding": "learned"}, {"layer_norm": "pre"}, {"share_embeddings": False, "target_vocab_size": 40}],
-    ids=["base", "learned", "pre_ln", "separate_vocab"],
+    [{}, {"positional_encoding": "learned"}, {"layer_norm": "pre"}, {"share_embeddings": False, "target_vocab_size": 40},
+     {"num_encoder_layers": 3, "num_decoder_layers": 1}, {"num_encoder_layers": 1, "num_decoder_layers": 3}],
+    ids=["base", "learned", "pre_ln", "separate_vocab", "deep_encoder", "deep_decoder"],
 )
 def test_cached_decoding_equals_the_full_pass(overrides):
     model = _tiny(**overrides)
+    # The cache and the memory hold one entry per decoder layer, whatever the encoder's depth.
+    layers = [f"layer_{i}" for i in range(model.config.decoder_depth)]
     encoder_outputs, source_mask = model.encode(SOURCE)
     full = model.decode(TARGET, encoder_outputs, source_mask)
     memory = model.init_memory(encoder_outputs, source_mask)
@@ -92,6 +95,7 @@ def test_cached_decoding_equals_the_full_pass(overrides):
     tf.nest.assert_same_structure(cache, prefill)
     for a, b in zip(tf.nest.flatten(cache), tf.nest.flatten(prefill)):
         np.testing.assert_allclose(a, b, atol=1e-5)
+    assert sorted(cache) == layers and sorted(memory) == layers + ["source_mask"]
 
 
 def test_cached_step_t_ignores_later_tokens_and_earlier_steps_ignore_token_t():
@@ -167,8 +171,10 @@ def test_decode_step_under_tf_function_with_a_longer_cache():
     assert step.experimental_get_tracing_count() == 1
 
 
-def test_keras_file_round_trip(tmp_path):
-    model = _tiny(dropout_rate=0.1, layer_norm="pre")
+@pytest.mark.parametrize("overrides", [{}, {"num_encoder_layers": 3, "num_decoder_layers": 1}],
+                         ids=["one_depth", "two_depths"])
+def test_keras_file_round_trip(tmp_path, overrides):
+    model = _tiny(dropout_rate=0.1, layer_norm="pre", **overrides)
     path = tmp_path / "model.keras"
     model.save(path)
     restored = keras.models.load_model(path)
@@ -211,6 +217,24 @@ def test_source_word_dropout_keeps_every_other_random_state_in_its_place():
     without = owners(_tiny(dropout_rate=0.1))
     with_it = owners(_tiny(dropout_rate=0.1, source_word_dropout_rate=0.1))
     assert len(without) > 10 and with_it == without + ["source_word_dropout"]
+
+
+def test_each_stack_has_its_own_depth_and_one_depth_keeps_the_layer_order():
+    """Encoder layer i, then decoder layer i: a model of one depth makes its layers (and with them
+    its random states, `dropout_seed_states`, a list in model order) in the order it always did,
+    so the checkpoints of runs from before the stacks had their own depths still restore."""
+    def stacks(model):  # the top-level layers that are a stack's, in the model's order
+        return [layer.name for layer in model._flatten_layers(include_self=False, recursive=False)
+                if layer.name.startswith(("encoder_layer", "decoder_layer"))]
+
+    assert stacks(_tiny()) == ["encoder_layer_0", "decoder_layer_0", "encoder_layer_1", "decoder_layer_1"]
+    assert stacks(_tiny(num_layers=3, num_decoder_layers=1)) == [
+        "encoder_layer_0", "decoder_layer_0", "encoder_layer_1", "encoder_layer_2"]
+    model = _tiny(num_encoder_layers=1, num_decoder_layers=2)
+    assert (len(model.encoder_layers), len(model.decoder_layers)) == (1, 2)
+    _, _, self_scores = model.encode(SOURCE, return_attention_scores=True)
+    encoder_outputs, source_mask = model.encode(SOURCE)
+    assert len(self_scores) == 1 and model.cross_attention(TARGET, encoder_outputs, source_mask).shape[1] == 2
 
 
 def test_embeddings_are_shared_three_ways():

@@ -29,6 +29,9 @@ from tests.helpers.train_runs import TINY, latest_step, train_args
     (["--tree_targets=xx"], "--tree_targets"),
     (["--tokenizer=wordpiece", "--bpe_dropout=0.1"], "bpe_dropout=0.1 needs the bpe tokenizer, not wordpiece"),
     (["--bpe_dropout=1"], "bpe_dropout must be in [0, 1), got 1.0"),
+    (["--num_decoder_layers=0"], "--num_decoder_layers=0: 0 is not a positive integer"),
+    (["--num_encoder_layers=-1"], "--num_encoder_layers=-1: -1 is not a positive integer"),
+    (["--num_layers=0", "--num_decoder_layers=1"], "num_layers must be a positive integer, got 0"),
 ])
 def test_bad_flags_end_with_one_error_line_and_exit_code_2(tmp_path, flags, fragment):
     assert_one_error_line(run_command(*train_args(tmp_path / "run", *flags)), fragment)
@@ -70,6 +73,57 @@ def test_tiny_run_learns_resumes_and_refuses_another_model(tmp_path, flagfile):
 
     other = run_command(*train_args(model_dir, "--train_steps=80", "--d_model=64", flagfile=flagfile))
     assert_one_error_line(other, "d_model=32 (saved) vs 64 (flags)")
+
+
+def test_a_run_whose_stacks_differ_in_depth_trains_restores_and_refuses_another_depth(tmp_path, flagfile):
+    """--num_encoder_layers=3 --num_decoder_layers=1 over the recipe's --num_layers=2: a few updates,
+    the checkpoint holds 3 encoder and 1 decoder layers and restores into that model; a resume may
+    spell the depths otherwise, not change them, and --init_from compares each stack's depth."""
+    import tensorflow as tf
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    from keras_transformer.run_dir import layout
+
+    model_dir = tmp_path / "run"
+    depths = ("--num_encoder_layers=3", "--num_decoder_layers=1")
+    short = ("--eval_every_steps=0", "--eval_max_sentences=-1", "--precision=float32")
+    first = run_command(*train_args(model_dir, "--train_steps=4", "--checkpoint_every_steps=4", *depths, *short,
+                                    flagfile=flagfile))
+    assert first.returncode == 0, first.stderr[-2000:]
+    model = json.loads((model_dir / "model_config.json").read_text())["model"]
+    assert (model["num_layers"], model["num_encoder_layers"], model["num_decoder_layers"]) == (2, 3, 1)
+    reader = tf.train.load_checkpoint(str(model_dir / "checkpoints" / "ckpt-4"))
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+
+    def node(path):  # the checkpoint's object at "model/encoder_layer_2/...", by its attribute names
+        node_id = 0
+        for name in path.split("/"):
+            node_id = next(child.node_id for child in graph.nodes[node_id].children if child.local_name == name)
+        return graph.nodes[node_id]
+
+    stacks = {child.local_name for child in node("model").children if "coder_layer_" in child.local_name}
+    assert stacks == {"encoder_layer_0", "encoder_layer_1", "encoder_layer_2", "decoder_layer_0"}
+    restored, checkpoint = layout.restore_model(str(model_dir))  # the checkpoint round trip
+    assert checkpoint.endswith("ckpt-4") and (len(restored.encoder_layers), len(restored.decoder_layers)) == (3, 1)
+    for path, variable in (("encoder_layer_2/feed_forward/inner_dense/_kernel",
+                            restored.encoder_layers[2].feed_forward.inner_dense.kernel),
+                           ("decoder_layer_0/feed_forward/inner_dense/_kernel",
+                            restored.decoder_layers[0].feed_forward.inner_dense.kernel)):
+        key = next(a.checkpoint_key for a in node(f"model/{path}").attributes if a.name == "VARIABLE_VALUE")
+        np.testing.assert_array_equal(variable.numpy(), reader.get_tensor(key))
+
+    # The same depths spelled otherwise: --num_layers=3 for the encoder. A resume.
+    second = run_command(*train_args(model_dir, "--train_steps=5", "--num_layers=3", "--num_decoder_layers=1",
+                                     *short, flagfile=flagfile))
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "resumed at step 4" in second.stdout and "step 5/5" in second.stdout
+    other = run_command(*train_args(model_dir, "--train_steps=6", "--num_encoder_layers=3", *short, flagfile=flagfile))
+    assert_one_error_line(other, "holds a different model: num_decoder_layers=1 (saved) vs 2 (flags)")
+    started = run_command(*train_args(tmp_path / "new", f"--init_from={model_dir}", "--num_encoder_layers=2",
+                                      "--num_decoder_layers=1", *short, flagfile=flagfile))
+    assert_one_error_line(started, "a different architecture: num_encoder_layers=3 (there) vs 2 (flags)")
+    assert not (tmp_path / "new").exists()
 
 
 # The two levers of the tests below, in one run: BPE-dropout segments only the training stream (the

@@ -65,6 +65,19 @@ def test_the_training_flags_make_the_scaled_model():
     assert row_flags(scale_row("A/h=16", explicit), explicit) == ["--num_heads=8", "--d_k=8", "--d_v=8"]
 
 
+def test_a_recipe_whose_stacks_differ_in_depth_has_each_scaled_and_n_written_per_stack():
+    deep_shallow = DEMO.replace(num_encoder_layers=6, num_decoder_layers=2)  # over the recipe's num_layers=2
+    scaled = scale_row("C/N=2", deep_shallow)  # x 2/6 each: 6 -> 2, 2 -> 1 (at least one layer)
+    assert (scaled.encoder_depth, scaled.decoder_depth) == (2, 1)
+    assert changes(scaled, deep_shallow) == {"N": "2/1"} and changes(scale_row("C/N=8", DEMO), DEMO) == {"N": 3}
+    flags = row_flags(scaled, deep_shallow)
+    assert flags == ["--num_layers=1", "--num_encoder_layers=2", "--num_decoder_layers=1"]
+    assert scale_row("A/h=4", deep_shallow).decoder_depth == 2  # other rows keep the depths
+    record = {"row": "base", "changes": {}, "model": deep_shallow.to_dict(), "params": 1, "updates": 60,
+              "train_minutes": 1.0, "dev": {"perplexity": 5.0, "bleu": 30.0}}
+    assert variations_table.table_rows([record])[0]["N"] == "6/2"
+
+
 def test_seed_rows_train_the_base_again_with_the_next_seeds_and_measure_the_noise(tmp_path, monkeypatch):
     """run_table with the training faked: each run "trains" by writing its settings; the seed rows
     get the recipe's seed + k, are trained (not taken as the base's model), and their BLEU range with

@@ -32,6 +32,53 @@ def test_checkpoint_round_trip_restores_equal_weights(tmp_path):
     assert layout.read_settings(str(tmp_path))["training"] == {"train_steps": 5}
 
 
+def test_a_run_from_before_the_stacks_had_their_own_depths_reads_translates_and_exports(tmp_path_factory, tmp_path):
+    """A finished tiny run whose model_config.json is the one the training command wrote before the
+    encoder and the decoder had their own depths (`old_runs.OLD_MODEL_CONFIG`: num_layers alone):
+    its config reads as 2 + 2 layers, its checkpoints restore, `translate` translates, `export`
+    makes a SavedModel that translates as the training directory does, and the CTranslate2
+    conversion builds 2 + 2 layers."""
+    from export import ctranslate2_model  # pylint: disable=import-outside-toplevel
+    from keras_transformer.decoding import sequence_scores  # pylint: disable=import-outside-toplevel
+    from pipelines import tokenizers  # pylint: disable=import-outside-toplevel
+    from tests.helpers.commands import run_command  # pylint: disable=import-outside-toplevel
+    from tests.helpers.old_runs import make_old_run  # pylint: disable=import-outside-toplevel
+    from tests.helpers.train_runs import FINISHED, shared_tiny_run  # pylint: disable=import-outside-toplevel
+
+    run = tmp_path / "run"
+    shared_tiny_run(tmp_path_factory, run, *FINISHED)
+    make_old_run(run)
+    saved = layout.read_settings(str(run))["model"]
+    assert "num_encoder_layers" not in saved and "num_decoder_layers" not in saved and saved["num_layers"] == 2
+    config = layout.read_config(str(run))
+    assert (config.encoder_depth, config.decoder_depth) == (2, 2)
+    model, checkpoint = layout.restore_model(str(run))
+    assert checkpoint.endswith("averaged/ckpt-12") and (len(model.encoder_layers), len(model.decoder_layers)) == (2, 2)
+
+    (tmp_path / "source.txt").write_text("Der Hund sieht die Katze .\nEin Mann läuft .\n", encoding="utf-8")
+    translated = run_command("-m", "keras_transformer.translate", f"--model_dir={run}", "--input=source.txt",
+                             "--output=from_run.txt", cwd=tmp_path)
+    assert translated.returncode == 0, translated.stderr[-2000:]
+    exported = run_command("-m", "export", f"--model_dir={run}", "--export_dir=serving", cwd=tmp_path, timeout=600)
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    served = run_command("-m", "keras_transformer.translate", "--export_dir=serving", "--input=source.txt",
+                         "--output=from_export.txt", cwd=tmp_path)
+    assert served.returncode == 0, served.stderr[-2000:]
+    lines = (tmp_path / "from_run.txt").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 and (tmp_path / "from_export.txt").read_text(encoding="utf-8").splitlines() == lines
+
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    folder, _ = ctranslate2_model.convert(str(run), str(tmp_path / "ct2"))  # the same (averaged) checkpoint
+    tokenizer, _ = tokenizers.load_pair(str(run / layout.TOKENIZER_DIR))
+    sources = (tmp_path / "source.txt").read_text(encoding="utf-8").splitlines()
+    vocabulary = tokenizer.pieces()
+    pieces = [[[vocabulary[i] for i in row] for row in tokenizer.tokenize(side).to_list()] for side in (sources, lines)]
+    scores = ctranslate2.Translator(folder).score_batch(*pieces)
+    log_probs, _ = sequence_scores.sequence_log_probs(model, tokenizer.tokenize(sources, add_eos=True).to_tensor(),
+                                                      tokenizer.tokenize(lines, add_eos=True).to_tensor())
+    np.testing.assert_allclose([sum(r.log_probs) for r in scores], log_probs.numpy(), atol=1e-4, rtol=1e-5)
+
+
 def test_missing_pieces_are_clear_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="model_config.json: not found"):
         layout.read_config(str(tmp_path))
