@@ -167,7 +167,7 @@ def run(main, known_only: bool = False):
     (a --flagfile's included) are not an error: `main` gets them in its argv, in order, to hand
     to another command (`keras_transformer.variations` passes a recipe to the training command).
     """
-    command_start.release()  # from here on, Ctrl-C is a KeyboardInterrupt this function turns into one line
+    command_start.release()  # from here on, Ctrl-C is a KeyboardInterrupt (recorded) this function turns into one line
     silencer = NativeStderrSilencer()
 
     def parse_flags(argv):
@@ -201,7 +201,7 @@ def run(main, known_only: bool = False):
         except Exception as error:  # pylint: disable=broad-except  (re-raised unless bad input or the file system)
             if os.environ.get("KT_DEBUG"):
                 raise
-            if raised_while_interrupted(error):
+            if command_start.interrupted() or raised_while_interrupted(error):  # what Ctrl-C left behind
                 fail("interrupted", code=130)
             if isinstance(error, USER_ERRORS):
                 fail(error)

@@ -20,6 +20,8 @@ import stat
 import sys
 import threading
 
+from keras_transformer import command_start
+
 
 def write_atomically(path: str, data: bytes) -> None:
     """Writes `data` to `path` through a temporary file beside it and `os.replace`.
@@ -91,8 +93,7 @@ def uninterrupted():
     the block is done, so a command stops with nothing half-listed. Changes nothing outside the
     main thread or where SIGINT has a handler other than Python's own (training's, which saves
     first; a SIGINT set to be ignored)."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+    if threading.current_thread() is not threading.main_thread() or not command_start.raises_keyboard_interrupt():
         yield
         return
     received = []

@@ -17,15 +17,31 @@ time.sleep(5)
 print("not interrupted")
 """
 
-# A command that reaches `cli.run`: SIGINT is Python's again, and the command's own handling turns it into one line.
+# A command that reaches `cli.run`: SIGINT raises KeyboardInterrupt again (recorded), turned into one line.
 INTERRUPTED_IN_MAIN = """
+import os, signal, time
+from keras_transformer import cli, command_start
+
+def main(argv):
+    print("recording handler:", signal.getsignal(signal.SIGINT) is command_start.raise_interrupt, flush=True)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+
+cli.run(main)
+"""
+
+# TensorFlow's C++ code swallowing the KeyboardInterrupt and raising an error of its own, unrelated to it.
+INTERRUPT_SWALLOWED = """
 import os, signal, time
 from keras_transformer import cli
 
 def main(argv):
-    print("python's handler:", signal.getsignal(signal.SIGINT) is signal.default_int_handler, flush=True)
-    os.kill(os.getpid(), signal.SIGINT)
-    time.sleep(5)
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+    except KeyboardInterrupt:
+        pass
+    raise TypeError("could not convert the list to a tensor")
 
 cli.run(main)
 """
@@ -49,9 +65,14 @@ def test_ctrl_c_while_a_command_imports_is_one_line_and_130(tmp_path):
     assert result.stderr == "error: interrupted\n" and "not interrupted" not in result.stdout
 
 
-def test_cli_run_gives_sigint_back_to_python(tmp_path):
+def test_cli_run_turns_sigint_into_a_recorded_keyboard_interrupt(tmp_path):
     result = _run_module(tmp_path, "interrupted_main", INTERRUPTED_IN_MAIN)
-    assert result.stdout == "python's handler: True\n"
+    assert result.stdout == "recording handler: True\n"
+    assert result.returncode == 130 and result.stderr.strip().splitlines() == ["error: interrupted"], result.stderr
+
+
+def test_an_error_that_follows_ctrl_c_is_reported_as_the_interrupt(tmp_path):
+    result = _run_module(tmp_path, "swallowed", INTERRUPT_SWALLOWED)
     assert result.returncode == 130 and result.stderr.strip().splitlines() == ["error: interrupted"], result.stderr
 
 
