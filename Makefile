@@ -24,11 +24,17 @@ DOCS_NOTEBOOKS ?= auto
 
 .PHONY: demo test docs install clean
 
-$(STAMP): setup.py
+# $(call install_extra,EXTRA): ./.venv (created if missing) with the package and its EXTRA installed; then the
+# target's stamp file.
+define install_extra
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	$(PY) -m pip install --quiet -e '.[$(1)]'
+	touch $@
+endef
+
+$(STAMP): setup.py
+	$(call install_extra,test)
 
 install: $(STAMP)
 
@@ -42,10 +48,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 $(DOCS_STAMP): setup.py
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[docs]'
-	touch $(DOCS_STAMP)
+	$(call install_extra,docs)
 
 # The notebooks run (when changed) into docs/_build/notebooks, then Sphinx reads every page afresh (-E).
 docs: $(DOCS_STAMP)

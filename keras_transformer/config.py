@@ -296,8 +296,8 @@ class TransformerConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The fields (what model_config.json and an export's settings hold). A stack depth that
-        is not given is left out, so a model with one depth is written as before the stacks had
-        their own (`num_layers` alone), and older code reads it."""
+        is not given is left out: a model with one depth is written with `num_layers` alone, the
+        form every version of this package reads."""
         values = dataclasses.asdict(self)
         for name in STACK_DEPTHS:
             if values[name] is None:
@@ -316,8 +316,8 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> "TransformerConfig":
-        """The config of `to_dict()`'s fields; a field left out takes its default (a run's
-        model_config.json from before the stacks had their own depths holds `num_layers` alone)."""
+        """The config of `to_dict()`'s fields; a field left out takes its default (a model_config.json
+        holding `num_layers` alone is a model of one depth)."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:

@@ -105,8 +105,8 @@ class Transformer(keras.Model):
         )
         # Plain attributes, not lists: tf.train.Checkpoint does not follow Keras' tracked
         # lists (keras-team/keras#18398), and checkpoints must hold every layer. Made in pairs,
-        # encoder layer i then decoder layer i, as before the stacks had their own depths: the
-        # random states of a model with one depth keep their order in its checkpoints.
+        # encoder layer i then decoder layer i: a model of one depth creates its layers (and their
+        # random states) in the order its checkpoints record.
         for i in range(max(c.encoder_depth, c.decoder_depth)):
             if i < c.encoder_depth:
                 setattr(self, f"encoder_layer_{i}", EncoderLayer(**layer_args, name=f"encoder_layer_{i}"))

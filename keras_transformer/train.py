@@ -123,8 +123,8 @@ flags.DEFINE_integer("log_every_steps", 100, "Console lines and TensorBoard scal
 flags.mark_flag_as_required("model_dir")
 
 MODEL_OVERRIDES = ("num_layers", "num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads", "d_k",
-                   "d_v", "dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "source_word_dropout_rate", "label_smoothing",
-                   "positional_encoding", "layer_norm")
+                   "d_v", "dropout_rate", "attention_dropout_rate", "relu_dropout_rate", "source_word_dropout_rate",
+                   "label_smoothing", "positional_encoding", "layer_norm")
 
 
 def model_config():

@@ -76,7 +76,8 @@ PAPER_BASE = TransformerConfig.base()
 COLUMNS = {"num_layers": "N", "d_model": "d_model", "d_ff": "d_ff", "num_heads": "h", "d_k": "d_k", "d_v": "d_v",
            "dropout_rate": "P_drop", "label_smoothing": "eps_ls", "positional_encoding": "positions"}
 # The training command's flag for each field (keras_transformer/train.py).
-_FLAGS = ("num_layers", "num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads", "dropout_rate", "label_smoothing", "positional_encoding")
+_FLAGS = ("num_layers", "num_encoder_layers", "num_decoder_layers", "d_model", "d_ff", "num_heads", "dropout_rate",
+          "label_smoothing", "positional_encoding")
 
 
 class TableStopped(Exception):

@@ -83,10 +83,10 @@ def check_inputs(source_path: str, target_path: str, output_path: str = "-") -> 
             raise DataError(f"{path}: gzip-compressed; decompress it first (e.g. zcat)")
         counts.append(text_files.check_file(path))
     command_files.check_output_path(output_path, inputs={"source": source_path, "target": target_path})
-    count, target_count = counts
-    if None not in counts:
-        _check_counts(count, target_count, source_path, target_path)
-    return count if None not in counts else None
+    if None in counts:
+        return None
+    _check_counts(*counts, source_path, target_path)
+    return counts[0]
 
 
 def _check_counts(count: int, target_count: int, source_path: str, target_path: str) -> None:

@@ -89,10 +89,10 @@ def write_output(path: str, text: str) -> None:
 @contextlib.contextmanager
 def uninterrupted():
     """Holds Ctrl-C back while files that readers take together are written (a checkpoint's files
-    and the state file that lists them): a SIGINT in the block is raised as KeyboardInterrupt when
-    the block is done, so a command stops with nothing half-listed. Changes nothing outside the
-    main thread or where SIGINT has a handler other than Python's own (training's, which saves
-    first; a SIGINT set to be ignored)."""
+    and the state file that lists them): a SIGINT in the block goes to the handler it was held
+    from when the block is done (a KeyboardInterrupt), so a command stops with nothing
+    half-listed. Changes nothing outside the main thread or where SIGINT has a handler that does
+    not raise KeyboardInterrupt (training's, which saves first; a SIGINT set to be ignored)."""
     if threading.current_thread() is not threading.main_thread() or not command_start.raises_keyboard_interrupt():
         yield
         return
@@ -103,4 +103,4 @@ def uninterrupted():
     finally:
         signal.signal(signal.SIGINT, previous)
     if received:
-        raise KeyboardInterrupt
+        previous(received[0], None)  # the handler the block held it from: a KeyboardInterrupt
