@@ -213,5 +213,10 @@ def run(main, known_only: bool = False):
     silencer.start()
     try:
         app.run(guarded, flags_parser=parse_flags)
+    except KeyboardInterrupt:  # Ctrl-C while absl parses the flags, before `guarded` runs
+        silencer.stop()
+        if os.environ.get("KT_DEBUG"):
+            raise
+        fail("interrupted", code=130)
     finally:
         silencer.stop()

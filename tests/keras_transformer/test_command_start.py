@@ -82,3 +82,19 @@ def test_importing_the_packages_from_python_changes_no_signal_handler():
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
                             check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_ctrl_c_while_the_flags_are_parsed_is_one_line(tmp_path):
+    """A SIGINT between `cli.run`'s start and the command's main (absl parsing the flags)."""
+    source = ("import os, signal\n"
+              "from absl import flags\n"
+              "from keras_transformer import cli\n"
+              "class Interrupting(flags.ArgumentParser):\n"
+              "    def parse(self, argument):\n"
+              "        os.kill(os.getpid(), signal.SIGINT)\n"
+              "        return argument\n"
+              "flags.DEFINE(Interrupting(), 'word', None, 'a flag whose parsing is interrupted')\n"
+              "cli.run(lambda argv: print('main ran'))\n")
+    result = _run_module(tmp_path, "interrupted_flags", source, args=("--word=x",))
+    assert result.returncode == 130 and result.stderr.strip().splitlines() == ["error: interrupted"], result.stderr
+    assert "main ran" not in result.stdout
