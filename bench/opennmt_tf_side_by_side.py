@@ -4,6 +4,11 @@
     .venv/bin/python bench/opennmt_tf_side_by_side.py --parts=speed,startup,serving --shape=base ...
     .venv/bin/python bench/opennmt_tf_side_by_side.py --peer_venv=/work/onmt-venv --parts=speed ...
 
+    # one measurement over several sessions: the first keeps its work folder WORK (it prints the path:
+    # /work/opennmt_tf_side_by_side-XXXX), each next session resumes it until it is complete
+    .venv/bin/python bench/opennmt_tf_side_by_side.py --data_dir=../shared/data/multi30k --work_dir=/work --keep ...
+    .venv/bin/python bench/opennmt_tf_side_by_side.py --resume=WORK --out=side_by_side.json
+
 OpenNMT-tf is the TensorFlow toolkit a user would otherwise pick. This harness makes the peer's
 own virtual environment (`opennmt_tf.peer_venv`: OpenNMT-tf 2.32.0, TensorFlow 2.12,
 tensorflow-text, tensorflow-addons, ctranslate2 3.x, every version pinned, from PyPI) in
@@ -31,7 +36,22 @@ gives one) for speed: a few hundred updates, and that short-trained model for de
 It prints a Markdown table (ours, OpenNMT-tf, ours / OpenNMT-tf; `opennmt_tf.report`) and writes
 every number as JSON to --out (also when a part fails: what was measured, and the error). Its work
 folder (--work_dir/opennmt_tf_side_by_side-XXXX: data, the shared tokenizer, runs, exports, logs,
-and the peer's venv unless --peer_venv is given) is removed at the end unless --keep.
+the journal, and the peer's venv unless --peer_venv is given) is removed at the end unless --keep.
+
+Resuming: the whole measurement takes longer than a working session, and a process does not
+outlive its session. Each finished unit of work (the peer's venv; the data and the tokenizer; each
+speed, start-up and quality run with what is measured on it; each short model; serving) is
+written to WORK/journal.json as soon as it ends (`opennmt_tf.journal`), with the flags that define
+the measurement and the host. --resume=WORK continues a work folder kept by --keep: it reuses its
+data, tokenizer, tfds copy and peer venv, takes each finished unit's result (and for quality its
+run folders, the models it serves) from the journal, and runs the rest; a unit cut short is run
+again from scratch. Its flags are the journal's; one given again must have the journal's value,
+and the host (CPU model, instruction sets, cores) must be the journal's, or it stops with one
+`error:` line before any work. It prints which units are done and which remain; its record and
+table are a one-go run's, with each unit's date and session, and "resumed": which units each
+session gave. A resumed run keeps the work folder unless the measurement is complete and --keep
+is not given. --parts and --seeds choose units as usual: `--parts=quality --seeds=1,2` cut off
+after seed 1's two runs goes on with seed 2's.
 
 Same for both: the Multi30k sentences (plain text, each line stripped); ONE SentencePiece model,
 trained once by the project's command (`python -m pipelines train_tokenizer`, the recipe's
@@ -79,7 +99,6 @@ Where the peer's configuration differs, and why:
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import os
 import platform
@@ -132,7 +151,12 @@ flags.DEFINE_string("peer_venv", None, "The peer's venv folder, made there if ab
                     "the work folder, removed with it).")
 flags.DEFINE_string("work_dir", None, "Where this run's work folder is made (default: the system's temporary "
                     "folder).")
-flags.DEFINE_bool("keep", False, "Keep the work folder (runs, exports, logs) at the end.")
+flags.DEFINE_bool("keep", False, "Keep the work folder (runs, exports, logs, the journal) at the end, for a later "
+                  "--resume.")
+flags.DEFINE_string("resume", None, "Continue the measurement of this work folder (kept by --keep or an earlier "
+                    "--resume): the units its journal holds are taken from it, the rest run. Its flags are the "
+                    "journal's; one given again must have the same value. The folder is kept at the end unless the "
+                    "measurement is complete and --keep is not given.")
 flags.DEFINE_string("out", None, "Write the record as JSON here.")
 
 
@@ -153,65 +177,157 @@ def host() -> dict:
     return {**info, "cores": os.cpu_count(), "load_average": list(os.getloadavg()), "python": platform.python_version()}
 
 
-def measure(space, parts, seeds, record) -> None:
-    """Runs the chosen parts into `record`."""
+def command_line_measurement():
+    """This command line's `journal.Measurement` (every defining flag, normalized), and the
+    defining flags it gives: {name: normalized value}."""
+    from opennmt_tf import journal  # pylint: disable=import-outside-toplevel
+
+    parts = FLAGS.parts or [p for p in PARTS if FLAGS.shape != "base" or p != "quality"]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        raise app.UsageError(f"--parts: unknown {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    try:
+        seeds = tuple(int(seed) for seed in FLAGS.seeds)
+    except ValueError:
+        raise app.UsageError(f"--seeds={','.join(FLAGS.seeds)}: whole numbers, comma-separated") from None
+    values = {field.name: FLAGS[field.name].value for field in dataclasses.fields(journal.Measurement)}
+    values.update(recipe=os.path.abspath(FLAGS.recipe), data_dir=os.path.abspath(FLAGS.data_dir),
+                  parts=tuple(p for p in PARTS if p in parts), seeds=seeds)
+    given = {name: value for name, value in values.items() if FLAGS[name].present}
+    return journal.Measurement(**values), given
+
+
+def speed_settings(measurement) -> tuple[int, int, int]:
+    """(updates, warm-up updates, log interval) of a speed run (and of a short serving model)."""
+    steps, warmup, log_every = SHAPE_SPEED[measurement.shape]
+    return (measurement.speed_steps or steps, measurement.speed_warmup or warmup,
+            measurement.log_every or log_every)
+
+
+def planned_units(measurement) -> list[str]:
+    """The journal's keys of every unit of the measurement, in the order `measure` runs them."""
+    from opennmt_tf import journal, serve_runs, train_runs  # pylint: disable=import-outside-toplevel
+
+    parts = measurement.parts
+    units = [journal.PEER_VENV, journal.WORKSPACE]
+    if "speed" in parts:
+        units += train_runs.speed_units(measurement.speed_rounds)
+    if "startup" in parts:
+        units += train_runs.startup_units()
+    if "quality" in parts:
+        units += train_runs.quality_units(list(measurement.seeds))
+    if "serving" in parts:
+        units += [] if {"speed", "quality"} & set(parts) else serve_runs.serving_model_units()
+        units.append(journal.SERVING)
+    return units
+
+
+def measure(space, measurement, record) -> None:
+    """Runs the measurement's parts into `record` (each unit the journal holds taken from it)."""
     from opennmt_tf import serve_runs, train_runs  # pylint: disable=import-outside-toplevel
 
-    steps, warmup, log_every = SHAPE_SPEED[FLAGS.shape]
-    steps, warmup, log_every = FLAGS.speed_steps or steps, FLAGS.speed_warmup or warmup, FLAGS.log_every or log_every
+    parts, seeds = measurement.parts, list(measurement.seeds)
+    steps, warmup, log_every = speed_settings(measurement)
     models = {}
     if "speed" in parts:
-        record["speed"] = train_runs.speed(space, FLAGS.speed_rounds, steps, warmup, log_every, seeds[0])
+        record["speed"] = train_runs.speed(space, measurement.speed_rounds, steps, warmup, log_every, seeds[0])
         models = record["speed"].pop("models")
     if "startup" in parts:
         record["startup"] = train_runs.startup(space, seeds[0])
     if "quality" in parts:
-        training = train_runs.quality_training(space.recipe.training, FLAGS.quality_steps)
+        training = train_runs.quality_training(space.recipe.training, measurement.quality_steps)
         record["quality"] = train_runs.quality(space, seeds, training)
         models = record["quality"].pop("models")
     if "serving" in parts:
         if not models:
             models = serve_runs.short_models(space, steps, log_every, seeds[0])
-        record["serving"] = serve_runs.serving(space, models, FLAGS.serving_sentences, FLAGS.batch_size, FLAGS.repeats)
+        record["serving"] = serve_runs.serving(space, models, measurement.serving_sentences, measurement.batch_size,
+                                               measurement.repeats)
+
+
+def open_journal(measurement, given: dict, here: dict, command: str):
+    """(the journal, the measurement): a new one in a new work folder, or --resume's, checked
+    against this host and the given flags before any work (ValueError: one line)."""
+    from opennmt_tf import journal, peer_venv, recipe  # pylint: disable=import-outside-toplevel
+
+    if FLAGS.resume:
+        if FLAGS.work_dir:
+            raise app.UsageError("--resume continues the work folder it names; --work_dir makes a new one: give one")
+        book = journal.Journal.read(FLAGS.resume)
+        measurement = book.resume(given, here)
+    the_recipe = recipe.read(measurement.recipe, measurement.shape)
+    if the_recipe.flags.get("dataset") != "multi30k" or not the_recipe.shared_vocab:
+        raise app.UsageError(f"--recipe={measurement.recipe}: the harness compares Multi30k recipes with a shared "
+                             "vocabulary")
+    if FLAGS.resume:
+        book.check_unchanged(the_recipe.flags, peer_venv.PINS)
+    else:
+        work = tempfile.mkdtemp(prefix="opennmt_tf_side_by_side-", dir=FLAGS.work_dir)
+        book = journal.Journal.start(work, measurement, here, the_recipe.flags, peer_venv.PINS)
+    book.begin_session(command)
+    return book, measurement, the_recipe
+
+
+def ensure_peer_venv(book) -> str:
+    """The peer's venv folder: --peer_venv, else the journal's, else WORK/onmt-venv (removed first
+    if an earlier session was cut short making it); made or checked (the journal's unit
+    `PEER_VENV`)."""
+    from opennmt_tf import journal, peer_venv  # pylint: disable=import-outside-toplevel
+
+    entry = book.entry(journal.PEER_VENV)
+    inside = os.path.join(book.work, "onmt-venv")
+    venv_dir = os.path.abspath(FLAGS.peer_venv or (entry["result"]["folder"] if entry else inside))
+    if entry is None and venv_dir == inside:
+        shutil.rmtree(venv_dir, ignore_errors=True)
+    peer_venv.ensure(venv_dir)
+    if entry is None:
+        book.record(journal.PEER_VENV, {"folder": venv_dir}, processes=book.processes, parameters=book.parameters)
+    return venv_dir
+
+
+def print_progress(book, units: list, session: int) -> None:
+    done, remaining = book.progress(units)
+    print(f"work folder: {book.work} (session {session} of this measurement; journal {book.path})")
+    if done:
+        print(f"units done ({len(done)}): " + ", ".join(f"{k} (session {book.entry(k)['session']})" for k in done))
+    print(f"units to run ({len(remaining)}): {', '.join(remaining) or 'none'}", flush=True)
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     from keras_transformer.config import DecodingConfig  # pylint: disable=import-outside-toplevel  (no TensorFlow)
-    from opennmt_tf import peer_config, peer_venv, recipe, report  # pylint: disable=import-outside-toplevel
+    from opennmt_tf import peer_config, peer_venv, report  # pylint: disable=import-outside-toplevel
     from opennmt_tf.toolkits import Commands  # pylint: disable=import-outside-toplevel
     from opennmt_tf.workspace import Workspace  # pylint: disable=import-outside-toplevel
 
-    parts = FLAGS.parts or [p for p in PARTS if FLAGS.shape != "base" or p != "quality"]
-    unknown = sorted(set(parts) - set(PARTS))
-    if unknown:
-        raise app.UsageError(f"--parts: unknown {', '.join(unknown)}; choose from {', '.join(PARTS)}")
-    seeds = [int(seed) for seed in FLAGS.seeds]
-    the_recipe = recipe.read(FLAGS.recipe, FLAGS.shape)
-    if the_recipe.flags.get("dataset") != "multi30k" or not the_recipe.shared_vocab:
-        raise app.UsageError(f"--recipe={FLAGS.recipe}: the harness compares Multi30k recipes with a shared vocabulary")
-    decoding = DecodingConfig(beam_size=FLAGS.beam_size, alpha=FLAGS.alpha, max_extra_length=FLAGS.max_extra_length)
     command = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable), *sys.argv])
-    work = tempfile.mkdtemp(prefix="opennmt_tf_side_by_side-", dir=FLAGS.work_dir)
-    record = {"command": command, "date": datetime.datetime.now().isoformat(timespec="seconds"), "host": host(),
-              "recipe": FLAGS.recipe, "shape": FLAGS.shape, "parts": parts, "model": the_recipe.model.to_dict(),
-              "training": dataclasses.asdict(the_recipe.training), "batch_tokens": the_recipe.batch_tokens,
-              "decoding": decoding.to_dict(), "peer_pins": list(peer_venv.PINS), "work": work}
-    print(f"{command}\nwork folder: {work}", flush=True)
+    here = host()
+    book, measurement, the_recipe = open_journal(*command_line_measurement(), here, command)
+    work, session, units = book.work, len(book.sessions), planned_units(measurement)
+    decoding = DecodingConfig(beam_size=measurement.beam_size, alpha=measurement.alpha,
+                              max_extra_length=measurement.max_extra_length)
+    first = book.sessions[0]
+    record = {"command": first["command"], "date": first["date"], "host": here, "recipe": measurement.recipe,
+              "shape": measurement.shape, "parts": list(measurement.parts), "measurement": measurement.to_dict(),
+              "model": the_recipe.model.to_dict(), "training": dataclasses.asdict(the_recipe.training),
+              "batch_tokens": the_recipe.batch_tokens, "decoding": decoding.to_dict(),
+              "peer_pins": list(peer_venv.PINS), "work": work}
+    print(command, flush=True)
+    print_progress(book, units, session)
     failure = None
     try:
-        venv_dir = os.path.abspath(FLAGS.peer_venv or os.path.join(work, "onmt-venv"))
-        peer_venv.ensure(venv_dir)
+        venv_dir = ensure_peer_venv(book)
         record["peer_venv"] = venv_dir
-        commands = Commands(REPO, sys.executable, venv_dir, the_recipe, FLAGS.data_dir, os.path.join(work, "tfds"))
-        options = peer_config.PeerOptions(pre_norm=FLAGS.peer_pre_norm, cooldown=FLAGS.peer_cooldown)
+        commands = Commands(REPO, sys.executable, venv_dir, the_recipe, measurement.data_dir,
+                            os.path.join(work, "tfds"))
+        options = peer_config.PeerOptions(pre_norm=measurement.peer_pre_norm, cooldown=measurement.peer_cooldown)
         record["peer_options"] = dataclasses.asdict(options)
-        space = Workspace.create(work, commands, options, decoding, FLAGS.threads or os.cpu_count(),
-                                 FLAGS.dev_sentences)
+        space = Workspace.create(work, commands, options, decoding, measurement.threads or os.cpu_count(), book,
+                                 measurement.dev_sentences)
         record["tokenizer"] = space.summary()
         try:
-            measure(space, parts, seeds, record)
+            measure(space, measurement, record)
         finally:
             record["processes"] = space.processes
             record["parameters"] = dict(space.parameters)
@@ -223,11 +339,18 @@ def main(argv):
         failure = error
         record["error"] = "".join(traceback.format_exception_only(type(error), error)).strip()
     finally:
-        if not FLAGS.keep:
+        remaining = book.progress(units)[1]
+        if FLAGS.keep or (session > 1 and remaining):
+            print(f"work folder kept: {work}" + (f" (to continue: --resume={work})" if remaining else ""), flush=True)
+        else:
             shutil.rmtree(work, ignore_errors=True)
+    record.update(book.summary(units))
     table = report.markdown(report.rows(record))
-    print(f"\n--- OpenNMT-tf side by side ({FLAGS.shape}) ---\n\n{record['host']['cpu']}, {record['host']['cores']} "
-          f"cores ({', '.join(record['host']['flags'])}); {command}\n\n{table}\n", flush=True)
+    sessions = "".join(f"\nsession {s['session']} ({s['date']}): {len(s['units'])} unit(s)"
+                       for s in record.get("resumed", []))
+    print(f"\n--- OpenNMT-tf side by side ({measurement.shape}) ---\n\n{record['host']['cpu']}, "
+          f"{record['host']['cores']} cores ({', '.join(record['host']['flags'])}); {command}{sessions}\n\n{table}\n",
+          flush=True)
     if FLAGS.out:
         with open(FLAGS.out, "w", encoding="utf-8") as file:
             json.dump(record, file, indent=1, sort_keys=True, default=str)

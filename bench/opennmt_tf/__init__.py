@@ -8,6 +8,8 @@
 * `toolkits`: the command lines of each toolkit (train, translate, export).
 * `processes`: a command run as a child process, its lines time-stamped, its peak RSS.
 * `workspace`: one measurement's work folder, its shared tokenizer and data, every child's record.
+* `journal`: the measurement's finished units of work and the flags and host that define it,
+  so that a later session resumes it (--resume).
 * `training_logs`: what each toolkit's training console says: updates, target tokens/s, first update.
 * `train_runs`: training runs and the parts measured on them (speed, start-up, quality).
 * `serve_runs`: the exports and the serving engines, each timed in a process of its own.

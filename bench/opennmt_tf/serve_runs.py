@@ -27,11 +27,17 @@ runs', else a short run made here):
   pause of `engine_process`'s settle time; best and median round per engine. Output tokens: each
   translation tokenized again by the shared model, plus one EOS per sentence. Each worker's peak
   RSS is read when it exits.
+
+The exports and the timed rounds are one unit of the measurement's journal
+(`opennmt_tf.journal.SERVING`: the engines take turns, so they are timed in one session), and
+each short model one more (`serving_model_units`); a unit cut short is run again, its exports
+made afresh.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import statistics
@@ -40,7 +46,7 @@ import time
 from typing import Any
 
 import engine_process  # bench/, the entry point's folder
-from opennmt_tf import corpus, peer_config, peer_venv, processes, train_runs
+from opennmt_tf import corpus, journal, peer_config, peer_venv, processes, train_runs
 from opennmt_tf.workspace import Workspace
 
 PEER_ENGINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer_engine.py")
@@ -78,8 +84,9 @@ def ctranslate2_folder(export_dir: str) -> str:
 
 
 def export_all(space: Workspace, models: dict, maximum_length: int) -> tuple[dict, dict]:
-    """Both toolkits' SavedModel and CTranslate2 exports; returns ({engine: path}, {engine: seconds})."""
-    exports = space.folder("exports")
+    """Both toolkits' SavedModel and CTranslate2 exports (in a fresh WORK/exports); returns
+    ({engine: path}, {engine: seconds})."""
+    exports = space.fresh_folder("exports")
     ours, peer = models["ours"], models["peer"]
     paths, seconds = {}, {}
     for format_, engine in (("saved_model", "ours_saved_model"), ("ctranslate2", "ours_ctranslate2")):
@@ -112,7 +119,7 @@ def _specs(space: Workspace, paths: dict, sentences: list, pieces: list) -> dict
 
 
 def _start(space: Workspace, specs: dict) -> dict:
-    work = space.folder("engines")
+    work = space.fresh_folder("engines")
     python = peer_venv.python_of(space.commands.peer_venv)
     return {name: PeerEngineProcess(name, spec, work, python) if name == "peer_saved_model"
             else engine_process.EngineProcess(name, spec, work) for name, spec in specs.items()}
@@ -140,7 +147,16 @@ def _texts(space: Workspace, name: str, outputs: list) -> list[str]:
 
 
 def serving(space: Workspace, models: dict, sentences: int, batch_size: int, repeats: int) -> dict:
-    """Exports, then times the four engines (module docstring)."""
+    """Exports, then times the four engines (module docstring): the journal's result if a session
+    finished them."""
+
+    def make():
+        return _serve(space, models, sentences, batch_size, repeats), None
+
+    return train_runs.unit(space, journal.SERVING, make)[0]
+
+
+def _serve(space: Workspace, models: dict, sentences: int, batch_size: int, repeats: int) -> dict:
     lines = corpus.read_lines(space.data["test"][0])[:sentences or None]
     source_pieces = space.tokenizer.tokenize(lines)
     batches = corpus.length_sorted_batches(source_pieces, batch_size)
@@ -184,9 +200,23 @@ def serving(space: Workspace, models: dict, sentences: int, batch_size: int, rep
             "engines": engines, "models": {toolkit: run.name for toolkit, run in models.items()}}
 
 
+def serving_model_units() -> list[str]:
+    """The journal's keys of `short_models`' runs."""
+    return [journal.serving_model_key(toolkit) for toolkit in train_runs.TOOLKITS]
+
+
 def short_models(space: Workspace, steps: int, log_every: int, seed: int) -> dict:
-    """A float32 model of each toolkit trained `steps` updates (serving without a quality or speed part)."""
+    """A float32 model of each toolkit trained `steps` updates (serving without a quality or speed
+    part), or the journal's where a session made it."""
     training = dataclasses.replace(train_runs.speed_training(space, steps, log_every), seed=seed)
-    return {toolkit: train_runs.train(space, toolkit, f"serving-model-{toolkit}", training, "float32",
-                                      extra=train_runs.SPEED_EXTRA if toolkit == "ours" else ())
-            for toolkit in train_runs.TOOLKITS}
+    models = {}
+    for toolkit in train_runs.TOOLKITS:
+        key = journal.serving_model_key(toolkit)
+        _, models[toolkit] = train_runs.unit(space, key, functools.partial(_short_model, space, key, toolkit, training))
+    return models
+
+
+def _short_model(space: Workspace, key: str, toolkit: str, training) -> tuple[dict, train_runs.Run]:
+    run = train_runs.train(space, toolkit, key, training, "float32",
+                           extra=train_runs.SPEED_EXTRA if toolkit == "ours" else ())
+    return {"seconds": run.finished.seconds}, run

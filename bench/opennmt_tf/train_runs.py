@@ -1,9 +1,9 @@
 """Training runs of both toolkits, and the three parts measured on them: speed, start-up, quality.
 
     run = train(space, "ours", "speed-ours-float32-1", training, precision="float32")
-    speed(space, rounds=2, steps=600, warmup=100, log_every=50)   # -> {"float32": {...}, "recommended": {...}}
-    startup(space)                                                # -> seconds to the first update
-    quality(space, seeds=[1, 2])                                  # -> dev BLEU in both conventions
+    speed(space, rounds=2, steps=600, warmup=100, log_every=50, seed=1)  # -> {"float32": {...}, "recommended": {...}}
+    startup(space, seed=1)                                               # -> seconds to the first update
+    quality(space, [1, 2], training)                                     # -> dev BLEU in both conventions
 
 Every run is a fresh process of its own (`Workspace.run`), the toolkits alternating. A run of
 the project is `python -m keras_transformer.train` on a new training directory holding the
@@ -20,24 +20,32 @@ a run logging every update, stopped at its first; the seconds from the command's
 line. Quality: the recipe's whole run per seed, each toolkit's own averaging of its last (the
 peer) or best (ours) checkpoints, then the whole validation split translated with beam search
 by each toolkit's own command and scored here in both conventions (`keras_transformer.metrics`).
+
+Each run and what is measured on it is one unit of the measurement's journal (`opennmt_tf.journal`,
+`unit`): a unit a session finished is not run again, its result and run folder are the journal's
+(`speed_units`, `startup_units`, `quality_units` list them in the order they run), and a unit
+cut short is run again in a fresh folder.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import statistics
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from keras_transformer import metrics
 
-from opennmt_tf import peer_config, training_logs
+from opennmt_tf import journal, peer_config, training_logs
 from opennmt_tf.workspace import Workspace
 
 TOOLKITS = ("ours", "peer")
 PEER_PRECISION = "float32"  # OpenNMT-tf's documentation: mixed precision (float16) needs a Volta GPU or later
 RECOMMENDED = {"ours": "auto", "peer": PEER_PRECISION}
+# A round of the speed part, and the start-up part: (toolkit, precision) in the order they run.
+PLAN = (("ours", "float32"), ("peer", PEER_PRECISION), ("ours", RECOMMENDED["ours"]))
 
 
 @dataclasses.dataclass
@@ -55,6 +63,31 @@ class Run:
     @property
     def lines(self):
         return self.finished.lines
+
+    def to_journal(self) -> dict:
+        """What a later session needs of this run to serve its model (its console is in its log)."""
+        return {"toolkit": self.toolkit, "name": self.name, "folder": self.folder, "precision": self.precision,
+                "peer_files": dataclasses.asdict(self.peer_files) if self.peer_files else None}
+
+    @classmethod
+    def from_journal(cls, values: dict) -> "Run":
+        """A run an earlier session finished (`to_journal`), without its process record."""
+        files = values["peer_files"]
+        return cls(values["toolkit"], values["name"], values["folder"], None,
+                   peer_config.PeerFiles(**files) if files else None, values["precision"])
+
+
+def unit(space: Workspace, key: str, make: Callable[[], tuple]) -> tuple[Any, Optional[Run]]:
+    """The unit `key`'s (result, run): the journal's if a session finished it, else `make()`'s
+    (a (result, `Run` or None) pair), recorded in the journal as soon as it ends."""
+    entry = space.journal.entry(key)
+    if entry is not None:
+        space.log(f"[{key}] done in session {entry['session']} ({entry['date']}): taken from the journal")
+        return entry["result"], Run.from_journal(entry["run"]) if entry.get("run") else None
+    result, run = make()
+    result = space.journal.record(key, result, run=run.to_journal() if run else None, processes=space.processes,
+                                  parameters=space.parameters)
+    return result, run
 
 
 def _summary(run: Run) -> dict:
@@ -90,8 +123,9 @@ def check_parameters(space: Workspace, run: Run) -> dict:
 def train(space: Workspace, toolkit: str, name: str, training, precision: str, with_eval: bool = False,
           extra: tuple = (), stop_when=None) -> Run:
     """One training run of `toolkit` with `training` (a `TrainingConfig`) at `precision`
-    ("float32", "auto", ...; the peer: float32 only)."""
-    folder = space.folder("runs", name)
+    ("float32", "auto", ...; the peer: float32 only), in a fresh folder runs/NAME (a run cut short
+    in an earlier session leaves one)."""
+    folder = space.fresh_folder("runs", name)
     training = dataclasses.replace(training, precision=precision if toolkit == "ours" else "float32")
     if toolkit == "ours":
         space.copy_tokenizer(folder)
@@ -121,24 +155,36 @@ def speed_training(space: Workspace, steps: int, log_every: int):
 SPEED_EXTRA = ("--eval_max_sentences=-1",)  # ours: the end-of-run evaluation computes the dev loss only
 
 
+def speed_units(rounds: int) -> list[str]:
+    """The journal's keys of the speed part's runs, in the order they run."""
+    return [journal.speed_key(toolkit, precision, round_) for round_ in range(1, rounds + 1)
+            for toolkit, precision in PLAN]
+
+
+def _speed_run(space: Workspace, key: str, toolkit: str, precision: str, round_: int, training,
+               warmup: int) -> tuple[dict, Run]:
+    run = train(space, toolkit, key, training, precision, extra=SPEED_EXTRA if toolkit == "ours" else ())
+    measured = training_logs.throughput(training_logs.points(toolkit, run.lines), warmup)
+    measured.update(round=round_, precision=run.precision, parameters=check_parameters(space, run),
+                    seconds=run.finished.seconds, peak_rss_bytes=run.finished.peak_rss_bytes)
+    space.log(f"[{run.name}] {measured['tokens_per_second']:,.0f} target tokens/s over updates "
+              f"{measured['from_update']}-{measured['to_update']}")
+    return measured, run
+
+
 def speed(space: Workspace, rounds: int, steps: int, warmup: int, log_every: int, seed: int) -> dict:
     """Target tokens/s of both toolkits in float32 and in each one's recommended precision,
     `rounds` times, alternating: per round ours float32, the peer float32, ours auto (the
     peer's recommended precision is float32: its float32 runs stand for both)."""
     training = dataclasses.replace(speed_training(space, steps, log_every), seed=seed)
-    plan = [("ours", "float32"), ("peer", PEER_PRECISION), ("ours", RECOMMENDED["ours"])]
     results: dict[tuple, list] = {}
     last: dict[str, Run] = {}
     for round_ in range(1, rounds + 1):
-        for toolkit, precision in plan:
-            run = train(space, toolkit, f"speed-{toolkit}-{precision}-{round_}", training, precision,
-                        extra=SPEED_EXTRA if toolkit == "ours" else ())
-            measured = training_logs.throughput(training_logs.points(toolkit, run.lines), warmup)
-            measured.update(round=round_, precision=run.precision, parameters=check_parameters(space, run),
-                            seconds=run.finished.seconds, peak_rss_bytes=run.finished.peak_rss_bytes)
+        for toolkit, precision in PLAN:
+            key = journal.speed_key(toolkit, precision, round_)
+            measured, run = unit(space, key, functools.partial(_speed_run, space, key, toolkit, precision, round_,
+                                                               training, warmup))
             results.setdefault((toolkit, precision), []).append(measured)
-            space.log(f"[{run.name}] {measured['tokens_per_second']:,.0f} target tokens/s over updates "
-                      f"{measured['from_update']}-{measured['to_update']}")
             if precision == "float32":
                 last[toolkit] = run
 
@@ -156,21 +202,30 @@ def speed(space: Workspace, rounds: int, steps: int, warmup: int, log_every: int
             "recommended": recommended, "models": last}
 
 
+def startup_units() -> list[str]:
+    """The journal's keys of the start-up part's runs, in the order they run."""
+    return [journal.startup_key(toolkit, precision) for toolkit, precision in PLAN]
+
+
+def _startup_run(space: Workspace, key: str, toolkit: str, precision: str, training) -> tuple[dict, Run]:
+    run = train(space, toolkit, key, training, precision, extra=SPEED_EXTRA if toolkit == "ours" else (),
+                stop_when=lambda line: training_logs.first_update(toolkit, [(0.0, line)]) is not None)
+    seconds = training_logs.first_update(toolkit, run.lines)
+    if seconds is None:
+        raise RuntimeError(f"{key}: no first update in its console ({run.finished.log_path})")
+    space.log(f"[{key}] first update {seconds:.1f} s after the command started")
+    return {"seconds": seconds, "precision": run.precision, "parameters": check_parameters(space, run)}, run
+
+
 def startup(space: Workspace, seed: int) -> dict:
     """Seconds from each training command's start to its first update: ours in float32 and with
     --precision=auto (its start-up timing of bfloat16 included), the peer in float32."""
     training = dataclasses.replace(speed_training(space, 3, 1), seed=seed)
     result = {}
-    for toolkit, precision in (("ours", "float32"), ("peer", PEER_PRECISION), ("ours", "auto")):
-        name = f"startup-{toolkit}-{precision}"
-        run = train(space, toolkit, name, training, precision, extra=SPEED_EXTRA if toolkit == "ours" else (),
-                    stop_when=lambda line, t=toolkit: training_logs.first_update(t, [(0.0, line)]) is not None)
-        seconds = training_logs.first_update(toolkit, run.lines)
-        if seconds is None:
-            raise RuntimeError(f"{name}: no first update in its console ({run.finished.log_path})")
-        result[f"{toolkit}_{precision}"] = {"seconds": seconds, "precision": run.precision,
-                                            "parameters": check_parameters(space, run)}
-        space.log(f"[{name}] first update {seconds:.1f} s after the command started")
+    for toolkit, precision in PLAN:
+        key = journal.startup_key(toolkit, precision)
+        result[f"{toolkit}_{precision}"], _ = unit(space, key, functools.partial(_startup_run, space, key, toolkit,
+                                                                                 precision, training))
     return result
 
 
@@ -220,25 +275,36 @@ def quality_training(training, steps: int):
                                log_every_steps=share(training.log_every_steps))
 
 
+def quality_units(seeds: list[int]) -> list[str]:
+    """The journal's keys of the quality part's runs, in the order they run."""
+    return [journal.quality_key(toolkit, seed) for seed in seeds for toolkit in TOOLKITS]
+
+
+def _quality_run(space: Workspace, key: str, toolkit: str, training) -> tuple[dict, Run]:
+    """One quality run, its translation of the dev split and its scores: a row of the part."""
+    run = train(space, toolkit, key, training, RECOMMENDED[toolkit], with_eval=True)
+    scores = score(translate_dev(space, run), space.data["dev_translation"][1], space.recipe.flags["target_lang"])
+    summary = _summary(run)
+    row = {"seed": training.seed, "precision": run.precision, "updates": summary.get("step"),
+           "train_minutes": run.finished.seconds / 60, "peak_rss_bytes": run.finished.peak_rss_bytes,
+           "parameters": check_parameters(space, run), **scores}
+    space.log(f"[{run.name}] dev BLEU {row['bleu']:.2f} (lowercased Moses-tokenized {row['bleu_lc_moses']:.2f}) "
+              f"after {row['updates']} updates, {row['train_minutes']:.1f} min")
+    return row, run
+
+
 def quality(space: Workspace, seeds: list[int], training) -> dict:
     """The run of `training` (the recipe's, or `quality_training`'s) per seed and toolkit
-    (alternating), each one's dev BLEU."""
+    (alternating), each one's dev BLEU; "models": the first seed's runs (the journal's where an
+    earlier session made them)."""
     result: dict[str, Any] = {"seeds": seeds, "train_steps": training.train_steps, "ours": [], "peer": [],
                               "models": {}}
     for seed in seeds:
-        training = dataclasses.replace(training, seed=seed)
+        seeded = dataclasses.replace(training, seed=seed)
         for toolkit in TOOLKITS:
-            run = train(space, toolkit, f"quality-{toolkit}-seed{seed}", training, RECOMMENDED[toolkit],
-                        with_eval=True)
-            scores = score(translate_dev(space, run), space.data["dev_translation"][1],
-                           space.recipe.flags["target_lang"])
-            summary = _summary(run)
-            row = {"seed": seed, "precision": run.precision, "updates": summary.get("step"),
-                   "train_minutes": run.finished.seconds / 60, "peak_rss_bytes": run.finished.peak_rss_bytes,
-                   "parameters": check_parameters(space, run), **scores}
+            key = journal.quality_key(toolkit, seed)
+            row, run = unit(space, key, functools.partial(_quality_run, space, key, toolkit, seeded))
             result[toolkit].append(row)
-            space.log(f"[{run.name}] dev BLEU {row['bleu']:.2f} (lowercased Moses-tokenized "
-                      f"{row['bleu_lc_moses']:.2f}) after {row['updates']} updates, {row['train_minutes']:.1f} min")
             if seed == seeds[0]:
                 result["models"][toolkit] = run
     return result

@@ -1,11 +1,13 @@
 """One measurement's work folder and what every part of it shares.
 
-    space = Workspace.create(work, commands, recipe, data_dir, options, decoding, threads, log)
+    space = Workspace.create(work, commands, options, decoding, threads, book, dev_sentences, log)
     space.tokenizer        # the shared SentencePiece model (trained once, by the project's command)
     space.data             # the plain-text splits both toolkits read
     space.run(name, command, toolkit)   # a child process, logged to WORK/logs/NAME.log
+    space.journal          # the measurement's finished units (`opennmt_tf.journal`)
 
     WORK/
+      journal.json the measurement's finished units, each one's result (`opennmt_tf.journal`)
       data/        the Multi30k splits as plain stripped text (`corpus.write_plain_splits`)
       tfds/        tensorflow-datasets' copy of Multi30k for the project's commands
       tokenizer/   the project's tokenizer (`python -m pipelines train_tokenizer`), every run's
@@ -16,7 +18,8 @@
       engines/     the serving workers' specs
 
 Every child's record (`Workspace.processes`) keeps its name, toolkit, kind (training, export,
-serving, ...), wall time and peak RSS: the memory rows of the table come from there.
+serving, ...), wall time and peak RSS: the memory rows of the table come from there. A resumed
+measurement starts from the journal's records, parameter counts, data files and tokenizer.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any, Callable, Optional, Sequence
 from keras_transformer.config import DecodingConfig
 
 from opennmt_tf import corpus, peer_config, processes
+from opennmt_tf.journal import WORKSPACE, Journal
 from opennmt_tf.recipe import Recipe
 from opennmt_tf.toolkits import Commands
 
@@ -52,6 +56,7 @@ class Workspace:
         peer_options: the peer's choices (`peer_config.PeerOptions`).
         decoding: beam size, alpha, max_extra_length for both toolkits.
         threads: threads of every serving engine.
+        journal: the measurement's journal (`opennmt_tf.journal.Journal`).
         log: where the harness's own lines go.
         processes: a record per child process run so far.
         parameters: toolkit -> the trainable parameters its runs said they have (each checked).
@@ -65,6 +70,7 @@ class Workspace:
     peer_options: peer_config.PeerOptions
     decoding: DecodingConfig
     threads: int
+    journal: Journal
     log: Callable[[str], None] = print
     processes: list = dataclasses.field(default_factory=list)
     parameters: dict = dataclasses.field(default_factory=dict)
@@ -73,6 +79,11 @@ class Workspace:
         path = os.path.join(self.work, *parts)
         os.makedirs(path, exist_ok=True)
         return path
+
+    def fresh_folder(self, *parts: str) -> str:
+        """`folder`, emptied first: what a unit cut short in an earlier session left there is removed."""
+        shutil.rmtree(os.path.join(self.work, *parts), ignore_errors=True)
+        return self.folder(*parts)
 
     def run(self, name: str, command: Sequence[str], toolkit: str, kind: str, env: Optional[dict] = None,
             stop_when: Optional[Callable[[str], bool]] = None, check: bool = True) -> processes.Finished:
@@ -100,25 +111,40 @@ class Workspace:
 
     @classmethod
     def create(cls, work: str, commands: Commands, peer_options: peer_config.PeerOptions,
-               decoding: DecodingConfig, threads: int, dev_sentences: int = 0,
+               decoding: DecodingConfig, threads: int, book: Journal, dev_sentences: int = 0,
                log: Callable[[str], None] = print) -> "Workspace":
         """Writes the data splits (and "dev_translation": the validation split, or its first
-        `dev_sentences` pairs) and trains the shared tokenizer (the project's command, once)."""
-        recipe = commands.recipe
-        data = corpus.write_plain_splits(commands.data_dir, os.path.join(work, "data"), recipe.flags["source_lang"],
-                                         recipe.flags["target_lang"])
+        `dev_sentences` pairs) and trains the shared tokenizer (the project's command, once): the
+        journal's unit `opennmt_tf.journal.WORKSPACE`, whose files a resumed measurement reuses."""
+        space = cls(work, commands, commands.recipe, {}, None,  # type: ignore[arg-type]  (data, tokenizer: below)
+                    peer_options, decoding, threads, book, log, book.processes, book.parameters)
+        entry = book.entry(WORKSPACE)
+        if entry is None:
+            files = book.record(WORKSPACE, space._prepare(dev_sentences), processes=space.processes,
+                                parameters=space.parameters)
+        else:
+            files = entry["result"]
+            log(f"data and tokenizer: from the journal (session {entry['session']}, {entry['date']})")
+        space.data = {split: tuple(paths) for split, paths in files["data"].items()}
+        space.tokenizer = corpus.SentencePieceModel(files["tokenizer"])
+        log(f"tokenizer: {space.tokenizer.settings.get('type')}, {len(space.tokenizer.pieces()):,} pieces "
+            f"({files['tokenizer']})")
+        return space
+
+    def _prepare(self, dev_sentences: int) -> dict:
+        """The data splits and the shared tokenizer (`create`); returns their paths."""
+        flags = self.recipe.flags
+        data = corpus.write_plain_splits(self.commands.data_dir, os.path.join(self.work, "data"),
+                                         flags["source_lang"], flags["target_lang"])
         data["dev_translation"] = data["validation"]
         if dev_sentences:
             data["dev_translation"] = tuple(
                 corpus.write_lines(f"{path}.first{dev_sentences}", corpus.read_lines(path)[:dev_sentences])
                 for path in data["validation"])
-        space = cls(work, commands, recipe, data, None, peer_options, decoding, threads, log)  # type: ignore[arg-type]
-        tokenizer_dir = os.path.join(work, "tokenizer")
-        space.run("tokenizer", commands.ours_tokenizer(tokenizer_dir), "ours", "tokenizer")
-        space.tokenizer = corpus.SentencePieceModel(tokenizer_dir)
-        log(f"tokenizer: {space.tokenizer.settings.get('type')}, {len(space.tokenizer.pieces()):,} pieces "
-            f"({tokenizer_dir})")
-        return space
+        tokenizer_dir = os.path.join(self.work, "tokenizer")
+        shutil.rmtree(tokenizer_dir, ignore_errors=True)  # a tokenizer cut short in an earlier session
+        self.run("tokenizer", self.commands.ours_tokenizer(tokenizer_dir), "ours", "tokenizer")
+        return {"data": data, "tokenizer": tokenizer_dir}
 
     def copy_tokenizer(self, run_dir: str) -> None:
         """Gives a new project run the shared tokenizer (MODEL_DIR/tokenizer, which training reuses)."""
