@@ -1,9 +1,18 @@
 """One translation engine in a process of its own, timed on request, as a server holds it.
 
-The worker side of bench/serving_vs_ctranslate2.py and the handle its parent holds:
+The worker side of bench/serving_vs_ctranslate2.py and bench/model_shapes_speed.py, the handle
+their parent holds, and what both parents share around it (no flags: each passes its own values):
 
+    lines, references = engine_process.read_corpus(input_path, reference_path, sentences)
+    batches = engine_process.sentence_batches(lines, batch_size)   # the same for every engine
+    spec = engine_process.engine_spec("saved_model", path, decoding, threads, [[lines[i] for i in b] for b in batches])
     with engine_process.started({"saved_model": spec, ...}, work) as processes:
         processes["saved_model"].request("translate")   # {"seconds": 1.2, "outputs": [[...], ...]}
+        seconds, outputs, changed = engine_process.time_engines(processes, batches, repeats)
+
+`host()` describes the machine the figures belong to; `export_tokenizers`, `as_texts` and
+`target_tokens` turn a CTranslate2 worker's pieces into text and count the target tokens of any
+engine's translations the same way.
 
 `started` writes each spec to `work/<name>.json` and runs `python bench/engine_process.py
 work/<name>.json` for it: a fresh interpreter that loads that one engine and nothing else, then
@@ -68,6 +77,7 @@ import dataclasses
 import json
 import logging
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -394,6 +404,163 @@ def started(specs: dict[str, dict[str, Any]], work: str) -> Iterator[dict[str, E
     finally:
         for process in processes.values():
             process.close()
+
+
+# What the parents share: the host, the input, the specs, the timed rounds, the outputs ------------
+
+CPU_FLAGS = {  # /proc/cpuinfo flag -> its name in the output: what decides which precision pays
+    "avx2": "AVX2", "avx512f": "AVX-512", "avx512_vnni": "AVX512_VNNI", "avx512_bf16": "AVX512_BF16",
+    "amx_bf16": "AMX-BF16", "amx_int8": "AMX-INT8"}
+CT2_INTER_THREADS = 1  # one batch at a time, as the SavedModel is called (CTranslate2's docs/parallel.md)
+# A pause before each engine's turn: the previous engine's idle threads (OpenMP's and TensorFlow's
+# pools spin a while before they sleep) are asleep before the next engine's clock starts.
+SETTLE_SECONDS = 1.0
+PIECES_OUT = ("export_path", "plain")  # engines whose inputs and outputs are pieces, not text
+
+
+def host() -> dict[str, Any]:
+    """The CPU model and vendor, physical cores and instruction sets of `CPU_FLAGS` it has
+    (/proc/cpuinfo), the logical cores and the load average: what the figures depend on."""
+    cpu, vendor, cores, cpu_flags = platform.processor() or platform.machine(), None, set(), set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            blocks = file.read().split("\n\n")  # one block per logical CPU
+    except OSError:
+        blocks = []
+    for block in blocks:
+        fields = dict((key.strip(), value.strip()) for key, _, value in
+                      (line.partition(":") for line in block.splitlines()))
+        cpu, vendor = fields.get("model name", cpu), fields.get("vendor_id", vendor)
+        cpu_flags.update(fields.get("flags", "").split())
+        if "core id" in fields:
+            cores.add((fields.get("physical id"), fields["core id"]))
+    return {"cpu": cpu, "vendor": vendor, "cores": os.cpu_count(), "physical_cores": len(cores) or os.cpu_count(),
+            "cpu_flags": {name: flag in cpu_flags for flag, name in CPU_FLAGS.items()},
+            "load_average": [round(load, 2) for load in os.getloadavg()]}
+
+
+def flags_text(machine: dict[str, Any]) -> str:
+    """"AVX2 yes, AVX-512 yes, ..." of `host()`'s CPU flags."""
+    return ", ".join(f"{name} {'yes' if present else 'no'}" for name, present in machine["cpu_flags"].items())
+
+
+def read_corpus(input_path: str, reference_path: Optional[str], sentences: int
+                ) -> tuple[list[str], Optional[list[str]]]:
+    """The first `sentences` lines (0: all) of `input_path` (stripped), and of `reference_path`
+    (None without it): the files of the benchmarks' --input and --reference flags.
+
+    `text_files.read_lines` reads a gzipped file as such (it looks at the magic bytes, not the
+    name) and raises a one-line `DataError` (a ValueError) for a missing, empty or non-UTF-8 file;
+    references that do not match the input line for line are a one-line ValueError.
+    """
+    from keras_transformer.files import command_files  # pylint: disable=g-import-not-at-top  (no TensorFlow)
+    from pipelines import text_files  # pylint: disable=g-import-not-at-top
+
+    command_files.check_input_file(input_path, "input")
+    command_files.check_input_file(reference_path, "reference")
+    lines = text_files.read_lines(input_path)
+    references = text_files.read_lines(reference_path) if reference_path else None
+    if references is not None and len(references) != len(lines):
+        raise ValueError(f"--reference={reference_path} has {len(references):,} lines but --input={input_path} "
+                         f"has {len(lines):,}")
+    count = sentences or len(lines)
+    return lines[:count], (references[:count] if references is not None else None)
+
+
+def sentence_batches(lines: list[str], batch_size: int) -> list[list[int]]:
+    """The indices of `lines` in batches of at most `batch_size` sentences of similar length,
+    longest first (`sorted_batches.length_sorted_batches` on the key `export.client.translate_lines`
+    sorts by: words, then bytes): the same batches for every engine and every model."""
+    from keras_transformer.decoding import sorted_batches  # pylint: disable=g-import-not-at-top
+
+    encoded = [line.encode("utf-8") for line in lines]
+    lengths = [(len(line.split()), len(line)) for line in encoded]  # export.client.translate_lines' key
+    return sorted_batches.length_sorted_batches(lengths, batch_size, descending=True)
+
+
+def export_tokenizers(path: str):
+    """The `Ctranslate2Translator` of the CTranslate2 export at `path`, for its `tokenize` and
+    `detokenize` (the export's own tokenizers) only: its model is unloaded at once, so the
+    calling process holds no engine."""
+    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
+    from keras_transformer import cli  # pylint: disable=g-import-not-at-top
+
+    with cli.silence_native_stderr():  # sentencepiece's INFO lines as the tokenizers load
+        tokenizers = ctranslate2_model.Ctranslate2Translator(path, device="cpu", intra_threads=1)
+    tokenizers.translator.unload_model()
+    return tokenizers
+
+
+def engine_spec(engine: str, path: str, decoding, threads: int, batches: list, compute_type: Optional[str] = None,
+                use_mkl: Optional[str] = None) -> dict[str, Any]:
+    """What a worker needs to run `engine` (one of `ENGINES`) on `batches` (sentences, or source
+    pieces for `PIECES_OUT`); a CTranslate2 engine (with a `compute_type`) gets
+    CT2_INTER_THREADS and CT2_USE_MKL=`use_mkl` (None: unset)."""
+    spec = {"engine": engine, "path": path, "decoding": decoding.to_dict(), "threads": threads, "batches": batches}
+    if compute_type:
+        spec.update(compute_type=compute_type, inter_threads=CT2_INTER_THREADS, ct2_use_mkl=use_mkl)
+    return spec
+
+
+def in_input_order(batches: list[list[int]], per_batch: list[list]) -> list:
+    """A worker's outputs, per batch, as one list in input order."""
+    results: list = [None] * sum(len(batch) for batch in batches)
+    for batch, outputs in zip(batches, per_batch):
+        for i, output in zip(batch, outputs):
+            results[i] = output
+    return results
+
+
+def time_engines(processes: dict[str, EngineProcess], batches: list[list[int]], repeats: int
+                 ) -> tuple[dict[str, list[float]], dict[str, list], dict[str, int]]:
+    """Warms each engine up on the first batch, then times `repeats` rounds of all batches per
+    engine, the engines' order rotated each round; each worker times its own calls while the
+    others wait for their turn, each turn after a pause of SETTLE_SECONDS.
+
+    Returns per engine: the seconds of every round, the first round's [output, score] pairs in
+    input order, and the most outputs a later round changed (0 for a deterministic engine).
+    """
+    for process in processes.values():
+        process.request("warm_up")
+    names = list(processes)
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    outputs: dict[str, list] = {}
+    changed = {name: 0 for name in names}
+    for round_index in range(repeats):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            time.sleep(SETTLE_SECONDS)
+            reply = processes[name].request("translate")
+            seconds[name].append(reply["seconds"])
+            result = in_input_order(batches, reply["outputs"])
+            if name in outputs:
+                changed[name] = max(changed[name], sum(a[0] != b[0] for a, b in zip(outputs[name], result)))
+            else:
+                outputs[name] = result
+        print(f"round {round_index + 1}/{repeats}: "
+              + ", ".join(f"{name} {seconds[name][-1]:.2f} s" for name in names), flush=True)
+    return seconds, outputs, changed
+
+
+def as_texts(engine: str, pairs: list, tokenizers) -> list[tuple[str, Optional[float]]]:
+    """A worker's [output, score] pairs as (translation, score): the pieces of `PIECES_OUT`
+    detokenized by the export's tokenizer (`tokenizers`, `export_tokenizers`), text as it is."""
+    if engine not in PIECES_OUT:
+        return [(text, score) for text, score in pairs]
+    from keras_transformer import cli  # pylint: disable=g-import-not-at-top
+
+    with cli.silence_native_stderr():  # a tokenizer's first use prints sentencepiece's INFO lines
+        return list(zip(tokenizers.detokenize([pieces for pieces, _ in pairs]), [score for _, score in pairs]))
+
+
+def target_tokens(tokenizer, translations: list[str], nonempty: list[bool]) -> int:
+    """The pieces of `translations` (tokenized again by the target `tokenizer`) plus one EOS per
+    non-empty source: every engine's output counted the same way."""
+    from keras_transformer import cli  # pylint: disable=g-import-not-at-top
+
+    with cli.silence_native_stderr():
+        lengths = tokenizer.tokenize(translations).row_lengths().numpy()
+    return int(lengths.sum()) + sum(nonempty)
 
 
 if __name__ == "__main__":

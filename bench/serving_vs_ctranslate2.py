@@ -86,9 +86,9 @@ and no engine in the process that starts them.
    TensorFlow. The JSON line records each worker's pid and whether it imported TensorFlow.
    Each engine translates one batch to warm up; then in each of --repeats rounds every engine
    translates all batches, one engine at a time (the others wait on their pipe, so no two engines
-   share the CPU while one is timed; a pause of SETTLE_SECONDS before each turn lets the last
-   engine's spinning threads fall asleep), the engines' order rotated each round, so that a change
-   of the machine's load touches all of them alike. Each engine's best round gives its sentences/s,
+   share the CPU while one is timed; a pause of `engine_process.SETTLE_SECONDS` before each turn
+   lets the last engine's spinning threads fall asleep), the engines' order rotated each round, so
+   that a change of the machine's load touches all of them alike. Each engine's best round gives its sentences/s,
    target tokens/s, its wall time and its speed over the SavedModel's, its median round its median
    sentences/s, and beside them the median over the rounds of the SavedModel's time over the
    engine's in the same round (robust to a host whose speed drifts during a run); with --reference,
@@ -123,7 +123,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import platform
 import shlex
 import shutil
 import statistics
@@ -135,6 +134,8 @@ from typing import Any, Optional
 from absl import flags
 
 import engine_process
+from engine_process import (CT2_INTER_THREADS, PIECES_OUT, as_texts, engine_spec, export_tokenizers, flags_text,
+                            host, in_input_order, target_tokens, time_engines)
 from keras_transformer import cli
 from keras_transformer.config import TransformerConfig
 from keras_transformer.files import command_files
@@ -182,69 +183,14 @@ LABELS = {  # engine -> its row in the table
        for backend, use_mkl in CT2_USE_MKL.items() for mode, (_, label) in CT2_MODES.items()
        for export in COMPUTE_TYPES},
 }
-PIECES_OUT = ("export_path", "plain")  # workers whose outputs are pieces, detokenized here
 BASELINE = "saved_model"  # speeds are also given over this engine's
 FIDELITY = "ct2_float32"  # the engine whose outputs and scores are compared with the SavedModel's
 BFLOAT16 = "saved_model_bf16"  # the engine --nobfloat16 leaves out
 SHORT_LABELS = {BASELINE: "SavedModel float32", BFLOAT16: "SavedModel bfloat16"}
 SAVED_MODELS = (BASELINE, BFLOAT16)  # each one's speed is also given over every CTranslate2 engine's
-CPU_FLAGS = {  # /proc/cpuinfo flag -> its name in the output: what decides which precision pays
-    "avx2": "AVX2", "avx512f": "AVX-512", "avx512_vnni": "AVX512_VNNI", "avx512_bf16": "AVX512_BF16",
-    "amx_bf16": "AMX-BF16", "amx_int8": "AMX-INT8"}
-CT2_INTER_THREADS = 1  # one batch at a time, as the SavedModel is called (CTranslate2's docs/parallel.md)
-# A pause before each engine's turn: the previous engine's idle threads (OpenMP's and TensorFlow's
-# pools spin a while before they sleep) are asleep before the next engine's clock starts.
-SETTLE_SECONDS = 1.0
 EXPORT_OVERHEAD_TARGET = 1.05  # the issue: the export path within 5% of CTranslate2 itself (wall time)
 SCORE_TOLERANCE = 1e-4  # scores closer than this count as equal (float32 sums in two programs)
 SHOWN_DIFFERENCES = 3
-
-
-# Host, input ------------------------------------------------------------------------------------
-
-def host() -> dict[str, Any]:
-    """The CPU model and vendor, physical cores and instruction sets of `CPU_FLAGS` it has
-    (/proc/cpuinfo), the logical cores and the load average: what the figures depend on."""
-    cpu, vendor, cores, cpu_flags = platform.processor() or platform.machine(), None, set(), set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as file:
-            blocks = file.read().split("\n\n")  # one block per logical CPU
-    except OSError:
-        blocks = []
-    for block in blocks:
-        fields = dict((key.strip(), value.strip()) for key, _, value in
-                      (line.partition(":") for line in block.splitlines()))
-        cpu, vendor = fields.get("model name", cpu), fields.get("vendor_id", vendor)
-        cpu_flags.update(fields.get("flags", "").split())
-        if "core id" in fields:
-            cores.add((fields.get("physical id"), fields["core id"]))
-    return {"cpu": cpu, "vendor": vendor, "cores": os.cpu_count(), "physical_cores": len(cores) or os.cpu_count(),
-            "cpu_flags": {name: flag in cpu_flags for flag, name in CPU_FLAGS.items()},
-            "load_average": [round(load, 2) for load in os.getloadavg()]}
-
-
-def flags_text(machine: dict[str, Any]) -> str:
-    """"AVX2 yes, AVX-512 yes, ..." of `host()`'s CPU flags."""
-    return ", ".join(f"{name} {'yes' if present else 'no'}" for name, present in machine["cpu_flags"].items())
-
-
-def read_corpus() -> tuple[list[str], Optional[list[str]]]:
-    """The first --sentences lines of --input (stripped), and of --reference (None without it).
-
-    `text_files.read_lines` reads a gzipped file as such (it looks at the magic bytes, not the
-    name) and raises a one-line `DataError` (a ValueError) for a missing, empty or non-UTF-8 file.
-    """
-    from pipelines import text_files  # pylint: disable=g-import-not-at-top  (no TensorFlow)
-
-    command_files.check_input_file(FLAGS.input, "input")
-    command_files.check_input_file(FLAGS.reference, "reference")
-    lines = text_files.read_lines(FLAGS.input)
-    references = text_files.read_lines(FLAGS.reference) if FLAGS.reference else None
-    if references is not None and len(references) != len(lines):
-        raise ValueError(f"--reference={FLAGS.reference} has {len(references):,} lines but --input={FLAGS.input} "
-                         f"has {len(lines):,}")
-    count = FLAGS.sentences or len(lines)
-    return lines[:count], (references[:count] if references is not None else None)
 
 
 # Exports, engines, their processes --------------------------------------------------------------
@@ -276,28 +222,6 @@ def write_exports(translator, greedy_decoding, checkpoint: str, work: str, bfloa
     return paths
 
 
-def export_tokenizers(path: str):
-    """The `Ctranslate2Translator` of the CTranslate2 export at `path`, for its `tokenize` and
-    `detokenize` (the export's own tokenizers) only: its model is unloaded at once, so this
-    process holds no engine."""
-    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
-
-    with cli.silence_native_stderr():  # sentencepiece's INFO lines as the tokenizers load
-        tokenizers = ctranslate2_model.Ctranslate2Translator(path, device="cpu", intra_threads=1)
-    tokenizers.translator.unload_model()
-    return tokenizers
-
-
-def engine_spec(engine: str, path: str, decoding, threads: int, batches: list, compute_type: Optional[str],
-                use_mkl: Optional[str] = None) -> dict[str, Any]:
-    """What `engine_process` needs to run `engine` (one of `engine_process.ENGINES`) in a worker;
-    a CTranslate2 engine (with a `compute_type`) gets CT2_USE_MKL=`use_mkl` (None: unset)."""
-    spec = {"engine": engine, "path": path, "decoding": decoding.to_dict(), "threads": threads, "batches": batches}
-    if compute_type:
-        spec.update(compute_type=compute_type, inter_threads=CT2_INTER_THREADS, ct2_use_mkl=use_mkl)
-    return spec
-
-
 def timed_specs(paths: dict[str, str], decoding, threads: int, text_batches: list, piece_batches: list,
                 use_mkl_values: tuple[Optional[str], ...]) -> dict[str, dict[str, Any]]:
     """The spec of each timed engine (`ENGINES` whose export is in `paths`; CTranslate2's with a
@@ -310,24 +234,6 @@ def timed_specs(paths: dict[str, str], decoding, threads: int, text_batches: lis
         compute_type = COMPUTE_TYPES[export][1] if export in COMPUTE_TYPES else None
         specs[name] = engine_spec(engine, paths[export], decoding, threads, batches, compute_type, use_mkl)
     return specs
-
-
-def in_input_order(batches: list[list[int]], per_batch: list[list]) -> list:
-    """A worker's outputs, per batch, as one list in input order."""
-    results: list = [None] * sum(len(batch) for batch in batches)
-    for batch, outputs in zip(batches, per_batch):
-        for i, output in zip(batch, outputs):
-            results[i] = output
-    return results
-
-
-def as_texts(engine: str, pairs: list, tokenizers) -> list[tuple[str, Optional[float]]]:
-    """A worker's [output, score] pairs as (translation, score): pieces detokenized by the
-    export's tokenizer (`tokenizers`, `export_tokenizers`), text as it is."""
-    if engine not in PIECES_OUT:
-        return [(text, score) for text, score in pairs]
-    with cli.silence_native_stderr():  # a tokenizer's first use prints sentencepiece's INFO lines
-        return list(zip(tokenizers.detokenize([pieces for pieces, _ in pairs]), [score for _, score in pairs]))
 
 
 def translate_greedy(paths: dict[str, str], greedy, threads: int, text_batches: list, piece_batches: list,
@@ -384,37 +290,6 @@ def no_mkl_variant(as_installed: dict[str, Any], timed: bool) -> str:
             "change nothing; CTranslate2 is timed as installed only.")
 
 
-def time_engines(processes: dict[str, engine_process.EngineProcess], batches: list[list[int]], repeats: int
-                 ) -> tuple[dict[str, list[float]], dict[str, list], dict[str, int]]:
-    """Warms each engine up on the first batch, then times `repeats` rounds of all batches per
-    engine, the engines' order rotated each round; each worker times its own calls while the
-    others wait for their turn, each turn after a pause of SETTLE_SECONDS.
-
-    Returns per engine: the seconds of every round, the first round's [output, score] pairs in
-    input order, and the most outputs a later round changed (0 for a deterministic engine).
-    """
-    for process in processes.values():
-        process.request("warm_up")
-    names = list(processes)
-    seconds: dict[str, list[float]] = {name: [] for name in names}
-    outputs: dict[str, list] = {}
-    changed = {name: 0 for name in names}
-    for round_index in range(repeats):
-        shift = round_index % len(names)
-        for name in names[shift:] + names[:shift]:
-            time.sleep(SETTLE_SECONDS)
-            reply = processes[name].request("translate")
-            seconds[name].append(reply["seconds"])
-            result = in_input_order(batches, reply["outputs"])
-            if name in outputs:
-                changed[name] = max(changed[name], sum(a[0] != b[0] for a, b in zip(outputs[name], result)))
-            else:
-                outputs[name] = result
-        print(f"round {round_index + 1}/{repeats}: "
-              + ", ".join(f"{name} {seconds[name][-1]:.2f} s" for name in names), flush=True)
-    return seconds, outputs, changed
-
-
 # Comparing --------------------------------------------------------------------------------------
 
 def identical(reference: list[tuple], other: list[tuple]) -> int:
@@ -454,13 +329,6 @@ def report_agreement(name: str, result: dict[str, Any], lines: list[str], refere
               f"\n      CTranslate2: {other[i][0]!r} ({other[i][1]:.4f})")
 
 
-def target_tokens(tokenizer, translations: list[str], nonempty: list[bool]) -> int:
-    """The pieces of `translations` (tokenized again) plus one EOS per non-empty source."""
-    with cli.silence_native_stderr():
-        lengths = tokenizer.tokenize(translations).row_lengths().numpy()
-    return int(lengths.sum()) + sum(nonempty)
-
-
 def saved_model_ratios(seconds: dict[str, list[float]]) -> dict[str, dict[str, dict[str, float]]]:
     """Each SavedModel's (`SAVED_MODELS` that were timed) speed over each CTranslate2 engine's,
     from the seconds of their rounds (the same sentences in every round, so a speed ratio is the
@@ -486,7 +354,6 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
     import ctranslate2  # pylint: disable=g-import-not-at-top
 
     from keras_transformer import metrics  # pylint: disable=g-import-not-at-top
-    from keras_transformer.decoding import sorted_batches  # pylint: disable=g-import-not-at-top
 
     decoding = translator.decoding_config
     greedy = dataclasses.replace(decoding, beam_size=1, n_best=1)
@@ -500,9 +367,7 @@ def measure(translator, checkpoint: str, work: str, lines: list[str], references
           f"int8, SavedModels (beam {decoding.beam_size}" + (", the same in bfloat16" if bfloat16 else "")
           + ", greedy)", flush=True)
 
-    encoded = [line.encode("utf-8") for line in lines]
-    lengths = [(len(line.split()), len(line)) for line in encoded]  # export.client.translate_lines' key
-    batches = sorted_batches.length_sorted_batches(lengths, FLAGS.batch_size, descending=True)
+    batches = engine_process.sentence_batches(lines, FLAGS.batch_size)
     piece_batches = [[pieces[i] for i in batch] for batch in batches]
     text_batches = [[lines[i] for i in batch] for batch in batches]
 
@@ -725,7 +590,7 @@ def main(argv):
         raise FileNotFoundError(f"--model_dir={FLAGS.model_dir}: no such training directory")
     if FLAGS.work_dir:
         command_files.check_writable_folder(FLAGS.work_dir, "work_dir")
-    lines, references = read_corpus()
+    lines, references = engine_process.read_corpus(FLAGS.input, FLAGS.reference, FLAGS.sentences)
     decoding = task_flags.decoding_config()
     command = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable), *sys.argv])
     machine = host()
