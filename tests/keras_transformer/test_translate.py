@@ -147,13 +147,12 @@ def test_sampling_from_model_dir_and_from_export_agree_and_the_seed_decides(file
     temperature 0 is greedy search (--beam_size=1)."""
     sampling = ["--sampling_topk=0", "--sampling_temperature=1.5", "--batch_size=8"]
     outputs = {}
-    for source in (f"--model_dir={files / 'run'}", f"--export_dir={files / 'export'}"):
-        for seed in (1, 2):
-            result = run(source, f"--input={files / 'source.txt'}", "--output=-", f"--seed={seed}", *sampling)
-            assert result.returncode == 0, result.stderr[-2000:]
-            outputs[source.split("=")[0], seed] = result.stdout.split("\n")[:-1]  # odd samples hold \x0b, \x1c...
+    for source, seed in ((f"--model_dir={files / 'run'}", 1), (f"--export_dir={files / 'export'}", 1),
+                         (f"--model_dir={files / 'run'}", 2)):
+        result = run(source, f"--input={files / 'source.txt'}", "--output=-", f"--seed={seed}", *sampling)
+        assert result.returncode == 0, result.stderr[-2000:]
+        outputs[source.split("=")[0], seed] = result.stdout.split("\n")[:-1]  # odd samples hold \x0b, \x1c...
     assert outputs["--model_dir", 1] == outputs["--export_dir", 1]
-    assert outputs["--model_dir", 2] == outputs["--export_dir", 2]
     assert outputs["--model_dir", 1] != outputs["--model_dir", 2] and len(outputs["--model_dir", 1]) == 20
     greedy = run(f"--model_dir={files / 'run'}", f"--input={files / 'source.txt'}", "--output=-", "--beam_size=1")
     cold = run(f"--model_dir={files / 'run'}", f"--input={files / 'source.txt'}", "--output=-",
