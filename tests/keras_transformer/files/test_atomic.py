@@ -47,7 +47,17 @@ def test_a_named_pipe_or_device_is_written_to_never_replaced(tmp_path):
     assert not atomic.is_special_file(str(tmp_path)) and not atomic.is_special_file(str(tmp_path / "no"))
 
 
-def test_ctrl_c_waits_for_the_end_of_an_uninterrupted_block():
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler for the test (a shell starts a background job with SIGINT
+    ignored), the one found before restored after."""
+    import signal  # pylint: disable=import-outside-toplevel
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_waits_for_the_end_of_an_uninterrupted_block(python_sigint):  # pylint: disable=unused-argument
     import signal  # pylint: disable=import-outside-toplevel
     written = []
     with pytest.raises(KeyboardInterrupt):
@@ -60,3 +70,8 @@ def test_ctrl_c_waits_for_the_end_of_an_uninterrupted_block():
     with atomic.uninterrupted():  # no signal: nothing raised
         written.append("again")
     assert written[-1] == "again"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # SIGINT ignored: the block changes nothing
+    with atomic.uninterrupted():
+        os.kill(os.getpid(), signal.SIGINT)
+        written.append("ignored")
+    assert written[-1] == "ignored" and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
