@@ -79,6 +79,7 @@ import logging
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -416,6 +417,23 @@ CT2_INTER_THREADS = 1  # one batch at a time, as the SavedModel is called (CTran
 # pools spin a while before they sleep) are asleep before the next engine's clock starts.
 SETTLE_SECONDS = 1.0
 PIECES_OUT = ("export_path", "plain")  # engines whose inputs and outputs are pieces, not text
+
+
+@contextlib.contextmanager
+def work_folder(prefix: str, work_dir: Optional[str]) -> Iterator[str]:
+    """A new folder for a benchmark's exports and worker specs, under `work_dir` (made if missing;
+    default: the system's temporary folder): kept at the end only when `work_dir` is given and
+    the block completed, removed otherwise."""
+    if work_dir:
+        os.makedirs(work_dir, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=prefix, dir=work_dir)  # a new folder each run
+    completed = False
+    try:
+        yield work
+        completed = True
+    finally:
+        if not (work_dir and completed):
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def host() -> dict[str, Any]:

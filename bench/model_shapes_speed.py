@@ -77,16 +77,15 @@ import json
 import os
 import re
 import shlex
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from typing import Any, Optional
 
 from absl import flags
 
 import engine_process
+import serving_flags
 from keras_transformer import cli
 from keras_transformer.files import command_files
 from tasks import flags as task_flags
@@ -95,21 +94,9 @@ from training_directory import TrainingDirectory
 FLAGS = flags.FLAGS
 flags.DEFINE_list("model_dirs", None, "LABEL:TRAINING_DIRECTORY pairs, comma-separated; the first is the baseline "
                   "of every speed ratio (e.g. recipe:runs/recipe_s1,s6_1:runs/student_6_1).")
-flags.DEFINE_string("input", None, "Source sentences, one per line, plain or gzipped UTF-8 "
-                    "(e.g. Multi30k's test_2016_flickr.en.gz).")
-flags.DEFINE_string("reference", None, "Reference translations of --input, line by line: BLEU of every engine.")
 flags.DEFINE_string("moses_bleu_lang", "de", "With --reference, also BLEU as published Multi30k results count it: "
                     "lowercased, Moses-normalized and -tokenized for this target language (empty: not).")
-flags.DEFINE_integer("sentences", 0, "Translate the first N lines of --input (0: all).", lower_bound=0)
-flags.DEFINE_integer("batch_size", 32, "Sentences per batch; every model and engine gets the same length-sorted "
-                     "batches.", lower_bound=1)
-task_flags.define_decoding_flags()  # --beam_size 4, --alpha 0.6, --max_extra_length 50 (section 6.1)
-flags.DEFINE_integer("threads", 0, "TensorFlow intra- and inter-op threads and CTranslate2 intra_threads in "
-                     "every engine's process (0: the host's physical cores).", lower_bound=0)
-flags.DEFINE_integer("repeats", 3, "Timed rounds, the engines taking turns; each engine's best round is reported.",
-                     lower_bound=1)
-flags.DEFINE_string("work_dir", None, "Where the exports go, in a new folder that is kept when the run ends "
-                    "(default: a temporary folder, removed at the end).")
+serving_flags.define("every model and engine gets the same length-sorted batches")
 flags.DEFINE_string("out", None, "Write the JSON record here.")
 flags.mark_flags_as_required(["model_dirs", "input"])
 
@@ -407,16 +394,8 @@ def main(argv):
     # A training directory without a checkpoint or tokenizer, or a model CTranslate2 cannot
     # express, fails here: before anything is written.
     restored = restore(models, decoding)
-    if FLAGS.work_dir:
-        os.makedirs(FLAGS.work_dir, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="model_shapes_speed-", dir=FLAGS.work_dir)  # a new folder each run
-    completed = False
-    try:
+    with engine_process.work_folder("model_shapes_speed-", FLAGS.work_dir) as work:
         measured = measure(restored, work, lines, references, decoding, threads)
-        completed = True
-    finally:
-        if not (FLAGS.work_dir and completed):
-            shutil.rmtree(work, ignore_errors=True)
     record = {"command": command, "host": machine, "tensorflow": tf.__version__, "ctranslate2": ctranslate2.__version__,
               "input": FLAGS.input, "reference": FLAGS.reference, **measured}
     print_markdown(record)

@@ -124,16 +124,15 @@ import dataclasses
 import json
 import os
 import shlex
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from typing import Any, Optional
 
 from absl import flags
 
 import engine_process
+import serving_flags
 from engine_process import (CT2_INTER_THREADS, PIECES_OUT, as_texts, engine_spec, export_tokenizers, flags_text,
                             host, in_input_order, target_tokens, time_engines)
 from keras_transformer import cli
@@ -144,21 +143,9 @@ from tasks import flags as task_flags
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory (model_config.json, tokenizer/, checkpoints/).")
 flags.DEFINE_string("checkpoint", None, "Checkpoint prefix (default: averaged/, else the latest).")
-flags.DEFINE_string("input", None, "Source sentences, one per line, plain or gzipped UTF-8 "
-                    "(e.g. Multi30k's test_2016_flickr.en.gz).")
-flags.DEFINE_string("reference", None, "Reference translations of --input, line by line: BLEU of every engine.")
-flags.DEFINE_integer("sentences", 0, "Translate the first N lines of --input (0: all).", lower_bound=0)
-flags.DEFINE_integer("batch_size", 32, "Sentences per batch; every engine gets the same length-sorted batches.",
-                     lower_bound=1)
-task_flags.define_decoding_flags()  # --beam_size 4, --alpha 0.6, --max_extra_length 50 (section 6.1)
-flags.DEFINE_integer("threads", 0, "TensorFlow intra- and inter-op threads and CTranslate2 intra_threads in "
-                     "every engine's process (0: the host's physical cores).", lower_bound=0)
-flags.DEFINE_integer("repeats", 3, "Timed rounds, the engines taking turns; each engine's best round is reported.",
-                     lower_bound=1)
+serving_flags.define("every engine gets the same length-sorted batches")
 flags.DEFINE_bool("bfloat16", True, "Also time a bfloat16 SavedModel of the same weights (`python -m export "
                   "--precision=bfloat16`); it runs on any CPU, natively with AVX512_BF16 or AMX.")
-flags.DEFINE_string("work_dir", None, "Where the exports go, in a new folder that is kept when the run ends "
-                    "(default: a temporary folder, removed at the end).")
 flags.mark_flags_as_required(["model_dir", "input"])
 
 COMPUTE_TYPES = {"ct2_float32": (None, "float32"), "ct2_int8": ("int8", "int8")}  # quantization, compute_type
@@ -610,16 +597,8 @@ def main(argv):
     ctranslate2_model.build_spec(translator.model, translator.source_tokenizer.pieces(),
                                  translator.target_tokenizer.pieces(),
                                  ctranslate2_model.default_max_positions(translator.model.config, decoding))
-    if FLAGS.work_dir:
-        os.makedirs(FLAGS.work_dir, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="serving_vs_ctranslate2-", dir=FLAGS.work_dir)  # a new folder each run
-    completed = False
-    try:
+    with engine_process.work_folder("serving_vs_ctranslate2-", FLAGS.work_dir) as work:
         measured = measure(translator, checkpoint, work, lines, references, threads, FLAGS.bfloat16)
-        completed = True
-    finally:
-        if not (FLAGS.work_dir and completed):
-            shutil.rmtree(work, ignore_errors=True)
     record = {"command": command, "host": machine, "tensorflow": tf.__version__, "model_dir": FLAGS.model_dir,
               "input": FLAGS.input, "reference": FLAGS.reference, **measured}
     print_markdown(record)
