@@ -160,21 +160,18 @@ flags.DEFINE_string("resume", None, "Continue the measurement of this work folde
 flags.DEFINE_string("out", None, "Write the record as JSON here.")
 
 
+HOST_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")  # /proc/cpuinfo flags a journal's host is told by
+
+
 def host() -> dict:
-    """The CPU model, the instruction sets that decide which precision pays, cores, load."""
-    info = {"cpu": platform.processor() or platform.machine(), "flags": []}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as file:
-            text = file.read()
-        for line in text.splitlines():
-            if line.startswith("model name") and info["cpu"] in ("", platform.machine()):
-                info["cpu"] = line.split(":", 1)[1].strip()
-            if line.startswith("flags"):
-                present = set(line.split(":", 1)[1].split())
-                info["flags"] = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in present]
-    except OSError:
-        pass
-    return {**info, "cores": os.cpu_count(), "load_average": list(os.getloadavg()), "python": platform.python_version()}
+    """`engine_process.host()` as the journal compares hosts: the CPU model, the instruction sets of
+    HOST_FLAGS it has (they decide which precision pays), cores, load, Python."""
+    import engine_process  # pylint: disable=import-outside-toplevel  (bench/)
+
+    machine = engine_process.host()
+    return {"cpu": machine["cpu"], "cores": machine["cores"], "load_average": machine["load_average"],
+            "flags": [flag for flag in HOST_FLAGS if machine["cpu_flags"][engine_process.CPU_FLAGS[flag]]],
+            "python": platform.python_version()}
 
 
 def command_line_measurement():
