@@ -1,11 +1,13 @@
 # The commands of the README:
 #   make demo   trains on the embedded corpus, exports a SavedModel, translates with it
-#   make test   runs the test suite (exactly what .ci/run calls)
+#   make test   runs the test suite but the tests marked slow (what .ci/run calls first)
+#   make test-slow  runs only the tests marked slow (what .ci/run calls then)
 #   make docs   builds the documentation site into docs/_build/html (strict: a warning fails it)
 # Each creates ./.venv and installs the package into it on first use; each can be run again.
 #
 # Variables: RUN_DIR, EXPORT_DIR (where the demo writes), DEMO_ARGS (extra training flags,
-# e.g. DEMO_ARGS=--train_steps=200), PYTEST_ARGS (e.g. PYTEST_ARGS='-m "not slow"' or a file),
+# e.g. DEMO_ARGS=--train_steps=200), PYTEST_ARGS (what `make test` runs; default: every test not marked
+# slow; e.g. a file, or PYTEST_ARGS=tests for every test),
 # TEST_WORKERS (pytest-xdist processes, one test file each at a time; 0: run in this process),
 # DOCS_NOTEBOOKS (auto: the site's notebook pages show outputs, the notebooks executed first when
 # they changed, minutes the first time; stored: without outputs, nothing executed).
@@ -18,11 +20,11 @@ DOCS_STAMP  := $(VENV)/.installed-docs
 RUN_DIR     ?= runs/demo
 EXPORT_DIR  ?= runs/demo_export
 DEMO_ARGS   ?=
-PYTEST_ARGS ?= tests
+PYTEST_ARGS ?= -m "not slow" tests
 TEST_WORKERS ?= 2
 DOCS_NOTEBOOKS ?= auto
 
-.PHONY: demo test docs install clean
+.PHONY: demo test test-slow docs install clean
 
 # $(call install_extra,EXTRA): ./.venv (created if missing) with the package and its EXTRA installed; then the
 # target's stamp file.
@@ -46,6 +48,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m slow tests
 
 $(DOCS_STAMP): setup.py
 	$(call install_extra,docs)

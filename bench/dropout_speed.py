@@ -16,7 +16,7 @@ bfloat16); keras_transformer's layer draws them in float32 and multiplies by the
 
 The two kinds run in turn, one step each, --repeats times after --warmup steps each; the median
 and quartiles of each and the ratio of medians are printed. CPU figures; figures of one machine
-belong in docs/results.md#training-step-design with this command.
+belong in docs/speed.md#training-step-design with this command.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ and whether the pipeline still outruns training.
    process too. The pipeline should deliver at least 10x the pairs/s training consumes.
 
 Tokens are non-padding source plus target ids (EOS included). A markdown table, the machine
-and the command are printed; the figures go into docs/results.md#corpora-larger-than-ram as CPU figures.
+and the command are printed; the figures go into docs/speed.md#corpora-larger-than-ram as CPU figures.
 """
 
 import glob

@@ -312,11 +312,11 @@ def model_record(model: dict[str, Any]) -> dict[str, Any]:
 # The report -------------------------------------------------------------------------------------
 
 def print_markdown(record: dict[str, Any]) -> None:
-    """The table and its notes, as docs/results.md shows a measurement."""
+    """The table and its notes, as docs/speed.md shows a measurement."""
     machine, decoding, models = record["host"], record["decoding"], record["models"]
     with_bleu = record["bleu_signature"] is not None
     with_moses = record["moses_bleu_signature"] is not None
-    print(f"\n--- for docs/results.md ---\n\nCPU figures: {machine['cpu']} ({machine['vendor']}), "
+    print(f"\n--- for docs/speed.md ---\n\nCPU figures: {machine['cpu']} ({machine['vendor']}), "
           f"{machine['cores']} cores ({machine['physical_cores']} physical; {engine_process.flags_text(machine)}), "
           f"load average {machine['load_average'][0]:g} at the start and {record['load_average_after'][0]:g} at the "
           f"end; TensorFlow {record['tensorflow']}, CTranslate2 {record['ctranslate2']}.\n\n    {record['command']}\n")

@@ -108,7 +108,7 @@ submitted at once): `intra_threads` = --threads, `inter_threads=1`, as here, lik
 SavedModel, one batch is submitted at a time. On a 2-core CPU: inter_threads=1, intra_threads=2.
 
 Prints the steps as they run (each CTranslate2 worker with its CT2_USE_MKL, CPU vendor, ISA and
-GEMM backend), then a Markdown table with its notes for docs/results.md#serving-speed (a GEMM backend column;
+GEMM backend), then a Markdown table with its notes for docs/speed.md#serving-speed (a GEMM backend column;
 CPU figures: the host's CPU model and vendor, cores, instruction sets that decide which precision pays
 (AVX2, AVX-512, AVX512_VNNI, AVX512_BF16, AMX), CTranslate2's compute types on it, and the
 load) and, last, one JSON line with every number.
@@ -471,12 +471,12 @@ def variant_text(key: str) -> str:
 
 
 def print_markdown(record: dict[str, Any]) -> None:
-    """The table and its notes, as docs/results.md shows a measurement."""
+    """The table and its notes, as docs/speed.md shows a measurement."""
     machine, model, decoding, rows = record["host"], record["model"], record["decoding"], record["engines"]
     greedy, beam = record["fidelity"]["greedy"], record["fidelity"]["beam"]
     with_bleu = record["bleu_signature"] is not None
     search = f"beam {decoding['beam_size']}, alpha {decoding['alpha']:g}"
-    print(f"\n--- for docs/results.md ---\n\nCPU figures: {machine['cpu']} ({machine['vendor']}), "
+    print(f"\n--- for docs/speed.md ---\n\nCPU figures: {machine['cpu']} ({machine['vendor']}), "
           f"{machine['cores']} cores ({machine['physical_cores']} physical; {flags_text(machine)}), load average "
           f"{machine['load_average'][0]:g} at the start and {record['load_average_after'][0]:g} at the end; "
           f"TensorFlow {record['tensorflow']}, CTranslate2 {record['ctranslate2']} (CPU compute types here: "

@@ -12,7 +12,7 @@ process (`_bfloat16_speedup`); else float32. The flag alone is not the speed: an
 AVX512_BF16 and no AMX multiplied bfloat16 at about half float32's speed and trained the Multi30k
 recipe 1.44x slower in mixed bfloat16, while an AMD EPYC with AVX512_BF16 multiplied it 1.9x as
 fast as float32. Where bfloat16 is emulated (an AVX2 CPU) it is slower than float32, and nothing
-is timed. Measured speeds are in docs/results.md#precision.
+is timed. Measured speeds are in docs/speed.md#precision.
 """
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ def make_dataset(pairs: Union[PairsLike, corpora.Mixture], tokenizer: tokenizers
         cache: where the tokenized, filtered pairs are kept after the first epoch: "memory"
             (fastest; grows with the corpus, about 0.85 GB per million pairs of 34 + 34 ids),
             "disk" (`tf.data`'s file cache at `cache_path`; flat memory), "none" (read and
-            tokenize the text again each epoch; flat memory). docs/results.md#corpora-larger-than-ram
+            tokenize the text again each epoch; flat memory). docs/speed.md#corpora-larger-than-ram
             measures them.
         cache_path: the file prefix of the "disk" cache (a shard or corpus suffix is added).
         min_bucket_length, bucket_step: the geometric bucket boundaries.

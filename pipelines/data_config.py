@@ -38,7 +38,7 @@ DATASET_KINDS = ("embedded", "multi30k", "wmt14", "ptb", "files")
 CACHE_MODES = ("auto", "memory", "disk", "none")
 # "auto" keeps a corpus in memory up to this much text (source + target, uncompressed): about
 # 0.9M sentence pairs of 25-27 words a side (300 bytes a pair), whose tokenized cache takes
-# about 0.75 GB of RAM; it grows by 0.85 GB per million such pairs (docs/results.md#corpora-larger-than-ram,
+# about 0.75 GB of RAM; it grows by 0.85 GB per million such pairs (docs/speed.md#corpora-larger-than-ram,
 # bench/input_scale.py), 30 GB for the paper's 36M English-French pairs.
 CACHE_MEMORY_TEXT_BYTES = 256 << 20
 

@@ -17,7 +17,7 @@ trains such a vocabulary from the training data and wraps it in a `tf.Module`:
     missing from the vocabulary become a single [UNK]. The vocabulary is learned
     with sentencepiece BPE over pre-tokenized words and converted to WordPiece form
     ("##" marks a word-internal piece), much faster than tensorflow-text's own
-    learner (docs/results.md#input-pipeline).
+    learner (docs/speed.md#input-pipeline).
 
 Both reserve the special ids the model depends on (`keras_transformer.special_ids`:
 PAD, UNK, BOS, EOS, the first four ids).

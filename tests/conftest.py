@@ -15,7 +15,8 @@ from tests.helpers.train_runs import TINY  # noqa: E402
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: takes more than ~30 s; deselect with -m 'not slow'")
+    config.addinivalue_line(
+        "markers", "slow: takes more than ~20 s on 2 cores; `make test` leaves it out, `make test-slow` runs it")
 
 
 @pytest.fixture(autouse=True)

@@ -64,7 +64,7 @@ def start_tensorflow(cpu_replicas: int = 0, threads: int = 0):
     # A best-fit-with-coalescing pool for CPU tensors, as on GPUs, instead of malloc:
     # the step's large buffers (the logits) then come back from the pool each step
     # rather than as fresh mmap'd pages the kernel must zero (the kernel time this
-    # saves is measured in docs/results.md#training-step-design). Read when the devices are created, so
+    # saves is measured in docs/speed.md#training-step-design). Read when the devices are created, so
     # it must be set before; TF_CPU_ALLOCATOR_USE_BFC=false restores malloc (where TensorFlow
     # runs oneDNN's kernels, on by default on AVX-512 hosts, it pools CPU memory itself).
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")

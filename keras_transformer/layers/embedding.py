@@ -71,7 +71,7 @@ class SharedEmbedding(keras.layers.Layer):
 
         A decoding loop transposes E once, before its first step (`Transformer.step_weights`):
         oneDNN multiplies a few rows by a (d_model, V) matrix faster than by a (V, d_model) one
-        read transposed, with the same result bit for bit (docs/results.md#search-design).
+        read transposed, with the same result bit for bit (docs/speed.md#search-design).
         """
         return tf.transpose(tf.cast(self.embeddings, self.compute_dtype))
 

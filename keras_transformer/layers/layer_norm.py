@@ -10,7 +10,7 @@ training step. `layer_norm` gives it the closed-form gradient
 
     dx = (g - mean(g) - x_hat * mean(g * x_hat)) / sqrt(var(x) + epsilon),    g = gamma * dy
 
-and halves their cost (`docs/results.md#training-step-design`).
+and halves their cost (`docs/speed.md#training-step-design`).
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ def project_jointly(x: tf.Tensor, projections, weights=None) -> list[tf.Tensor]:
     encoder-decoder attention the encoder output by W^K and W^V: one
     (B*T, d_model) x (d_model, 3 h d_k) product instead of three (d_model, h d_k)
     ones: one wider matmul keeps the matrix units busier than three narrow ones
-    (docs/results.md#training-step-design). The variables stay those of the separate
+    (docs/speed.md#training-step-design). The variables stay those of the separate
     `HeadProjection`s, so checkpoints do not change.
 
     Args:
@@ -161,7 +161,7 @@ class HeadProjection(keras.layers.Layer):
     W^O applied to the concatenated heads; the layout of `keras.layers.EinsumDense` in
     `keras.layers.MultiHeadAttention`. The product is one 2-D matmul over all positions,
     whose backward pass is two matmuls of the same size; the equivalent rank-3 einsum's
-    backward pass is much slower on TensorFlow's CPU kernels (docs/results.md#training-step-design).
+    backward pass is much slower on TensorFlow's CPU kernels (docs/speed.md#training-step-design).
 
     Args:
         input_shape_: tuple of ints, the trailing axes of x that are contracted.
@@ -330,7 +330,7 @@ class MultiHeadAttention(keras.layers.Layer):
         of the encoder output, computed once per sentence instead of once per step.
         The keys are stored transposed, as Q K^T reads them: a step's product of one
         query by the keys then needs no `transpose_b`, which costs oneDNN's batched
-        matmul over a third of its time at that size (docs/results.md#search-design).
+        matmul over a third of its time at that size (docs/speed.md#search-design).
         """
         keys, values = self._keys_values(value, key)
         return {"key": tf.transpose(keys, [0, 1, 3, 2]), "value": values}

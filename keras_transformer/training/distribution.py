@@ -122,7 +122,7 @@ def resolve_precision(precision: str, use_gpus: bool = True, gpu_capabilities=No
       "auto" follows too): mixed_bfloat16 only where the CPU has AVX512_BF16 or AMX and its
       bfloat16 matrix products are timed at `cpu_precision.BFLOAT16_MIN_SPEEDUP` (1.15) times
       float32's speed or more, once per process; else (a tie included) float32. Measured
-      speeds are in docs/results.md#precision.
+      speeds are in docs/speed.md#precision.
 
     Logs one line with the choice and its reason (the measured speed-up on a CPU).
 

@@ -75,7 +75,7 @@ __all__ = ["LoopState", "Trainer", "TrainingConfig", "TrainingDiverged", "build_
 # compilations cost a process seconds of CPU: a short run (a test, a smoke run, a fine-tune of a few
 # hundred updates) would lose more than it gains. A process trains with TensorFlow's kernels first
 # and with the compiled loss from its update number COMPILE_LOSS_AFTER + 1 on
-# (docs/results.md#training-step-design).
+# (docs/speed.md#training-step-design).
 COMPILE_LOSS_AFTER = 200
 # The key of history.json's record where the trainer noted the last update of a cool-down that
 # early stopping started (`Trainer._plan_end`; read back by `planned_end`).

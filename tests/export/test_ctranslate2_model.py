@@ -215,7 +215,7 @@ def test_each_stack_keeps_its_depth_greedy_search_equals_the_models(deep_encoder
 def test_int8_export_stores_the_weights_to_int8_precision(run, tmp_path):
     """Its int8 weights, computed in float32, score the references within 1% of the float32
     export (the quantization error); int8 compute runs. (On this tiny, barely trained model
-    int8 compute changes most greedy outputs; docs/results.md#serving-speed has the trained model's.)"""
+    int8 compute changes most greedy outputs; docs/speed.md#serving-speed has the trained model's.)"""
     path, out, sources, targets, _, tokenizer = run
     int8_path, _ = ctranslate2_model.convert(str(path), str(tmp_path / "int8"), quantization="int8")
     # int8 weights; the float32 position tables (1,024 rows) are much of this tiny model.

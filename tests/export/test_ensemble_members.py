@@ -113,6 +113,7 @@ def in_process(runs, sentences):
     return [t.decode("utf-8") for t in tokenizer.detokenize(sequences[:, 0]).numpy()], scores[:, 0].numpy()
 
 
+@pytest.mark.slow
 def test_the_ensemble_saved_model_equals_the_in_process_ensemble_on_both_loaders(runs, tmp_path):
     a, b, pairs = runs
     sentences = [source for source, _ in pairs[:5]] + ["Der Mann sieht den Hund."]

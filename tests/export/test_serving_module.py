@@ -105,6 +105,7 @@ def in_process_translations(model_dir, sentences):
     return texts, scores[:, 0].numpy()
 
 
+@pytest.mark.slow
 def test_layout_and_assets(exported, precision):
     path, _ = exported
     assert path.name == "1"
@@ -132,6 +133,7 @@ def test_version_folder_and_files_have_the_modes_the_umask_allows(exported):
     assert modes["assets/tokenizer.model"] == 0o644 and modes["variables"] == 0o755
 
 
+@pytest.mark.slow
 def test_moved_export_in_a_fresh_process_matches_in_process_beam_search(model_dir, tmp_path):
     """Export from a copy of the training directory, move the export, delete the copy, then load
     with tf.saved_model.load and with the TF1 Session loader (TF Serving's) in a process that
@@ -161,6 +163,7 @@ def test_moved_export_in_a_fresh_process_matches_in_process_beam_search(model_di
         np.testing.assert_allclose(results[loader]["scores"], expected_scores, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_model_whose_stacks_differ_in_depth_exports_and_translates_as_in_process(tmp_path_factory, tmp_path):
     """3 encoder layers, 1 decoder layer: the export's search runs (and caches) one decoder layer,
     its translations, scores and teacher-forced log-probabilities are the in-process model's, and
@@ -260,6 +263,7 @@ def test_attention_signature(exported, model_dir):
         np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_failed_export_leaves_no_version_and_versions_count_up(model_dir, tmp_path):
     translator, _ = serving_module.from_model_dir(str(model_dir[0]), DECODING)
 
@@ -316,6 +320,7 @@ def share_identical(reference, other):
     return np.mean(same), differences.max(initial=0.0)
 
 
+@pytest.mark.slow
 def test_cli_auto_precision_follows_the_timing_not_the_cpu_flag(model_dir, tmp_path):
     """A CPU with AVX512_BF16 whose bfloat16 products are timed slower than float32's: `auto`
     exports float32 and prints why (the flag alone chose bfloat16 before)."""
@@ -343,6 +348,7 @@ def test_bfloat16_export_translates_mostly_as_the_float32_export(exports, model_
     assert largest < 0.1
 
 
+@pytest.mark.slow
 def test_bfloat16_export_runs_without_bfloat16_kernels_of_onednn(exports, model_dir, tmp_path):
     """A CPU without AVX-512 takes TensorFlow's own (Eigen) bfloat16 kernels, not oneDNN's:
     TF_ENABLE_ONEDNN_OPTS=0 takes them here. The moved export, in a fresh process with tensorflow

@@ -63,6 +63,7 @@ def as_text(inputs):
             for name, array in inputs.items()}
 
 
+@pytest.mark.slow
 def test_records_are_predict_logs_of_every_signature(exported, translator):
     path = exported / versions.ASSETS_EXTRA / warmup.FILE_NAME
     assert path.stat().st_mode & 0o777 == 0o644  # readable by a TF Serving of another user
@@ -87,6 +88,7 @@ def test_records_are_predict_logs_of_every_signature(exported, translator):
     assert lengths[0] <= 3 and max(lengths) >= 40 and min(lengths) == 0  # short, long and an empty line
 
 
+@pytest.mark.slow
 def test_every_record_runs_on_the_loaders_as_the_signature_does(exported, translator, request):
     """TF Serving's loader (the TF1 Session) on every export, `tf.saved_model.load` on the float32
     one: the records are the same for every export, and that loader's agreement with the

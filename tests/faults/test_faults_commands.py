@@ -66,6 +66,7 @@ def no_tensorflow(tmp_path_factory):
 # Row 3: an --output that is an input ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_row3_translate_output_that_is_the_input_or_the_reference_is_refused(finished, no_tensorflow, tmp_path):
     source, reference = finished / "source.txt", finished / "reference.txt"
     (tmp_path / "link.txt").symlink_to(source)
@@ -88,6 +89,7 @@ def test_row3_translate_output_that_is_the_input_or_the_reference_is_refused(fin
 # Row 4: two exports at once into one --export_dir -----------------------------------------------
 
 
+@pytest.mark.slow
 def test_row4_two_exports_at_once_publish_two_complete_versions(finished, tmp_path):
     serving = tmp_path / "serving"
     command = [sys.executable, "-m", "export", f"--model_dir={finished / 'run'}", f"--export_dir={serving}"]
@@ -224,6 +226,7 @@ def history_steps(model_dir) -> list[int]:
     return [record["step"] for record in json.loads(path.read_text())["evaluations"]] if path.exists() else []
 
 
+@pytest.mark.slow
 def test_row8_sigterm_after_the_last_update_stops_the_final_evaluation_and_the_run_finishes_later(finished,
                                                                                                    tmp_path):
     flagfile, model_dir = finished / "tiny.flags", tmp_path / "run"
@@ -297,6 +300,7 @@ def remove_temporaries(folder: pathlib.Path) -> None:
         shutil.rmtree(path)
 
 
+@pytest.mark.slow
 def test_row10_a_full_or_read_only_disk_is_one_error_line_naming_the_path(finished, small_disk, no_tensorflow):
     run = small_disk / "run"
     shutil.copytree(finished / "run", run)
@@ -594,6 +598,7 @@ def test_an_output_on_a_full_device_is_one_error_line_naming_it(finished, comman
 # Issue 60, group 2: a model no machine can build ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_model_config_no_machine_can_build_is_one_error_line_in_every_command_that_builds_it(finished, no_tensorflow,
                                                                                               tmp_path):
     """A finished run's model_config.json with d_ff=10**12 (hundreds of terabytes of weights): every

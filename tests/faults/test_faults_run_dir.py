@@ -63,6 +63,7 @@ def sentences(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_a_tokenizer_that_is_not_the_runs_is_refused_by_every_reader(run, sentences, tmp_path):
     """Row 1: another run's tokenizer (400 ids, the model has 500 rows) in MODEL_DIR/tokenizer."""
     from pipelines import grammar_corpus, tokenizers
@@ -92,6 +93,7 @@ def test_a_tokenizer_that_is_not_the_runs_is_refused_by_every_reader(run, senten
     assert not out.exists() and not (tmp_path / "exported").exists()
 
 
+@pytest.mark.slow
 def test_a_model_dir_with_glob_characters_reads_and_rotates_only_its_own_files(run, sentences, tmp_path):
     """Row 2: runs/g[1] beside runs/g1, whose checkpoints and cache are damaged: TensorFlow would
     match g[1]'s prefixes against g1's files (find none, read them, or rotate them away)."""
@@ -195,6 +197,7 @@ def test_a_checkpoint_rotated_away_between_check_and_read_is_chosen_again(run, s
     assert not (folder / "ckpt-6.index").exists()
 
 
+@pytest.mark.slow
 def test_damaged_run_files_are_one_error_line_naming_the_path(run, sentences, tmp_path):
     """Row 11: model_config.json of {}, [] or an unknown field; a .lock folder; checkpoints/ or
     eval/ a file; a truncated disk cache (rebuilt); train_tokenizer into a file."""
@@ -285,6 +288,7 @@ def another_run(model_dir, path, tokenizer_seed=None):
     return other
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_another_run_is_read_only_when_that_run_has_the_same_tokenizer(run, sentences, tmp_path):
     """--checkpoint naming another run's checkpoint: refused by every reader, naming both runs,
     when that run was trained with another tokenizer of the same size (its weights would read

@@ -116,6 +116,7 @@ def exported(root, tmp_path_factory):
     return base
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep", [0.5, 0.0], ids=["cut_in_half", "emptied"])
 def test_translate_with_an_export_whose_variables_are_cut_short_is_one_error_line(root, exported, tmp_path, keep):
     """variables.data cut short: TensorFlow's checkpoint reader raised IndexError ("Read less bytes

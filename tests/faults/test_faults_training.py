@@ -106,6 +106,7 @@ def stop(process, signum, lines):
     return "".join(lines) + out, err
 
 
+@pytest.mark.slow
 def test_ctrl_c_and_kill_save_the_step_a_second_trainer_is_refused_and_the_run_resumes(tmp_path, flagfile):
     model_dir = tmp_path / "run"
     process, lines = start_long_run(model_dir, flagfile)
@@ -150,6 +151,7 @@ def test_bad_paths_and_data_are_refused_before_any_work(tmp_path, flagfile):
 # A first start that fails; a resume that would change the run (issue 60, groups 4 and 7) -------------
 
 
+@pytest.mark.slow
 def test_a_first_start_refused_after_its_tokenizer_leaves_nothing_and_the_next_trains_its_own(finished, tmp_path,
                                                                                               flagfile):
     """--max_length=1 is refused once the tokenizer exists (no pair fits); that start leaves no

@@ -75,6 +75,7 @@ def files(ptb, tmp_path_factory):
     return root, gold
 
 
+@pytest.mark.slow
 def test_dev_evaluation_reports_evalb_f1_and_repairs(run_dir):
     model_dir, log = run_dir
     line = next(line for line in log.splitlines() if line.startswith("eval step 40:"))
@@ -136,6 +137,7 @@ def parse_with_the_run_and_its_export(exported, files, parsed, tmp_path):
     return from_run, version
 
 
+@pytest.mark.slow
 def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, exported, files, parsed, tmp_path):
     """Parse from the run and from its export agree (none repaired); the SavedModel's own outputs
     for tagged sentences through both loaders (TF Serving's TF1 Session loader too, in a process without this project),
@@ -180,6 +182,7 @@ def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, ex
 RERANK_K, RERANK_WEIGHT = 4, 0.5
 
 
+@pytest.mark.slow
 def test_reranking_from_the_run_and_from_its_export_takes_the_best_model_plus_weighted_pcfg_score(
         ptb, run_dir, exported, files, tmp_path):
     """`parse --rerank_kbest`: from the run and from its export (its `score` signature) the same

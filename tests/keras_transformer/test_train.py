@@ -47,7 +47,7 @@ def test_tiny_run_learns_resumes_and_refuses_another_model(tmp_path, flagfile):
     # float32 on every host: with --precision=auto (mixed bfloat16 where the CPU has AVX512_BF16 and times
     # bfloat16 products faster) this tiny model at the tiny recipe's peak rate (6.5e-2) in mixed bfloat16
     # stalled near the unigram loss on an Intel host (4.90 -> 4.78 in 60 updates, float32 4.91 -> 4.00;
-    # docs/results.md#precision), so the margin below would test the host's bfloat16 kernels, not that a
+    # docs/speed.md#precision), so the margin below would test the host's bfloat16 kernels, not that a
     # run learns.
     first = run_command(*train_args(model_dir, "--train_steps=60", "--eval_every_steps=20", "--precision=float32",
                                     flagfile=flagfile))
@@ -75,6 +75,7 @@ def test_tiny_run_learns_resumes_and_refuses_another_model(tmp_path, flagfile):
     assert_one_error_line(other, "d_model=32 (saved) vs 64 (flags)")
 
 
+@pytest.mark.slow
 def test_a_run_whose_stacks_differ_in_depth_trains_restores_and_refuses_another_depth(tmp_path, flagfile):
     """--num_encoder_layers=3 --num_decoder_layers=1 over the recipe's --num_layers=2: a few updates,
     the checkpoint holds 3 encoder and 1 decoder layers and restores into that model; a resume may
@@ -145,6 +146,7 @@ def levers_run(tmp_path_factory):
     return model_dir, flagfile, trained
 
 
+@pytest.mark.slow
 def test_a_run_with_bpe_dropout_records_it_trains_and_evaluates(levers_run):
     """BPE-dropout reaches the training stream (the log and model_config.json say so); the run
     trains and evaluates. Whether it learns faster or slower is the recipe's question, measured in
@@ -156,6 +158,7 @@ def test_a_run_with_bpe_dropout_records_it_trains_and_evaluates(levers_run):
     assert [h["step"] for h in history] == [20] and np.isfinite(history[0]["loss"])
 
 
+@pytest.mark.slow
 def test_a_run_with_ema_decay_records_it_and_evaluate_only_scores_the_average(levers_run, tmp_path):
     """The dev loss of the training run's evaluation (the shadow swapped in) is the loss
     `--evaluate_only` finds from the saved checkpoint: both score the moving average."""
@@ -194,6 +197,7 @@ def test_a_run_with_ema_decay_records_it_and_evaluate_only_scores_the_average(le
         np.testing.assert_allclose(s.numpy(), d * w0.numpy() + (1 - d) * w1.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_resume_without_ema_decay_keeps_the_moving_average_and_prints_no_tensorflow_warning(levers_run, tmp_path):
     """Left out on a resume, --ema_decay is the run's (one line says so), not 0: the average goes on
     in the new checkpoint and model_config.json, and TensorFlow prints none of its per-variable

@@ -48,6 +48,7 @@ def test_bad_data_flags_end_with_one_error_line(tmp_path, flags, fragment):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_fine_tune_from_a_run_on_mixed_corpora(tmp_path, flagfile):
     """--init_from: the first loss of the new run is the old model's loss on that batch; a fresh
     optimizer and step; a mismatched architecture changes nothing in either directory. (That the
@@ -126,6 +127,7 @@ def test_init_from_names_a_run_or_a_checkpoint(tmp_path):
         InitSource.resolve(str(run_dir / "checkpoints" / "ckpt-3"), str(tmp_path / "new"))
 
 
+@pytest.mark.slow
 def test_best_checkpoints_through_the_command_and_a_run_started_from_them(tmp_path, flagfile, ptb):
     """--keep_best_checkpoints by dev loss: the list and its average at the end; a run started
     from that run (--init_from) starts from the averaged best weights and keeps a list of its own.

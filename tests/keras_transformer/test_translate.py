@@ -65,6 +65,7 @@ def test_from_model_dir_with_reference_and_from_export_agree(files, translated):
         result.stderr[-1000:]
 
 
+@pytest.mark.slow
 def test_n_best_from_model_dir_and_from_export_agree_and_lead_with_the_best(files, translated):
     """--n_best=3: Moses n-best lines, best first; the first of each sentence is its 1-best
     translation of the same search (beam 4, `translated`), from a training directory and from the export."""
@@ -142,6 +143,7 @@ def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
 
 # Sampling and target prefixes ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sampling_from_model_dir_and_from_export_agree_and_the_seed_decides(files):
     """The same seed and batch size give the same samples from both sources; another seed others;
     temperature 0 is greedy search (--beam_size=1)."""
@@ -161,6 +163,7 @@ def test_sampling_from_model_dir_and_from_export_agree_and_the_seed_decides(file
     assert cold.stdout == greedy.stdout
 
 
+@pytest.mark.slow
 def test_target_prefixes_from_model_dir_and_from_export_agree_and_start_each_translation(files, translated):
     sources = (files / "source.txt").read_text(encoding="utf-8").splitlines()
     plain = translated[1]
@@ -200,6 +203,7 @@ def test_bad_sampling_and_prefix_flags_are_one_line(files, args, message):
                           message.format(root=files))
 
 
+@pytest.mark.slow
 def test_an_input_read_once_from_a_pipe_is_checked_against_the_reference_once(files, translated):
     """--input=/dev/stdin (as `<(zcat test.en.gz)` names a pipe) with a --reference: read once, so
     the line counts are compared then; /dev/null is an empty input."""

@@ -66,7 +66,7 @@ def site(tmp_path_factory) -> pathlib.Path:
 
 def test_the_site_builds_strictly(site):
     for page in ("index", "getting-started", "guide/index", "notebooks", "reference/commands", "reference/api",
-                 "reference/errors", "results", "experiments", "architecture", "contributing"):
+                 "reference/errors", "results", "speed", "experiments", "architecture", "contributing"):
         assert (site / f"{page}.html").is_file(), page
     for notebook in sorted((REPO / "notebooks").glob("*.ipynb")):
         assert (site / "notebooks" / f"{notebook.stem}.html").is_file(), f"{notebook.name} has no page"

@@ -1,4 +1,4 @@
-"""The README's two commands: `make demo` on a fresh clone, and `make test` as CI's command.
+"""The README's two commands: `make demo` on a fresh clone, and `make test` as CI's first command.
 
 This is what a new user does first. The clone holds only what is committed, so a file the demo
 needs that was never added to git fails here. The demo runs with fewer training steps than its
@@ -7,10 +7,10 @@ recipe (the full run is measured in docs/results.md, "The demo").
 What is not run here, and why: the clone's `make demo` uses this test's interpreter (`PY=` on make's
 command line, `STAMP=` so make does not install), not a new virtual environment. Creating one and
 installing TensorFlow into it was a large part of this test's time, and CI already does exactly
-that: `.ci/run` is `make test` on a clean checkout (checked below), whose first step is the
+that: `.ci/run` is `make test`, then `make test-slow`, on a clean checkout (checked below), whose first step is the
 Makefile's install rule (a new .venv, `pip install -e '.[test]'` from setup.py, the same rule `make
 demo` would run), and the suite then runs in that environment, so a dependency missing from
-setup.py fails CI. `make test` itself is the command running this test, so it is not run again
+setup.py fails CI. `make test-slow` is the command running this test, so no test command runs again
 inside the clone. The clone's own code is what runs: PYTHONPATH and the working folder are the
 clone, and the test checks that its packages are imported from there, not from the checkout this
 interpreter's environment was installed from.
@@ -44,11 +44,16 @@ def _clone_env(clone):
     return env
 
 
-def test_ci_runs_exactly_the_readme_test_command():
+def test_ci_runs_the_readme_test_command_then_the_slow_tests():
+    """CI runs the README's `make test` (the tests not marked slow), then `make test-slow` (the
+    others): together every test, each once."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert "make demo" in readme and "make test" in readme
+    assert "make demo" in readme and "make test" in readme and "make test-slow" in readme
     commands = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
-    assert commands[-1] == "make test"
+    assert commands[-2:] == ["make test", "make test-slow"]
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    assert 'PYTEST_ARGS ?= -m "not slow" tests' in makefile
+    assert "--dist loadfile -m slow tests" in makefile
 
 
 @pytest.mark.slow

@@ -1,13 +1,14 @@
-"""The user-facing text: a short README whose results link to the results page, pages of bounded
+"""The user-facing text: a short README whose results link to the results pages, pages of bounded
 size, and no project history (issue numbers, commit hashes) where users read.
 
 Users read README.md, the documentation site (docs/), the notebooks and the docstrings that
 `--help` and the API reference print. The project's history lives in git and the issue tracker, so
 none of these cites an issue ("issue 57", "issue #57"), and the README and the guide pages cite no
-commit; docs/architecture.md, the maintainers' page, may. Figures live on docs/results.md, each
-with its command and host; the README's results table quotes a headline figure per row and links
-to the section that holds it, by an anchor that must exist there: GitHub's heading slug, which
-the site also uses (`myst_heading_anchors = 3`: headings of levels 1-3 get one).
+commit; docs/architecture.md, the maintainers' page, may. Figures live on the results pages,
+docs/results.md and docs/speed.md (speed and memory), each with its command and host; the README's
+results table quotes a headline figure per row and links to the section that holds it, on either
+page, by an anchor that must exist on the page it names: GitHub's heading slug, which the site
+also uses (`myst_heading_anchors = 3`: headings of levels 1-3 get one).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tests.helpers.paths import REPO
 
 README = REPO / "README.md"
 DOCS = REPO / "docs"
-RESULTS = DOCS / "results.md"
+RESULTS_PAGES = ("results.md", "speed.md")  # the pages the README's results table links to, in docs/
 README_MAX_BYTES = 12 * 1024
 PAGE_MAX_BYTES = 40 * 1024
 PACKAGES = ("keras_transformer", "pipelines", "training_directory", "export", "tasks")
@@ -112,21 +113,25 @@ def test_readme_fits_12_kib():
                                       "the guide pages and link to them")
 
 
-def test_readme_results_table_links_each_row_to_a_section_of_the_results_page():
+def test_readme_results_table_links_each_row_to_a_section_of_a_results_page():
     readme = README.read_text(encoding="utf-8")
     rows = results_table(readme)
     assert 5 <= len(rows) <= 8, f"the results table has {len(rows)} rows; keep 5-8 headline figures"
+    row_link = re.compile(r"\]\(docs/(" + "|".join(re.escape(name) for name in RESULTS_PAGES) + r")#[\w-]+\)")
+    pages = " or ".join(f"docs/{name}" for name in RESULTS_PAGES)
     for row in rows:
-        assert re.search(r"\]\(docs/results\.md#[\w-]+\)", row), f"a results row without a link to its section: {row}"
-    assert RESULTS.is_file(), "docs/results.md, which the README's results table links to, does not exist"
-    have = anchors(RESULTS)
-    wanted = {link.split("#", 1)[1] for link in LINK.findall(readme) if link.startswith("docs/results.md#")}
-    missing = sorted(wanted - have)
-    assert not missing, (f"README.md links to docs/results.md#{', #'.join(missing)}, which no heading there makes "
-                         f"(its anchors: {', '.join(sorted(have))})")
+        assert row_link.search(row), f"a results row without a link to its section on {pages}: {row}"
+    for name in RESULTS_PAGES:
+        page = DOCS / name
+        assert page.is_file(), f"docs/{name}, which the README's results table links to, does not exist"
+        have = anchors(page)
+        wanted = {link.split("#", 1)[1] for link in LINK.findall(readme) if link.startswith(f"docs/{name}#")}
+        missing = sorted(wanted - have)
+        assert not missing, (f"README.md links to docs/{name}#{', #'.join(missing)}, which no heading there makes "
+                             f"(its anchors: {', '.join(sorted(have))})")
 
 
-@pytest.mark.parametrize("name", ["results.md", "experiments.md"])
+@pytest.mark.parametrize("name", ["results.md", "speed.md", "experiments.md"])
 def test_results_and_experiments_pages_fit_40_kib(name):
     page = DOCS / name
     assert page.is_file(), f"docs/{name} does not exist"
@@ -171,7 +176,8 @@ def test_no_commit_hashes_in_readme_and_docs_pages():
 
 
 def test_benchmarks_page_is_gone():
-    assert not (DOCS / "BENCHMARKS.md").exists(), "docs/BENCHMARKS.md: its figures live in docs/results.md"
+    assert not (DOCS / "BENCHMARKS.md").exists(), ("docs/BENCHMARKS.md: its figures live in docs/results.md and "
+                                                   "docs/speed.md")
 
 
 def test_github_slugs():

@@ -62,7 +62,7 @@ def _tf_function_uses(tree):
 
 def test_every_tf_function_of_the_packages_is_traced_without_autograph():
     """AutoGraph's conversion of the traced code only lengthened each command's start-up (export,
-    translate, train; docs/results.md#start-up): the code is plain TF, so every
+    translate, train; docs/speed.md#start-up): the code is plain TF, so every
     `tf.function` says `autograph=False`."""
     found, missing = 0, []
     for name, path in MODULES.items():

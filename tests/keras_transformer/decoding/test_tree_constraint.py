@@ -264,6 +264,7 @@ def test_an_opening_bracket_only_while_the_tree_can_still_end_within_the_limit()
     assert roomy[5] == {S + "bark", S + ")NP"}  # still none after its words: they are copied too
 
 
+@pytest.mark.slow
 def test_every_output_ends_as_a_tree_within_a_tight_limit(grammar, monkeypatch):
     def repairs_of(beam_size):
         outputs = []

@@ -32,6 +32,7 @@ def test_checkpoint_round_trip_restores_equal_weights(tmp_path):
     assert layout.read_settings(str(tmp_path))["training"] == {"train_steps": 5}
 
 
+@pytest.mark.slow
 def test_a_run_from_before_the_stacks_had_their_own_depths_reads_translates_and_exports(tmp_path_factory, tmp_path):
     """A finished tiny run whose model_config.json is the one the training command wrote before the
     encoder and the decoder had their own depths (`old_runs.OLD_MODEL_CONFIG`: num_layers alone):

@@ -110,6 +110,7 @@ def test_two_accumulated_micro_batches_equal_one_batch_of_both(tmp_path):
     assert all(np.all(acc.numpy() == 0) for acc in two.accumulators)
 
 
+@pytest.mark.slow
 def test_r_drop_without_dropout_is_the_plain_update(tmp_path):
     """Without dropout both copies of R-Drop's doubled batch give the same distributions: the KL
     term is 0 and the mean of the two losses is the plain loss, so the update is the plain one."""
@@ -141,6 +142,7 @@ def test_r_drop_adds_alpha_times_a_positive_kl_term_with_dropout(tmp_path):
     np.testing.assert_allclose(losses[1], losses[0] + 2.0 * slope, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_loss_is_compiled_after_the_first_updates_with_the_same_updates(tmp_path):
     """A process's first `compile_loss_after` updates use TensorFlow's loss kernels, the later ones
     XLA's (only they are traced then); from the same start both make the same update."""
@@ -179,6 +181,7 @@ def test_the_optimizer_and_the_log_follow_the_cooldown(tmp_path):
         assert trainer.learning_rate(update) == pytest.approx(plain.learning_rate(update) * factor, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_patience_starts_the_cooldown_which_a_resume_continues(tmp_path):
     """With --cooldown_steps C, early stopping's patience running out at step S makes S + C the
     last update. The run reaches the weights of a run told from the start to end there, and runs
@@ -497,6 +500,7 @@ REPLICA_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_two_cpu_replicas_reach_the_same_weights_as_one(tmp_path):
     """MirroredStrategy over 2 logical CPUs vs 1 device, same 3 global batches (the moving
     average of the weights, `--ema_decay`, on: its replicas' copies agree, and with one device's).
