@@ -25,7 +25,17 @@ each toolkit's own commands in processes of their own, the toolkits alternating
 3. quality: the recipe's whole run per seed (--seeds), each toolkit's own checkpoint averaging,
    the whole validation split translated by each toolkit's own command with beam search
    (--beam_size, --alpha), both scored here by `keras_transformer.metrics` (cased sacreBLEU; the
-   lowercased Moses-tokenized convention of published Multi30k numbers).
+   lowercased Moses-tokenized convention of published Multi30k numbers): quality at equal
+   updates. Then, per seed, quality at equal wall-clock (`opennmt_tf.wallclock`): T is the
+   faster toolkit's time from its training command's start to the progress line of its final
+   update (its last checkpoint; not the command's whole wall time, which adds each toolkit's own
+   final evaluation and averaging), each checkpoint of both runs timed by that same rule from the
+   harness's stamps of their consoles; the faster toolkit's last checkpoint against the slower's
+   newest made at or before T, single checkpoints (not averaged) for both, translated and scored
+   as above. The row notes T and the slower toolkit's update at T; a checkpoint no longer on disk
+   is reported as not measured, with the update needed and those kept. Quality runs keep every
+   checkpoint (--keep_checkpoints, OpenNMT-tf's keep_checkpoint_max: the saves of the run), which
+   changes no average: ours averages its best (MODEL_DIR/best), OpenNMT-tf its last 3.
 4. serving: each toolkit's SavedModel export (strings in, strings out) timed in a fresh process
    of its own on the same --serving_sentences test sentences in the same batches, and both
    CTranslate2 conversions timed by the same CTranslate2; the export times.
@@ -40,18 +50,22 @@ the journal, and the peer's venv unless --peer_venv is given) is removed at the 
 
 Resuming: the whole measurement takes longer than a working session, and a process does not
 outlive its session. Each finished unit of work (the peer's venv; the data and the tokenizer; each
-speed, start-up and quality run with what is measured on it; each short model; serving) is
-written to WORK/journal.json as soon as it ends (`opennmt_tf.journal`), with the flags that define
-the measurement and the host. --resume=WORK continues a work folder kept by --keep: it reuses its
-data, tokenizer, tfds copy and peer venv, takes each finished unit's result (and for quality its
-run folders, the models it serves) from the journal, and runs the rest; a unit cut short is run
-again from scratch. Its flags are the journal's; one given again must have the journal's value,
-and the host (CPU model, instruction sets, cores) must be the journal's, or it stops with one
-`error:` line before any work. It prints which units are done and which remain; its record and
-table are a one-go run's, with each unit's date and session, and "resumed": which units each
-session gave. A resumed run keeps the work folder unless the measurement is complete and --keep
-is not given. --parts and --seeds choose units as usual: `--parts=quality --seeds=1,2` cut off
-after seed 1's two runs goes on with seed 2's.
+speed, start-up and quality run with what is measured on it; each seed's comparison at equal
+wall-clock; each short model; serving) is written to WORK/journal.json as soon as it ends
+(`opennmt_tf.journal`), with the flags that define the measurement and the host. --resume=WORK
+continues a work folder kept by --keep: it reuses its data, tokenizer, tfds copy and peer venv,
+takes each finished unit's result (and for quality its run folders, the models it serves) from
+the journal, and runs the rest; a unit cut short is run again from scratch. Its flags are the
+journal's; one given again must have the journal's value, and the host (CPU model, instruction
+sets, cores) must be the journal's, or it stops with one `error:` line before any work. It
+prints which units are done and which remain; its record and table are a one-go run's, with
+each unit's date and session, and "resumed": which units each session gave. A resumed run keeps
+the work folder unless the measurement is complete and --keep is not given. --parts and --seeds
+choose units as usual: `--parts=quality --seeds=1,2` cut off after seed 1's two runs goes on with
+seed 1's comparison at equal wall-clock, then seed 2's. A journal begun before the equal
+wall-clock units existed resumes as it was (the same flags) and runs them from its finished
+quality runs' folders and logs (kept in the work folder; seeds run before every checkpoint was
+kept may find the slower toolkit's checkpoint at T rotated away).
 
 Same for both: the Multi30k sentences (plain text, each line stripped); ONE SentencePiece model,
 trained once by the project's command (`python -m pipelines train_tokenizer`, the recipe's
@@ -77,8 +91,10 @@ Where the peer's configuration differs, and why:
   its own `NoamDecay` times the recipe's linear ramp). --nopeer_cooldown gives it plain NoamDecay.
 - Checkpoint averaging: OpenNMT-tf averages its last checkpoints (`average_last_checkpoints: 3`,
   saved every 500 updates); the recipe averages its 3 best by dev loss, which in its cool-down are
-  its last 3. Early stopping: the recipe's (patience on dev loss, then the cool-down) has no
-  OpenNMT-tf counterpart (its early stopping just stops); the peer runs all its updates.
+  its last 3. Quality runs of both keep every checkpoint (the recipe keeps 5) for the comparison
+  at equal wall-clock: only the rotation changes, not which checkpoints either averages. Early
+  stopping: the recipe's (patience on dev loss, then the cool-down) has no OpenNMT-tf counterpart
+  (its early stopping just stops); the peer runs all its updates.
 - Dev evaluation during training: the recipe computes dev loss and greedy BLEU every 500 updates;
   the peer its dev loss (`--with_eval`) every 500. Neither touches the speed runs, which evaluate
   nothing before their end; both count in the quality runs' wall time.

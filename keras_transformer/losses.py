@@ -105,8 +105,9 @@ def _token_losses(logits, labels, epsilon, compiled=False):
     XLA every step of the formula is a TensorFlow kernel that reads, and most write, the whole
     logits (about eleven passes: the log-sum-exp's max, subtraction, exponential and sum, the
     mean, then the gradient's exponential, one-hot, additions and products), which XLA fuses into
-    a few loops. Each (B, T) shape is compiled once, on first use (length-bucketed batches have a
-    few hundred).
+    a few loops. Each (B, T) shape is compiled once, on first use; a length bucket's batches mostly
+    share one shape (each is padded to its longest pair, usually at the bucket's bound), so a run
+    sees a few dozen.
     """
     forward, backward = (_xla_forward, _xla_gradient) if compiled else (_forward, _gradient)
 

@@ -10,8 +10,12 @@
 * `workspace`: one measurement's work folder, its shared tokenizer and data, every child's record.
 * `journal`: the measurement's finished units of work and the flags and host that define it,
   so that a later session resumes it (--resume).
-* `training_logs`: what each toolkit's training console says: updates, target tokens/s, first update.
-* `train_runs`: training runs and the parts measured on them (speed, start-up, quality).
+* `training_logs`: what each toolkit's training console says: updates, target tokens/s, first
+  update, when each checkpoint was made.
+* `wallclock`: quality at equal wall-clock: T, the slower toolkit's checkpoint at T, whether both
+  chosen checkpoints are still on disk.
+* `train_runs`: training runs and the parts measured on them (speed, start-up, quality at equal
+  updates and at equal wall-clock).
 * `serve_runs`: the exports and the serving engines, each timed in a process of its own.
 * `peer_engine`: the peer's SavedModel as a serving worker (runs under the peer's Python).
 * `report`: the Markdown table (ours / peer ratios) of a measurement record.

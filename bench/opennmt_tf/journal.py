@@ -12,10 +12,15 @@ A measurement takes longer than one working session, and its process does not ou
 session, so the harness cuts it into units and writes each one's result to WORK/journal.json as
 soon as the unit ends. A unit is one training run with what is measured on it (a speed round of
 one toolkit and precision, a start-up run, a quality run: training, translation and scores, per
-seed and toolkit), a short model for serving, the serving part (exports and timed engines), and
-the two set-up steps (the peer's venv; the data and the shared tokenizer). Its key (`speed_key`,
-`startup_key`, `quality_key`, `serving_model_key`, `PEER_VENV`, `WORKSPACE`, `SERVING`) is also
-the name of its run folder and log.
+seed and toolkit), the comparison at equal wall-clock of a seed's two quality runs (translations
+and scores of one checkpoint of each), a short model for serving, the serving part (exports and
+timed engines), and the two set-up steps (the peer's venv; the data and the shared tokenizer). Its
+key (`speed_key`, `startup_key`, `quality_key`, `quality_wallclock_key`, `serving_model_key`,
+`PEER_VENV`, `WORKSPACE`, `SERVING`) is also the name of its run folder and log.
+
+A unit added to the harness later (as `quality_wallclock_key` was) is simply one the journal does
+not hold yet: a resumed measurement runs it then, from the finished units' run folders, with the
+journal's flags (no new flag: `Measurement` is what a journal compares).
 
 The file holds:
 
@@ -60,6 +65,11 @@ def startup_key(toolkit: str, precision: str) -> str:
 
 def quality_key(toolkit: str, seed: int) -> str:
     return f"quality-{toolkit}-seed{seed}"
+
+
+def quality_wallclock_key(seed: int) -> str:
+    """The seed's comparison at equal wall-clock, made on both quality runs of the seed."""
+    return f"quality-wallclock-seed{seed}"
 
 
 def serving_model_key(toolkit: str) -> str:

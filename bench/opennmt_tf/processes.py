@@ -2,6 +2,7 @@
 
     finished = run(["onmt-main", ...], log_path, echo=lambda line: "Step =" in line)
     finished.seconds, finished.peak_rss_bytes, finished.lines   # [(seconds since start, line), ...]
+    read_log(log_path)                                          # the same lines, stamped to the ms
 
 The child gets a session of its own (so a stop reaches it and whatever it started, and nothing
 else) and `PYTHONUNBUFFERED=1` (a Python child's lines arrive when printed, not when a buffer
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import signal
 import subprocess
 import time
 from typing import Callable, Optional, Sequence
 
 STOP_SECONDS = 30
+LOG_LINE = re.compile(r"^\[\s*(\d+(?:\.\d*)?)\] ?(.*)$")  # a line of a log `run` wrote (`log_line`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +63,19 @@ class Finished:
             tail = "\n".join(line for _, line in self.lines[-25:])
             raise RuntimeError(f"{what} failed with status {self.returncode} (log: {self.log_path}):\n{tail}")
         return self
+
+
+def log_line(at: float, line: str) -> str:
+    """A line of a child's log: its time stamp (seconds since the start, to the millisecond) and
+    the line, "[  123.976] step 500/7000 ..." (`read_log` reads it back)."""
+    return f"[{at:9.3f}] {line}\n"
+
+
+def read_log(path: str) -> list[tuple[float, str]]:
+    """The (seconds since the start, line) pairs of a log `run` wrote, the stamps to the
+    millisecond; a line of another form (none are written) is left out."""
+    with open(path, encoding="utf-8", errors="replace") as file:
+        return [(float(m[1]), m[2]) for text in file for m in [LOG_LINE.match(text.rstrip("\n"))] if m]
 
 
 def _exited(pid: int) -> bool:
@@ -99,7 +115,7 @@ def run(command: Sequence[str], log_path: str, env: Optional[dict] = None, cwd: 
                 at = time.monotonic() - start
                 line = line.rstrip("\n")
                 lines.append((at, line))
-                log.write(f"[{at:9.3f}] {line}\n")
+                log.write(log_line(at, line))
                 if echo is not None and echo(line):
                     print(f"{prefix}{line}", flush=True)
                 if stop_when is not None and not stopped and stop_when(line):

@@ -5,7 +5,9 @@
 `rows` reads the record the harness writes as JSON (parts that did not run give no rows):
 training target tokens/s (float32 against float32, and each toolkit in the precision its
 documentation recommends on the CPU), start-up to the first update, training peak RSS, dev BLEU
-per seed in both conventions and their mean, export times, serving sentences/s and output
+per seed in both conventions and their mean (at equal updates: each toolkit's averaged model; at
+equal wall-clock: single checkpoints, a note naming T and the slower toolkit's update at T, or
+why a seed was not measured), export times, serving sentences/s and output
 tokens/s of both SavedModels and both CTranslate2 conversions, serving peak RSS, parameters.
 Each row says which way is better; the ratio is always ours / peer, so above 1 is ours ahead
 where higher is better and ours behind where lower is better.
@@ -77,9 +79,43 @@ def _speed_rows(speed: dict) -> list[Row]:
     ]
 
 
+CONVENTIONS = (("bleu", "cased sacreBLEU"), ("bleu_lc_moses", "lowercased Moses-tok."))
+NAMES = {"ours": "ours", "peer": "OpenNMT-tf"}
+OF = {"ours": "ours'", "peer": "OpenNMT-tf's"}
+
+
+def _wallclock_note(measured: dict) -> str:
+    """T and the slower toolkit's update at T, or why the seed was not measured."""
+    if not measured.get("measured"):
+        return f"not measured: {measured.get('reason', 'no reason recorded')}"
+    faster, slower = measured["faster"], measured["slower"]
+    return (f"T = {measured['t_minutes']:.1f} min, {OF[faster]} last checkpoint (update "
+            f"{measured[faster]['update']}); {NAMES[slower]} at T: update {measured[slower]['update']} of "
+            f"{measured[slower]['last_update']}; single checkpoints, beam search")
+
+
+def _wallclock_rows(wallclock: list) -> list[Row]:
+    """Dev BLEU at equal wall-clock per seed in both conventions (None where not measured), and the
+    mean over the seeds measured when there are two or more."""
+    table = []
+    measured = [w for w in wallclock if w.get("measured")]
+    for key, convention in CONVENTIONS:
+        name = f"dev BLEU at equal wall-clock, {convention}"
+        for w in wallclock:
+            ours, peer = ((w["ours"][key], w["peer"][key]) if w.get("measured") else (None, None))
+            table.append(Row(f"{name}, seed {w['seed']}", "BLEU", ours, peer, note=_wallclock_note(w)))
+        if len(measured) > 1:
+            table.append(Row(f"{name}, mean of {len(measured)} seeds", "BLEU",
+                             statistics.mean(w["ours"][key] for w in measured),
+                             statistics.mean(w["peer"][key] for w in measured),
+                             note="T per seed: " + ", ".join(f"{w['t_minutes']:.1f} min" for w in measured)))
+    return table
+
+
 def _quality_rows(quality: dict) -> list[Row]:
     table = []
-    for key, name in (("bleu", "dev BLEU, cased sacreBLEU"), ("bleu_lc_moses", "dev BLEU, lowercased Moses-tok.")):
+    for key, convention in CONVENTIONS:
+        name = f"dev BLEU, {convention}"
         for ours, peer in zip(quality["ours"], quality["peer"]):
             table.append(Row(f"{name}, seed {ours['seed']}", "BLEU", ours[key], peer[key],
                              note=f"after {ours['updates']} / {peer['updates']} updates; beam search, averaged "
@@ -88,6 +124,7 @@ def _quality_rows(quality: dict) -> list[Row]:
             table.append(Row(f"{name}, mean of {len(quality['ours'])} seeds", "BLEU",
                              statistics.mean(r[key] for r in quality["ours"]),
                              statistics.mean(r[key] for r in quality["peer"])))
+    table += _wallclock_rows(quality.get("wallclock", []))
     table.append(Row("training run (recipe), wall time", "min",
                      statistics.mean(r["train_minutes"] for r in quality["ours"]),
                      statistics.mean(r["train_minutes"] for r in quality["peer"]), better="lower",

@@ -77,10 +77,13 @@ class Commands:
         return [self.python, "-m", "keras_transformer.train", f"--flagfile={os.path.abspath(self.recipe.path)}",
                 *self._data_flags(), f"--model_dir={run_dir}", *run, *extra]
 
-    def ours_translate(self, run_dir: str, source: str, output: str, decoding: DecodingConfig) -> list[str]:
-        """The run's own model (its averaged checkpoint, else its latest) with beam search."""
+    def ours_translate(self, run_dir: str, source: str, output: str, decoding: DecodingConfig,
+                       checkpoint: Optional[str] = None) -> list[str]:
+        """The run's own model (its averaged checkpoint, else its latest; or the checkpoint prefix
+        `checkpoint`) with beam search."""
         return [self.python, "-m", "keras_transformer.translate", f"--model_dir={run_dir}", f"--input={source}",
-                f"--output={output}", *decoding_flags(decoding), "--batch_size=32"]
+                f"--output={output}", *decoding_flags(decoding), "--batch_size=32",
+                *([f"--checkpoint={checkpoint}"] if checkpoint else [])]
 
     def ours_export(self, run_dir: str, export_dir: str, decoding: DecodingConfig, format_: str) -> list[str]:
         """`python -m export`: a SavedModel (`format_` "saved_model") or a CTranslate2 folder."""
@@ -105,9 +108,12 @@ class Commands:
         averaged = os.path.join(files.model_dir, AVERAGED)
         return averaged if os.path.isdir(averaged) else None
 
-    def peer_infer(self, files: peer_config.PeerFiles, overlay: str, source: str, output: str) -> list[str]:
-        return [*self._onmt(files, overlay, self.peer_checkpoint(files)), "infer", "--features_file", source,
-                "--predictions_file", output]
+    def peer_infer(self, files: peer_config.PeerFiles, overlay: str, source: str, output: str,
+                   checkpoint: Optional[str] = None) -> list[str]:
+        """`onmt-main infer` with the run's averaged checkpoint (else its latest), or the checkpoint
+        prefix `checkpoint` (`--checkpoint_path`)."""
+        return [*self._onmt(files, overlay, checkpoint or self.peer_checkpoint(files)), "infer", "--features_file",
+                source, "--predictions_file", output]
 
     def peer_export(self, files: peer_config.PeerFiles, overlay: str, export_dir: str, format_: str) -> list[str]:
         """`onmt-main export`: "saved_model" (with the in-graph SentencePiece, strings in and out)

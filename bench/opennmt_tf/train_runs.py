@@ -3,7 +3,8 @@
     run = train(space, "ours", "speed-ours-float32-1", training, precision="float32")
     speed(space, rounds=2, steps=600, warmup=100, log_every=50, seed=1)  # -> {"float32": {...}, "recommended": {...}}
     startup(space, seed=1)                                               # -> seconds to the first update
-    quality(space, [1, 2], training)                                     # -> dev BLEU in both conventions
+    quality(space, [1, 2], training)                                     # -> dev BLEU in both conventions,
+                                                                         #    at equal updates and wall-clock
 
 Every run is a fresh process of its own (`Workspace.run`), the toolkits alternating. A run of
 the project is `python -m keras_transformer.train` on a new training directory holding the
@@ -19,7 +20,11 @@ tokens/s over the intervals after --speed_warmup updates (`training_logs.through
 a run logging every update, stopped at its first; the seconds from the command's start to that
 line. Quality: the recipe's whole run per seed, each toolkit's own averaging of its last (the
 peer) or best (ours) checkpoints, then the whole validation split translated with beam search
-by each toolkit's own command and scored here in both conventions (`keras_transformer.metrics`).
+by each toolkit's own command and scored here in both conventions (`keras_transformer.metrics`);
+every checkpoint of a quality run is kept (`wallclock.keep_every_checkpoint`: the same
+averaging). Quality at equal wall-clock, per seed once both its runs are done: the faster
+toolkit's last checkpoint against the slower's newest at that time T, single checkpoints, both
+translated and scored likewise (`opennmt_tf.wallclock` has the rule).
 
 Each run and what is measured on it is one unit of the measurement's journal (`opennmt_tf.journal`,
 `unit`): a unit a session finished is not run again, its result and run folder are the journal's
@@ -38,7 +43,7 @@ from typing import Any, Callable, Optional
 
 from keras_transformer import metrics
 
-from opennmt_tf import journal, peer_config, training_logs
+from opennmt_tf import journal, peer_config, processes, training_logs, wallclock
 from opennmt_tf.workspace import Workspace
 
 TOOLKITS = ("ours", "peer")
@@ -229,20 +234,25 @@ def startup(space: Workspace, seed: int) -> dict:
     return result
 
 
-def translate_dev(space: Workspace, run: Run) -> str:
+def translate_dev(space: Workspace, run: Run, checkpoint: Optional[str] = None, output: Optional[str] = None,
+                  name: Optional[str] = None) -> str:
     """The validation split (`Workspace.data`'s "dev_translation") translated by the run's toolkit
-    (its averaged model, beam search); returns the translations' file."""
+    with beam search: its averaged model, or the checkpoint prefix `checkpoint`; into `output`
+    (default RUN/validation.hyp; the peer's decoding settings beside it) by the process `name`
+    (default RUN-translate). Returns the translations' file."""
     source = space.data["dev_translation"][0]
-    output = os.path.join(run.folder, "validation.hyp")
+    output = output or os.path.join(run.folder, "validation.hyp")
+    name = name or f"{run.name}-translate"
     if run.toolkit == "ours":
-        command = space.commands.ours_translate(run.folder, source, output, space.decoding)
-        space.run(f"{run.name}-translate", command, "ours", "translation")
+        command = space.commands.ours_translate(run.folder, source, output, space.decoding, checkpoint)
+        space.run(name, command, "ours", "translation")
     else:
         longest = max(len(p) for p in space.tokenizer.tokenize(_lines(source)))
-        overlay = peer_config.write_json(os.path.join(run.folder, "decode.yml"), peer_config.decoding_overlay(
-            space.decoding.beam_size, space.decoding.alpha, longest + space.decoding.max_extra_length))
-        command = space.commands.peer_infer(run.peer_files, overlay, source, output)
-        space.run(f"{run.name}-translate", command, "peer", "translation", env=space.commands.peer_environment())
+        overlay = peer_config.write_json(os.path.join(os.path.dirname(output), "decode.yml"),
+                                         peer_config.decoding_overlay(space.decoding.beam_size, space.decoding.alpha,
+                                                                      longest + space.decoding.max_extra_length))
+        command = space.commands.peer_infer(run.peer_files, overlay, source, output, checkpoint)
+        space.run(name, command, "peer", "translation", env=space.commands.peer_environment())
     return output
 
 
@@ -276,8 +286,11 @@ def quality_training(training, steps: int):
 
 
 def quality_units(seeds: list[int]) -> list[str]:
-    """The journal's keys of the quality part's runs, in the order they run."""
-    return [journal.quality_key(toolkit, seed) for seed in seeds for toolkit in TOOLKITS]
+    """The journal's keys of the quality part's units, in the order they run: per seed each
+    toolkit's run, then the seed's comparison at equal wall-clock."""
+    return [key for seed in seeds
+            for key in (*(journal.quality_key(toolkit, seed) for toolkit in TOOLKITS),
+                        journal.quality_wallclock_key(seed))]
 
 
 def _quality_run(space: Workspace, key: str, toolkit: str, training) -> tuple[dict, Run]:
@@ -287,24 +300,72 @@ def _quality_run(space: Workspace, key: str, toolkit: str, training) -> tuple[di
     summary = _summary(run)
     row = {"seed": training.seed, "precision": run.precision, "updates": summary.get("step"),
            "train_minutes": run.finished.seconds / 60, "peak_rss_bytes": run.finished.peak_rss_bytes,
-           "parameters": check_parameters(space, run), **scores}
+           "keep_checkpoints": training.keep_checkpoints, "parameters": check_parameters(space, run), **scores}
     space.log(f"[{run.name}] dev BLEU {row['bleu']:.2f} (lowercased Moses-tokenized {row['bleu_lc_moses']:.2f}) "
               f"after {row['updates']} updates, {row['train_minutes']:.1f} min")
     return row, run
 
 
+def training_log(space: Workspace, run: Run) -> str:
+    """The harness's log of a training run's console (WORK/logs/NAME.log, kept with the work folder)."""
+    return os.path.join(space.work, "logs", f"{run.name}.log")
+
+
+def _wallclock_run(space: Workspace, key: str, seed: int, runs: dict, training) -> tuple[dict, None]:
+    """The seed's comparison at equal wall-clock (`opennmt_tf.wallclock`): from both finished
+    quality runs' logs and checkpoints, the faster toolkit's last checkpoint and the slower's at T,
+    each translated (beam search, the whole dev split) and scored in both conventions. What cannot
+    be measured (a checkpoint rotated away, a log gone) is recorded with its reason, not raised."""
+    result: dict[str, Any] = {"seed": seed, "rule": wallclock.RULE, "measured": False}
+    try:
+        saves = {}
+        for toolkit in TOOLKITS:
+            path = training_log(space, runs[toolkit])
+            if not os.path.isfile(path):
+                raise wallclock.NotMeasured(f"{wallclock.OF[toolkit]} training log {path} is gone")
+            saves[toolkit] = training_logs.checkpoint_saves(toolkit, processes.read_log(path),
+                                                            training.checkpoint_every_steps)
+        timing = wallclock.choose(saves)
+        prefixes = wallclock.locate(timing, {toolkit: wallclock.kept(wallclock.checkpoint_folders(toolkit, run))
+                                             for toolkit, run in runs.items()})
+    except wallclock.NotMeasured as missing:
+        result.update(missing.details)
+        space.log(f"[{key}] not measured: {missing}")
+        return result, None
+    folder = space.fresh_folder("runs", key)
+    result.update(measured=True, faster=timing["faster"], slower=timing["slower"], t_seconds=timing["t_seconds"],
+                  t_minutes=timing["t_seconds"] / 60)
+    for toolkit in TOOLKITS:
+        chosen = timing[toolkit]
+        output = os.path.join(folder, f"{toolkit}-ckpt-{chosen['update']}.hyp")
+        translate_dev(space, runs[toolkit], prefixes[toolkit], output, f"{key}-{toolkit}-translate")
+        scores = score(output, space.data["dev_translation"][1], space.recipe.flags["target_lang"])
+        result[toolkit] = {**chosen, "checkpoint": os.path.relpath(prefixes[toolkit], space.work), **scores}
+    slower = timing["slower"]
+    space.log(f"[{key}] T = {timing['t_seconds'] / 60:.1f} min ({wallclock.OF[timing['faster']]} last "
+              f"checkpoint); {wallclock.NAMES[slower]} at T: update {timing[slower]['update']}; dev BLEU ours "
+              f"{result['ours']['bleu']:.2f}, OpenNMT-tf {result['peer']['bleu']:.2f}")
+    return result, None
+
+
 def quality(space: Workspace, seeds: list[int], training) -> dict:
-    """The run of `training` (the recipe's, or `quality_training`'s) per seed and toolkit
-    (alternating), each one's dev BLEU; "models": the first seed's runs (the journal's where an
-    earlier session made them)."""
+    """The run of `training` (the recipe's, or `quality_training`'s; every checkpoint kept:
+    `wallclock.keep_every_checkpoint`) per seed and toolkit (alternating), each one's dev BLEU,
+    then the seed's comparison at equal wall-clock ("wallclock"); "models": the first seed's runs
+    (the journal's where an earlier session made them)."""
+    kept = wallclock.keep_every_checkpoint(training)
     result: dict[str, Any] = {"seeds": seeds, "train_steps": training.train_steps, "ours": [], "peer": [],
-                              "models": {}}
+                              "wallclock": [], "models": {}}
     for seed in seeds:
-        seeded = dataclasses.replace(training, seed=seed)
+        seeded = dataclasses.replace(kept, seed=seed)
+        runs = {}
         for toolkit in TOOLKITS:
             key = journal.quality_key(toolkit, seed)
-            row, run = unit(space, key, functools.partial(_quality_run, space, key, toolkit, seeded))
+            row, runs[toolkit] = unit(space, key, functools.partial(_quality_run, space, key, toolkit, seeded))
             result[toolkit].append(row)
             if seed == seeds[0]:
-                result["models"][toolkit] = run
+                result["models"][toolkit] = runs[toolkit]
+        key = journal.quality_wallclock_key(seed)
+        measured, _ = unit(space, key, functools.partial(_wallclock_run, space, key, seed, runs, seeded))
+        result["wallclock"].append(measured)
     return result

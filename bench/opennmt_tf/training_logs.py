@@ -18,6 +18,18 @@ since then; the time a checkpoint save or an evaluation takes is left out (it re
 counters). Right after its first update it logs `Number of model parameters: N` and `Number of
 model weights: W (trainable = T, non trainable = U)`.
 
+`checkpoint_saves` times a run's checkpoints on the same clock (the quality part's equal
+wall-clock comparison): both toolkits print an update's progress line, then save that update's
+checkpoint (the project's `Trainer` right after `Reporter.train_step`, OpenNMT-tf's `Trainer`
+right after `TrainingStats.log`), so a checkpoint's time is the stamp of its update's progress
+line, the same event in both consoles. OpenNMT-tf also logs each save when it has ended,
+
+    Saved checkpoint /work/.../runs/quality-peer-seed1/run/ckpt-500
+
+which lists the peer's checkpoints (`ckpt-1` after its first update too); the project's console
+has no such line, so its checkpoints are the updates its timer saves: every
+`checkpoint_every_steps` and the run's last (its `done:` line's step).
+
 `throughput` turns either toolkit's points into target tokens/s over the same updates: the
 intervals that start at or after `warmup` updates, each toolkit's own rate weighted by the
 interval's duration as this harness saw it (the lines' time stamps), so a slow interval weighs
@@ -27,6 +39,7 @@ what it lasted. The first update of a process, and its tracing, fall in the warm
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from typing import Iterable, Optional
 
@@ -36,6 +49,8 @@ OURS_PRECISION = re.compile(r"precision auto: (\w+)")
 PEER_STEP = re.compile(r"Step = (\d+) ; steps/s = [\d.]+, tokens/s = \d+ \((?:\d+ source, )?(\d+) target\)"
                        r".*Loss = ([\d.naif]+)")
 PEER_PARAMETERS = re.compile(r"Number of model parameters: (\d+)")
+OURS_DONE = re.compile(r"^done: (\{.*\})\s*$")
+PEER_SAVED = re.compile(r"\bSaved checkpoint (\S*ckpt-(\d+))\s*$")
 PEER_WEIGHTS = re.compile(r"Number of model weights: \d+ \(trainable = (\d+), non trainable = (\d+)\)")
 
 
@@ -110,3 +125,56 @@ def throughput(progress: list[Point], warmup: int) -> dict:
     return {"tokens_per_second": tokens / seconds, "updates_per_second": updates / seconds,
             "tokens_per_update": tokens / updates, "from_update": intervals[0][0].step,
             "to_update": intervals[-1][1].step, "seconds": seconds, "last_loss": progress[-1].loss}
+
+
+@dataclasses.dataclass(frozen=True)
+class Saves:
+    """When a run's checkpoints were made, on its console's clock.
+
+    Attributes:
+        seconds: update -> seconds from the command's start to the progress line of the update
+            the checkpoint holds (the peer's save of an update without a progress line, e.g.
+            its `ckpt-1`: the stamp of its `Saved checkpoint` line, the save's end).
+        untimed: updates saved with no line to time them (the project's, when its
+            --log_every_steps does not divide its --checkpoint_every_steps).
+        last: the run's final update (its last checkpoint), None if it saved none.
+    """
+
+    seconds: dict
+    untimed: tuple
+    last: Optional[int]
+
+
+def ours_last_update(lines: Iterable[tuple[float, str]]) -> Optional[int]:
+    """The update the project's run ended at: its `done:` line's step, else its last progress line's."""
+    lines = list(lines)
+    for _, line in reversed(lines):
+        found = OURS_DONE.search(line)
+        if found:
+            step = json.loads(found[1]).get("step")
+            if step is not None:
+                return int(step)
+    progress = ours_points(lines)
+    return progress[-1].step if progress else None
+
+
+def checkpoint_saves(toolkit: str, lines: Iterable[tuple[float, str]], checkpoint_every: int) -> Saves:
+    """The checkpoints of a run of `toolkit` and when each was made (module docstring);
+    `checkpoint_every` is the run's --checkpoint_every_steps (the project's saves; 0: only the
+    last)."""
+    lines = list(lines)
+    if toolkit == "ours":
+        progress = {p.step: p.seconds for p in ours_points(lines)}
+        last = ours_last_update(lines)
+        if last is None:
+            return Saves({}, (), None)
+        saved = sorted({*(range(checkpoint_every, last + 1, checkpoint_every) if checkpoint_every else ()), last})
+        return Saves({s: progress[s] for s in saved if s in progress}, tuple(s for s in saved if s not in progress),
+                     last)
+    progress = {p.step: p.seconds for p in peer_points(lines)}
+    seconds: dict = {}
+    for at, line in lines:
+        found = PEER_SAVED.search(line)
+        if found and int(found[2]) not in seconds:
+            seconds[int(found[2])] = progress.get(int(found[2]), at)
+    return Saves(dict(sorted(seconds.items())), (), max(seconds) if seconds else None)

@@ -14,6 +14,7 @@ import gzip
 import json
 import os
 import pathlib
+import re
 import sys
 import types
 
@@ -153,26 +154,87 @@ def _console(space, toolkit: str, name: str) -> list:
         for k in range(1, 5)]
 
 
+SECONDS_PER_UPDATE = {"ours": 0.5, "peer": 0.6}  # the quality runs' pace in the fakes: ours the faster
+
+
+def run_settings(toolkit: str, command) -> tuple:
+    """(updates, checkpoint interval, log interval, checkpoints kept, checkpoint folder) of a
+    training command of either toolkit (ours: its flags; the peer: its config.yml)."""
+    if toolkit == "ours":
+        given = dict(a[2:].split("=", 1) for a in command if a.startswith("--") and "=" in a)
+        numbers = (int(given[k]) for k in ("train_steps", "checkpoint_every_steps", "log_every_steps",
+                                           "keep_checkpoints"))
+        return (*numbers, os.path.join(given["model_dir"], "checkpoints"))
+    config = json.loads(pathlib.Path(command[command.index("--config") + 1]).read_text(encoding="utf-8"))
+    train = config["train"]
+    return (train["max_step"], train["save_checkpoints_steps"], train["save_summary_steps"],
+            train["keep_checkpoint_max"], config["model_dir"])
+
+
+def quality_console(space, toolkit: str, name: str, command) -> list:
+    """A quality run's console as each toolkit prints it (its progress line every log interval,
+    then at a checkpoint update the save: the peer's `Saved checkpoint` line, ours silent; dev
+    evaluations; ours' `done:`), its checkpoints written into its folder, the last `keep` kept."""
+    steps, every, log_every, keep, folder = run_settings(toolkit, command)
+    start, pace = 20.0 + _number(name, 0, 10), SECONDS_PER_UPDATE[toolkit]
+    lines, saved = _console(space, toolkit, name)[:1], []
+    if toolkit == "peer":  # OpenNMT-tf saves after its first update too
+        lines.append((start + 0.4, f"2026-11-29 10:52:10.782000: I training.py:176] Saved checkpoint {folder}/ckpt-1"))
+        saved.append(1)
+    for step in range(log_every, steps + 1, log_every):
+        at = start + pace * step
+        lines.append((at, f"step {step}/{steps} loss 3.0 lr 1.0e-03 |g| 0.500 9,000 tok/s ETA 0:00:10"
+                      if toolkit == "ours" else
+                      f"2026-11-29 11:00:00.000000: I runner.py:310] Step = {step} ; steps/s = 2.00, tokens/s = 3000 "
+                      "(1400 source, 1600 target) ; Learning rate = 0.000100 ; Loss = 3.000000"))
+        if step % every == 0 or step == steps:
+            saved.append(step)
+            lines.append((at + 0.2, f"2026-11-29 11:00:00.200000: I training.py:176] Saved checkpoint "
+                                     f"{folder}/ckpt-{step}" if toolkit == "peer"
+                          else f"eval step {step}: dev loss 3.0 nll 2.9 ppl 18.17 [1 s]"))
+    if toolkit == "ours":
+        lines.append((start + pace * steps + 5.0, f'done: {{"step": {steps}, "minutes": 1.0}}'))
+    os.makedirs(folder, exist_ok=True)
+    for step in saved[-keep:]:
+        for suffix in (".index", ".data-00000-of-00001"):
+            pathlib.Path(folder, f"ckpt-{step}{suffix}").write_text("weights")
+    return lines
+
+
+def unit_of(process: str) -> str:
+    """The unit (and run folder) a faked process belongs to: quality-peer-seed2-translate ->
+    quality-peer-seed2, quality-wallclock-seed1-ours-translate -> quality-wallclock-seed1."""
+    return re.sub(r"(-(ours|peer))?-translate$", "", process) if "wallclock" in process else \
+        process.removesuffix("-translate")
+
+
 def faked_run(space, calls: list, cut_at=None):
-    """`Workspace.run` that records each call: a training run prints `_console`, a translation
-    writes the dev references less the last word of one sentence chosen by the run's name; at
-    `cut_at` the session ends (a KeyboardInterrupt) with a partial checkpoint in the run folder."""
+    """`Workspace.run` that records each call: a training run prints `_console` (a quality run
+    `quality_console`) into its log, a translation writes the dev references less the last word of
+    one sentence chosen by the process's name; at `cut_at` the session ends (a KeyboardInterrupt)
+    with a partial checkpoint in the unit's folder."""
 
     def run(name, command, toolkit, kind, env=None, stop_when=None, check=True):  # pylint: disable=unused-argument
         if name == cut_at:
-            folder = pathlib.Path(space.work) / "runs" / name.removesuffix("-translate")
+            folder = pathlib.Path(space.work) / "runs" / unit_of(name)
+            folder.mkdir(parents=True, exist_ok=True)
             (folder / "partial-checkpoint").write_text("half")
             raise KeyboardInterrupt
         calls.append(name)
-        lines = _console(space, toolkit, name) if kind == "training" else []
+        lines = []
+        if kind == "training":
+            lines = (quality_console(space, toolkit, name, command) if name.startswith("quality-")
+                     else _console(space, toolkit, name))
         if kind == "translation":
             output = (next(a for a in command if a.startswith("--output=")).split("=", 1)[1] if toolkit == "ours"
                       else command[command.index("--predictions_file") + 1])
             cut = _number(name, 0, len(DEV))
             pathlib.Path(output).write_text("".join((s.rsplit(" ", 1)[0] if i == cut else s) + "\n"
                                                     for i, s in enumerate(DEV)), encoding="utf-8")
+        log = os.path.join(space.folder("logs"), f"{name}.log")
+        pathlib.Path(log).write_text("".join(processes.log_line(at, line) for at, line in lines), encoding="utf-8")
         finished = processes.Finished(tuple(command), 0, float(_number(name, 60, 120)), _number(name, 1, 9) * 2**30,
-                                      tuple(lines), f"{name}.log")
+                                      tuple(lines), log)
         space.processes.append({"name": name, "toolkit": toolkit, "kind": kind, "seconds": finished.seconds,
                                 "peak_rss_bytes": finished.peak_rss_bytes, "returncode": 0, "log": finished.log_path})
         return finished
@@ -224,33 +286,54 @@ def resumed_session(tmp_path, work, calls, cut_at=None):
 PLANNED = train_runs.speed_units(2) + train_runs.quality_units([1, 2])
 
 
+def trained(units):
+    """The units of `units` that train (a comparison at equal wall-clock only translates)."""
+    return [k for k in units if not k.startswith("quality-wallclock-")]
+
+
 def test_one_go_runs_every_planned_unit(tmp_path):
     calls = []
     space = faked_space(tmp_path, started(tmp_path / "one-go"), calls)
     results = measure(space)
     trainings = [c for c in calls if not c.endswith("-translate")]
-    assert trainings == PLANNED and space.journal.progress(PLANNED) == (PLANNED, [])
+    assert trainings == trained(PLANNED) and space.journal.progress(PLANNED) == (PLANNED, [])
     assert results["speed"]["models"]["ours"][0] == "speed-ours-float32-2"
     assert results["quality"]["models"]["peer"][0] == "quality-peer-seed1"
     assert [row["seed"] for row in results["quality"]["ours"]] == [1, 2]
+    assert [w["seed"] for w in results["quality"]["wallclock"]] == [1, 2]
+    assert all(w["measured"] for w in results["quality"]["wallclock"])
+    # quality runs keep every checkpoint (14 saves every 500 of 7000 updates, and the peer's ckpt-1)
+    assert {row["keep_checkpoints"] for t in ("ours", "peer") for row in results["quality"][t]} == {15}
+    peer_run = pathlib.Path(space.work) / "runs" / "quality-peer-seed1" / "run"
+    assert len(list(peer_run.glob("ckpt-*.index"))) == 15
+    # each seed's comparison translates right after the seed's two runs, one checkpoint per toolkit
+    assert [c for c in calls if c.startswith("quality-")] == [
+        "quality-ours-seed1", "quality-ours-seed1-translate", "quality-peer-seed1", "quality-peer-seed1-translate",
+        "quality-wallclock-seed1-ours-translate", "quality-wallclock-seed1-peer-translate",
+        "quality-ours-seed2", "quality-ours-seed2-translate", "quality-peer-seed2", "quality-peer-seed2-translate",
+        "quality-wallclock-seed2-ours-translate", "quality-wallclock-seed2-peer-translate"]
 
 
 @pytest.mark.parametrize("cut_at, rerun", [
     ("speed-peer-float32-2", ["speed-peer-float32-2", "speed-ours-auto-2", *train_runs.quality_units([1, 2])]),
-    ("quality-ours-seed2", ["quality-ours-seed2", "quality-peer-seed2"]),  # seed 1's two runs done
-    ("quality-peer-seed2-translate", ["quality-peer-seed2"]),  # trained, cut while translating: trained again
+    ("quality-ours-seed2", ["quality-ours-seed2", "quality-peer-seed2", "quality-wallclock-seed2"]),  # seed 1 done
+    ("quality-peer-seed2-translate", ["quality-peer-seed2", "quality-wallclock-seed2"]),  # cut while translating
+    ("quality-wallclock-seed1-peer-translate", ["quality-wallclock-seed1", *train_runs.quality_units([2])]),
 ])
 def test_a_resumed_measurement_runs_only_what_is_missing(tmp_path, cut_at, rerun):
     one_go = measure(faked_space(tmp_path / "a", started(tmp_path / "a" / "work"), []))
     first = []
     with pytest.raises(KeyboardInterrupt):
         measure(faked_space(tmp_path / "b", started(tmp_path / "b" / "work"), first, cut_at=cut_at))
-    folder = tmp_path / "b" / "work" / "runs" / cut_at.replace("-translate", "")
+    folder = tmp_path / "b" / "work" / "runs" / unit_of(cut_at)
     assert (folder / "partial-checkpoint").exists()
     second = []
     space = resumed_session(tmp_path / "b", tmp_path / "b" / "work", second)
     results = measure(space)
-    assert [c for c in second if not c.endswith("-translate")] == rerun
+    assert [c for c in second if not c.endswith("-translate")] == trained(rerun)
+    assert [c for c in second if c.startswith("quality-wallclock-")] == [
+        f"{key}-{toolkit}-translate" for key in rerun if key.startswith("quality-wallclock-")
+        for toolkit in ("ours", "peer")]
     assert not (folder / "partial-checkpoint").exists()  # the unit cut short ran again in a fresh folder
     assert results == one_go
     book = journal.Journal.read(str(tmp_path / "b" / "work"))
@@ -277,8 +360,7 @@ def test_quality_alone_over_two_sessions(tmp_path):
     assert models["ours"].name == "quality-ours-seed1" and models["ours"].finished is None
     assert models["peer"].peer_files.model_dir == os.path.join(space.work, "runs", "quality-peer-seed1", "run")
     summary = space.journal.summary(train_runs.quality_units([1, 2]))
-    assert [s["units"] for s in summary["resumed"]] == [["quality-ours-seed1", "quality-peer-seed1"],
-                                                        ["quality-ours-seed2", "quality-peer-seed2"]]
+    assert [s["units"] for s in summary["resumed"]] == [train_runs.quality_units([1]), train_runs.quality_units([2])]
 
 
 def test_serving_and_its_short_models_from_the_journal(tmp_path):
