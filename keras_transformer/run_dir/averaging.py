@@ -58,8 +58,11 @@ def average_into(model, paths: list[str], source: str = "the model", moving_aver
     sums = None
     for path in paths:
         readable_checkpoints.read_model(model, path, source, moving_average=moving_average)
-        values = [v.numpy().astype(np.float64) for v in model.variables]
-        sums = values if sums is None else [s + v for s, v in zip(sums, values)]
+        if sums is None:
+            sums = [v.numpy().astype(np.float64) for v in model.variables]
+        else:  # in place, a variable at a time: no second copy of the model in float64
+            for total, variable in zip(sums, model.variables):
+                total += variable.numpy()
     for variable, total in zip(model.variables, sums):
         if tf.as_dtype(variable.dtype).is_floating:
             variable.assign((total / len(paths)).astype(tf.as_dtype(variable.dtype).as_numpy_dtype))
