@@ -3,6 +3,7 @@ folders use (the shared data folder, the treebank sample in it, the tiny trainin
 Shared functions live in tests/helpers/."""
 
 import os
+import signal
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -12,6 +13,13 @@ import pytest  # noqa: E402
 
 from tests.helpers.paths import SHARED_DATA  # noqa: E402
 from tests.helpers.train_runs import TINY  # noqa: E402
+
+
+# A shell starts a background job (`make test &`, `nohup`) with SIGINT ignored, and every process it
+# starts inherits that: the tests that send Ctrl-C to a command would see nothing happen. Python's
+# own handler, as in a foreground run, makes the commands the tests start get SIGINT's default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_configure(config):

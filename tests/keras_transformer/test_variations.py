@@ -45,16 +45,20 @@ def _training_child(pid):
     """The pid of `pid`'s child running the training command once it is inside `cli.run` (its
     stderr silenced until its work starts: a Ctrl-C now ends it with "error: interrupted"), else None."""
     for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as file:
-            for child in file.read().split():
-                try:
-                    with open(f"/proc/{child}/cmdline", "rb") as cmdline:
-                        command = cmdline.read()
-                    stderr = os.readlink(f"/proc/{child}/fd/2")
-                except OSError:  # ended meanwhile
-                    continue
-                if b"keras_transformer.train" in command and stderr == os.devnull:
-                    return int(child)
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as file:
+                children = file.read().split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        for child in children:
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as cmdline:
+                    command = cmdline.read()
+                stderr = os.readlink(f"/proc/{child}/fd/2")
+            except OSError:  # ended meanwhile
+                continue
+            if b"keras_transformer.train" in command and stderr == os.devnull:
+                return int(child)
     return None
 
 

@@ -461,7 +461,7 @@ def test_a_signal_finishes_the_update_saves_and_stops(tmp_path):
 
     config = training_config(train_steps=50, log_every_steps=1, checkpoint_every_steps=0)
     trainer = trainer_lib.build_trainer(CONFIG, config, str(tmp_path), log=log)
-    before = signal.getsignal(signum)  # default_int_handler; SIG_IGN when pytest runs as a background job
+    before = signal.getsignal(signum)  # default_int_handler, in a background job too (tests/conftest.py)
     state = trainer.train(input_fn_from(make_batches(4)), lambda model: pytest.fail("no evaluation when stopped"))
     assert (state.step, state.stop_reason, state.signal) == (2, "interrupted", signum)
     assert lines[-1] == f"{signal.Signals(signum).name} at step 2: saved ckpt-2; run the same command to resume"
