@@ -43,9 +43,10 @@ flags.DEFINE_string("model_dir", None, "Training directory to translate with (ch
 flags.DEFINE_string("export_dir", None, "SavedModel from `python -m export`: a version folder or its base folder.")
 task_flags.define_checkpoint_flag("With --model_dir: this checkpoint prefix instead of averaged/latest.")
 task_flags.define_ensemble_flag()
-flags.DEFINE_string("input", "-", "Source sentences, one per line; '-' for stdin.")
+flags.DEFINE_string("input", "-", "Source sentences, one per line, plain or gzipped; '-' for stdin.")
 flags.DEFINE_string("output", "-", "Where to write translations, one per line; '-' for stdout.")
-flags.DEFINE_string("reference", None, "Reference translations, one per line: print BLEU, chrF, chrF++.")
+flags.DEFINE_string("reference", None, "Reference translations, one per line, plain or gzipped: print BLEU, chrF, "
+                    "chrF++.")
 flags.DEFINE_string("moses_bleu_lang", None, "With --reference, also BLEU as published Multi30k results count "
                     "it: lowercased, Moses-normalized and -tokenized for this target language (e.g. de).")
 task_flags.define_decoding_flags()

@@ -1,5 +1,6 @@
 """A command's files, checked before any work: inputs that exist, outputs that can be written (never
-one of the inputs), and the lines of an input file or of stdin ("-"). Imports no TensorFlow.
+one of the inputs), and the lines of an input file or of stdin ("-"), gzip-compressed or not.
+Imports no TensorFlow.
 
 A training directory and its checkpoints are checked by their owner,
 `training_directory.TrainingDirectory.check_exists` and
@@ -7,9 +8,11 @@ A training directory and its checkpoints are checked by their owner,
 
 from __future__ import annotations
 
+import gzip
 import os
 import secrets
 import sys
+import zlib
 from typing import Mapping, Optional
 
 from keras_transformer.files import atomic
@@ -57,9 +60,14 @@ def is_stream(path: Optional[str]) -> bool:
     return path == "-" or (os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path))
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
 def read_lines(path: str) -> list[bytes]:
     """The lines of a file, a stream (`is_stream`) or stdin ("-") as bytes, without line endings
-    (invalid UTF-8 is kept)."""
+    (invalid UTF-8 is kept). Gzip-compressed text (known by its first two bytes, whatever the
+    name, as training's `pipelines.text_files` knows it) is decompressed; a damaged one is a
+    one-line `ValueError`."""
     if path == "-":
         data = sys.stdin.buffer.read()
     else:
@@ -69,6 +77,11 @@ def read_lines(path: str) -> list[bytes]:
             raise FileNotFoundError(f"{path}: no such file")
         with open(path, "rb") as file:
             data = file.read()
+    if data.startswith(GZIP_MAGIC):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as error:
+            raise ValueError(f"{'stdin' if path == '-' else path}: damaged gzip data ({error})") from None
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()

@@ -1,5 +1,6 @@
 """`python -m keras_transformer.translate`: from a training directory or an export, scored with sacreBLEU."""
 
+import gzip
 import os
 import sys
 
@@ -63,6 +64,15 @@ def test_from_model_dir_with_reference_and_from_export_agree(files, translated):
     # Two plain lines, without the tokenizer resource's "normalizer.cc ... precompiled_charsmap is empty".
     assert [line.split(" ")[0] for line in result.stderr.splitlines()] == ["translating", "20"], \
         result.stderr[-1000:]
+
+    # Gzipped input and reference (as corpora are shipped) read as the plain files.
+    for name in ("source.txt", "reference.txt"):
+        (files / f"{name}.gz").write_bytes(gzip.compress((files / name).read_bytes()))
+    result = run(f"--export_dir={files / 'export'}", f"--input={files / 'source.txt.gz'}",
+                 f"--output={files / 'hyp_gz.txt'}", f"--reference={files / 'reference.txt.gz'}", "--batch_size=5")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (files / "hyp_gz.txt").read_text(encoding="utf-8").splitlines() == hypotheses
+    assert result.stdout.splitlines()[0] == report.splitlines()[0]  # the same BLEU
 
 
 @pytest.mark.slow
