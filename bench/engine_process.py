@@ -244,7 +244,8 @@ def export_path_engine(spec: dict[str, Any]) -> Engine:
     (ct2, system), decoding, batches = _ctranslate2_translator(spec), _decoding(spec), spec["batches"]
 
     def translate(translator, k: int) -> list:
-        nbest = ctranslate2_model.translate_pieces(translator, batches[k], decoding, ct2.config, special=ct2.special)
+        nbest = ctranslate2_model.translate_pieces(translator, batches[k], decoding, ct2.config, special=ct2.special,
+                                                   use_vmap=ct2.use_vmap)
         return [hypotheses[0] for hypotheses in nbest]
 
     def count_calls() -> int:

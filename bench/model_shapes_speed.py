@@ -97,6 +97,10 @@ flags.DEFINE_list("model_dirs", None, "LABEL:TRAINING_DIRECTORY pairs, comma-sep
 flags.DEFINE_string("moses_bleu_lang", "de", "With --reference, also BLEU as published Multi30k results count it: "
                     "lowercased, Moses-normalized and -tokenized for this target language (empty: not).")
 serving_flags.define("every model and engine gets the same length-sorted batches")
+flags.DEFINE_list("shortlists", [], "LABEL:VOCABULARY_MAP pairs: the model of that label decodes with the "
+                  "shortlist (python -m keras_transformer.shortlist) in both engines: the SavedModel holds it, "
+                  "CTranslate2 uses it as its vmap. A training directory may appear twice in --model_dirs, once "
+                  "with a shortlist and once without.")
 flags.DEFINE_string("out", None, "Write the JSON record here.")
 flags.mark_flags_as_required(["model_dirs", "input"])
 
@@ -133,6 +137,23 @@ def parse_model_dirs(values: list[str]) -> list[tuple[str, str]]:
     return models
 
 
+def parse_shortlists(values: list[str], labels: list[str]) -> dict[str, str]:
+    """--shortlists as {label: file}; a one-line ValueError for an entry that is not LABEL:FILE,
+    a label --model_dirs lacks, a label given twice or a file that is not there."""
+    shortlists: dict[str, str] = {}
+    for value in values:
+        label, separator, path = value.partition(":")
+        if not separator or not path:
+            raise ValueError(f"--shortlists: {value!r} is not LABEL:VOCABULARY_MAP")
+        if label not in labels:
+            raise ValueError(f"--shortlists: {label!r} is not a label of --model_dirs")
+        if label in shortlists:
+            raise ValueError(f"--shortlists: {label!r} given more than once")
+        command_files.check_input_file(path, "shortlists", stdin=False)
+        shortlists[label] = path
+    return shortlists
+
+
 def check_out(path: Optional[str]) -> None:
     """A one-line error unless --out can be written (not a folder, its folder writable)."""
     if path is None:
@@ -142,7 +163,8 @@ def check_out(path: Optional[str]) -> None:
     command_files.check_writable_folder(os.path.dirname(os.path.abspath(path)), "out")
 
 
-def restore(models: list[tuple[str, str]], decoding) -> list[dict[str, Any]]:
+def restore(models: list[tuple[str, str]], decoding, shortlists: Optional[dict[str, str]] = None
+            ) -> list[dict[str, Any]]:
     """Each model's `serving_module.Translator` with `decoding` and its checkpoint, checked to be one
     CTranslate2 can express (`ctranslate2_model.build_spec`): every training directory read before
     anything is written, so that a bad one ends the command with nothing exported."""
@@ -150,27 +172,31 @@ def restore(models: list[tuple[str, str]], decoding) -> list[dict[str, Any]]:
 
     restored = []
     for label, path in models:
-        translator, checkpoint = serving_module.from_model_dir(path, decoding)
+        shortlist = (shortlists or {}).get(label)
+        translator, checkpoint = serving_module.from_model_dir(path, decoding, shortlist_file=shortlist)
         ctranslate2_model.build_spec(translator.model, translator.source_tokenizer.pieces(),
                                      translator.target_tokenizer.pieces(),
                                      ctranslate2_model.default_max_positions(translator.model.config, decoding))
-        restored.append({"label": label, "model_dir": path, "translator": translator, "checkpoint": checkpoint})
+        restored.append({"label": label, "model_dir": path, "translator": translator, "checkpoint": checkpoint,
+                         "shortlist": shortlist})
         print(f"{label}: {checkpoint} (N={translator.model.config.depth_text})", flush=True)
     return restored
 
 
 # Exports and engines ----------------------------------------------------------------------------
 
-def write_exports(translator, checkpoint: str, folder: str) -> dict[str, str]:
+def write_exports(translator, checkpoint: str, folder: str, shortlist: Optional[str] = None) -> dict[str, str]:
     """The beam-search SavedModel and the float32 CTranslate2 model of `translator`'s model (the
     model object, not its directory: the same weights for both, even while a run writes new
-    checkpoints), in `folder`: {engine: path}."""
+    checkpoints), in `folder`: {engine: path}. With `shortlist` (the file the translator read),
+    the CTranslate2 model keeps it as its vmap."""
     from export import ctranslate2_model, serving_module  # pylint: disable=g-import-not-at-top
 
     tokenizers = (translator.source_tokenizer, translator.target_tokenizer)
     with cli.silence_native_stderr():  # sentencepiece's INFO lines as the tokenizers load
         ct2_path, _ = ctranslate2_model.convert(translator.model, os.path.join(folder, CT2_ENGINE), None,
-                                                tokenizers=tokenizers, decoding_config=translator.decoding_config)
+                                                tokenizers=tokenizers, decoding_config=translator.decoding_config,
+                                                shortlist_file=shortlist)
         saved_model = serving_module.export_saved_model(translator, os.path.join(folder, "saved_model"), version=1,
                                                         extra={"checkpoint": checkpoint})
     return {"saved_model": saved_model, CT2_ENGINE: ct2_path}
@@ -201,7 +227,7 @@ def measure(restored: list[dict[str, Any]], work: str, lines: list[str], referen
     for entry in restored:
         label, translator = entry["label"], entry["translator"]
         started = time.perf_counter()
-        paths = write_exports(translator, entry["checkpoint"], os.path.join(work, label))
+        paths = write_exports(translator, entry["checkpoint"], os.path.join(work, label), entry["shortlist"])
         tokenizers = engine_process.export_tokenizers(paths[CT2_ENGINE])
         with cli.silence_native_stderr():
             pieces = tokenizers.tokenize(lines)  # the export's own tokenizer: each model its own
@@ -214,6 +240,7 @@ def measure(restored: list[dict[str, Any]], work: str, lines: list[str], referen
             specs[engine_name(label, engine)] = engine_process.engine_spec(worker, paths[engine], decoding, threads,
                                                                            inputs, compute_type)
         models.append({"label": label, "model_dir": entry["model_dir"], "checkpoint": entry["checkpoint"],
+                       "shortlist": entry["shortlist"],
                        "config": translator.model.config, "parameters": parameters(translator.model),
                        "tokenizers": tokenizers, "nonempty": [bool(p) for p in pieces]})
         entry["translator"] = None  # the parent keeps no model it does not need (exports done)
@@ -304,6 +331,7 @@ def model_record(model: dict[str, Any]) -> dict[str, Any]:
     """A model's part of the JSON record."""
     config = model["config"]
     return {"label": model["label"], "model_dir": model["model_dir"], "checkpoint": model["checkpoint"],
+            "shortlist": model["shortlist"],
             "encoder_layers": config.encoder_depth, "decoder_layers": config.decoder_depth,
             "model": config.to_dict(), "parameters": model["parameters"],
             "identical_outputs": model["identical_outputs"], "engines": model["engines"]}
@@ -320,14 +348,15 @@ def print_markdown(record: dict[str, Any]) -> None:
           f"{machine['cores']} cores ({machine['physical_cores']} physical; {engine_process.flags_text(machine)}), "
           f"load average {machine['load_average'][0]:g} at the start and {record['load_average_after'][0]:g} at the "
           f"end; TensorFlow {record['tensorflow']}, CTranslate2 {record['ctranslate2']}.\n\n    {record['command']}\n")
-    print(f"| model | layers (enc-dec) | parameters (enc / dec / total) | engine (one process each) | sentences/s, "
+    print(f"| model | layers (enc-dec) | shortlist | parameters (enc / dec / total) | engine (one process each) | sentences/s, "
           f"best round | median round | target tokens/s | speed over {record['baseline']} | median of the rounds' "
           "ratios |" + (" BLEU |" if with_bleu else "") + (" BLEU lc Moses |" if with_moses else ""))
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|" + ("---:|" if with_bleu else "")
+    print("|---|---:|---|---:|---|---:|---:|---:|---:|---:|" + ("---:|" if with_bleu else "")
           + ("---:|" if with_moses else ""))
     for model in models:
         counts = model["parameters"]
         shape = (f"| {model['label']} | {model['encoder_layers']}-{model['decoder_layers']} | "
+                 f"{os.path.basename(model['shortlist']) if model.get('shortlist') else 'none'} | "
                  f"{counts['encoder']:,} / {counts['decoder']:,} / {counts['total']:,} |")
         for engine, row in model["engines"].items():
             print(f"{shape} {ENGINES[engine][1]} | {row['sentences_per_second']:,.1f} | "
@@ -372,6 +401,7 @@ def main(argv):
 
     ctranslate2_model.check_quantization(None)  # ctranslate2 4.x is installed
     models = parse_model_dirs(FLAGS.model_dirs)
+    shortlists = parse_shortlists(FLAGS.shortlists, [label for label, _ in models])
     if FLAGS.moses_bleu_lang and not FLAGS.moses_bleu_lang.isalpha():
         raise ValueError(f"--moses_bleu_lang={FLAGS.moses_bleu_lang}: expected a language code such as de, fr, en")
     lines, references = engine_process.read_corpus(FLAGS.input, FLAGS.reference, FLAGS.sentences)
@@ -393,7 +423,7 @@ def main(argv):
 
     # A training directory without a checkpoint or tokenizer, or a model CTranslate2 cannot
     # express, fails here: before anything is written.
-    restored = restore(models, decoding)
+    restored = restore(models, decoding, shortlists)
     with engine_process.work_folder("model_shapes_speed-", FLAGS.work_dir) as work:
         measured = measure(restored, work, lines, references, decoding, threads)
     record = {"command": command, "host": machine, "tensorflow": tf.__version__, "ctranslate2": ctranslate2.__version__,

@@ -38,6 +38,7 @@ from absl import flags, logging
 
 from export import versions
 from keras_transformer import cli
+from keras_transformer.files import command_files
 from tasks import flags as task_flags
 from training_directory import TrainingDirectory
 
@@ -59,6 +60,9 @@ flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16", "auto"],
                   "some CPUs with AVX512_BF16 or AMX, correct but slower than float32 on others. auto: bfloat16 "
                   "if this machine's CPU has AVX512_BF16 or AMX and a start-up timing finds its bfloat16 "
                   "matrix products >= 1.15x as fast as float32's, else float32.")
+flags.DEFINE_string("shortlist", None, "A vocabulary map (python -m keras_transformer.shortlist) the export's "
+                    "searches are restricted by: held in the SavedModel; a CTranslate2 export keeps it as vmap.txt "
+                    "and translates with it.")
 flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 
@@ -75,6 +79,7 @@ def main(argv):
     if FLAGS.format == "ctranslate2" and FLAGS["precision"].present:
         raise ValueError("--precision applies to --format=saved_model only (CTranslate2: --quantization)")
     TrainingDirectory(FLAGS.model_dir).check_exists()
+    command_files.check_input_file(FLAGS.shortlist, "shortlist", stdin=False)
     versions.check_export_dir(FLAGS.export_dir, FLAGS.version, model_dir=FLAGS.model_dir)
     ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir)
     if ensemble_model_dirs and FLAGS.format == "ctranslate2":
@@ -95,7 +100,8 @@ def main(argv):
                   "(python -m keras_transformer.parse)", file=sys.stderr)
             decoding = dataclasses.replace(decoding, tree_constraint=False)
         path, checkpoint = ctranslate2_model.export_model_dir(
-            FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.quantization)
+            FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.quantization,
+            shortlist_file=FLAGS.shortlist)
         print(f"exported {checkpoint} to {path} (CTranslate2, {FLAGS.quantization or 'float32'})")
         return
     from keras_transformer.decoding import precision as precision_lib  # pylint: disable=g-import-not-at-top
@@ -103,7 +109,7 @@ def main(argv):
     precision = precision_lib.resolve(FLAGS.precision, log=print)
     path, checkpoint, translator = serving_module.export_model_dir(
         FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.check_ops,
-        precision=precision, ensemble_model_dirs=ensemble_model_dirs)
+        precision=precision, ensemble_model_dirs=ensemble_model_dirs, shortlist_file=FLAGS.shortlist)
     print(f"exported {checkpoint} to {path} ({precision}" + (", auto" if FLAGS.precision == "auto" else "") + ")")
     print(f"signatures: {', '.join(sorted(translator.signatures()))}; "
           f"beam_size={decoding.beam_size} alpha={decoding.alpha} max_extra_length={decoding.max_extra_length}"

@@ -64,14 +64,16 @@ def _texts(value):
 def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str] = None,
                       decoding: DecodingConfig = DecodingConfig(), checkpoint: Optional[str] = None,
                       n_best: int = 1, ensemble_model_dirs: Sequence[str] = (),
-                      sampling: Optional[SamplingConfig] = None, prefixed: bool = False):
+                      sampling: Optional[SamplingConfig] = None, prefixed: bool = False,
+                      shortlist_file: Optional[str] = None):
     """(`serving_default`: tf.string [N] -> {"translations", "scores"}, where it came from).
 
     From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
     process from the averaged or latest checkpoint (or `checkpoint`); `export_dir` loads the
     SavedModel (a version folder, or a base folder whose highest version is used), whose
     decoding settings were fixed at export time. With `ensemble_model_dirs` (and `model_dir`) the
-    Translator decodes their ensemble (`serving_module.from_model_dir`).
+    Translator decodes their ensemble (`serving_module.from_model_dir`); with `shortlist_file`
+    (and `model_dir`) its searches are restricted by that vocabulary map (an export holds its own).
 
     With `n_best` > 1 the function is the `translate_n_best` signature asked for `n_best`
     hypotheses with the beam and alpha of `decoding` (from `model_dir`) or of the export
@@ -92,7 +94,8 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
 
         decoding = dataclasses.replace(decoding, n_best=n_best)  # checked against its beam_size
         translator, source = serving_module.from_model_dir(model_dir, decoding, checkpoint,
-                                                           ensemble_model_dirs=ensemble_model_dirs)
+                                                           ensemble_model_dirs=ensemble_model_dirs,
+                                                           shortlist_file=shortlist_file)
         if sampling is not None:
             return _sampled_fn(translator.translate_sampled, sampling), source
         if prefixed:

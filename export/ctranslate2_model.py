@@ -62,6 +62,8 @@ from export import versions
 from keras_transformer.config import DecodingConfig, SamplingConfig, TransformerConfig
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
+VMAP_FILE = "vmap.txt"  # CTranslate2's vocabulary map in a model folder (`convert`'s shortlist_file)
+
 CTRANSLATE2_REQUIREMENT = "ctranslate2>=4,<5"
 
 
@@ -335,7 +337,8 @@ def _copy_tokenizers(source, target, directory: str) -> None:
 def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: Optional[str] = None, *,
             tokenizers: Optional[tuple] = None, checkpoint: Optional[str] = None,
             decoding_config: DecodingConfig = DecodingConfig(), max_positions: Optional[int] = None,
-            publish: Optional[Callable[[str], str]] = None) -> tuple[str, Optional[str]]:
+            publish: Optional[Callable[[str], str]] = None, shortlist_file: Optional[str] = None
+            ) -> tuple[str, Optional[str]]:
     """Writes a CTranslate2 model of a training directory (or of a built model) to `output_dir`.
 
     The folder appears whole or not at all: it is written as a hidden sibling
@@ -357,6 +360,9 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
         max_positions: rows of the position tables (default `default_max_positions`).
         publish: renames the finished temporary folder into place and returns where (default:
             to `output_dir`, `versions.publish`; `export_model_dir` claims a version number).
+        shortlist_file: a vocabulary map (`keras_transformer.decoding.shortlist`), checked
+            against the vocabularies and kept as the model's vmap.txt, CTranslate2's own
+            vocabulary map: `Ctranslate2Translator` then translates with `use_vmap`.
 
     Returns:
         (the folder written, the checkpoint converted or None for a model object).
@@ -385,6 +391,12 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
     config = model.config
     rows = max_positions or default_max_positions(config, decoding_config)
     source_pieces, target_pieces = source_tokenizer.pieces(), target_tokenizer.pieces()
+    shortlist = None
+    if shortlist_file:
+        from keras_transformer.decoding import shortlist as shortlist_lib  # pylint: disable=g-import-not-at-top
+
+        shortlist = shortlist_lib.read(shortlist_file, source_pieces, target_pieces)
+        shortlist.check_vocabularies(config.vocab_size, config.output_vocab_size)
     spec = build_spec(model, source_pieces, target_pieces, rows)
     spec.validate()  # every weight set; vocabulary sizes = embedding rows
     spec.optimize(quantization=quantization)  # aliases the tied embeddings, quantizes
@@ -401,6 +413,9 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
         "position_rows": rows,
         "special_tokens": tokens,
     }
+    if shortlist is not None:
+        settings["shortlist"] = {"file": VMAP_FILE, "frequent": int(shortlist.frequent.size),
+                                 "per_source_piece": int(shortlist.table.shape[1])}
 
     parent, name = os.path.split(os.path.abspath(output_dir))
     os.makedirs(parent, exist_ok=True)
@@ -408,6 +423,8 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
     try:
         spec.save(temporary)  # model.bin, config.json, shared_vocabulary.json (or one per side)
         _copy_tokenizers(source_tokenizer, target_tokenizer, os.path.join(temporary, layout.TOKENIZER_DIR))
+        if shortlist_file:
+            shutil.copyfile(shortlist_file, os.path.join(temporary, VMAP_FILE))
         with open(os.path.join(temporary, versions.SETTINGS_FILE), "w", encoding="utf-8") as file:
             json.dump(settings, file, indent=2, sort_keys=True)
             file.write("\n")
@@ -423,8 +440,8 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
 
 def export_model_dir(model_dir: str, export_dir: str, decoding_config: DecodingConfig = DecodingConfig(),
                      checkpoint: Optional[str] = None, version: Optional[int] = None,
-                     quantization: Optional[str] = None, log: Callable[[str], None] = print
-                     ) -> tuple[str, Optional[str]]:
+                     quantization: Optional[str] = None, log: Callable[[str], None] = print,
+                     shortlist_file: Optional[str] = None) -> tuple[str, Optional[str]]:
     """`python -m export --format=ctranslate2`: EXPORT_DIR/<version>/ (the SavedModel export's
     layout, `export.versions`) holding a CTranslate2 model. Returns (version folder, checkpoint)."""
     versions.check_export_dir(export_dir, version)
@@ -433,7 +450,7 @@ def export_model_dir(model_dir: str, export_dir: str, decoding_config: DecodingC
     versions.remove_stale_temporaries(export_dir, log)
     guess = versions.next_version(export_dir) if version is None else version  # claimed when published
     return convert(model_dir, os.path.join(export_dir, str(guess)), quantization,
-                   checkpoint=checkpoint, decoding_config=decoding_config,
+                   checkpoint=checkpoint, decoding_config=decoding_config, shortlist_file=shortlist_file,
                    publish=lambda temporary: versions.publish_version(temporary, export_dir, version))
 
 
@@ -531,8 +548,8 @@ def rescore(results, decoding: DecodingConfig, ct2_length_penalty: float, eos_to
 
 def translate_pieces(translator, sources: Sequence[Sequence[str]], decoding: DecodingConfig,
                      config: TransformerConfig, *, special: Optional[dict] = None, patience: float = 1.0,
-                     max_batch_size: int = 0, sampling: Optional[SamplingConfig] = None
-                     ) -> list[list[tuple[list[str], float]]]:
+                     max_batch_size: int = 0, sampling: Optional[SamplingConfig] = None,
+                     use_vmap: bool = False) -> list[list[tuple[list[str], float]]]:
     """Source piece lists (no EOS) -> per source the n-best (pieces, score), in input order.
 
     The project's output limit depends on the source length, CTranslate2's max_decoding_length
@@ -544,7 +561,8 @@ def translate_pieces(translator, sources: Sequence[Sequence[str]], decoding: Dec
     again, in one call per source length with their own limit.
     `special`: export.json's "special_tokens" (default SentencePiece's pieces). `sampling`: one
     random sample per source instead of the search (`translation_options`), a source that
-    reached its limit sampled again.
+    reached its limit sampled again. `use_vmap`: restrict each call's search by the model's
+    vocabulary map (its vmap.txt, `convert`'s `shortlist_file`).
     """
     special = special or {"pad": "<pad>", "bos": "<s>", "eos": "</s>"}
     if sampling is not None:  # one hypothesis, ranked and scored as greedy search's
@@ -559,6 +577,8 @@ def translate_pieces(translator, sources: Sequence[Sequence[str]], decoding: Dec
     def run(indices, length) -> list[tuple[int, int]]:
         """Translates `indices` with the limit of `length`; returns (index, longest hypothesis)."""
         call = options(length)
+        if use_vmap:
+            call["use_vmap"] = True
         outputs = translator.translate_batch([list(sources[i]) for i in indices], max_batch_size=max_batch_size,
                                              **call)
         for i, ranked in zip(indices, rescore(outputs, decoding, call["length_penalty"], special["eos"])):
@@ -608,6 +628,7 @@ class Ctranslate2Translator:
         self._source_pieces = self.source_tokenizer.pieces()
         self._target_ids = {piece: i for i, piece in enumerate(self.target_tokenizer.pieces())}
         self.translator = _ctranslate2().Translator(path, **translator_kwargs)
+        self.use_vmap = "shortlist" in settings  # its vmap.txt restricts every search
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[str]]:
         """Stripped sentences as source pieces (no EOS)."""
@@ -632,7 +653,7 @@ class Ctranslate2Translator:
         decoding = decoding or self.decoding
         nbest = translate_pieces(self.translator, self.tokenize(sentences), decoding, self.config,
                                  special=self.special, patience=patience, max_batch_size=max_batch_size,
-                                 sampling=sampling)
+                                 sampling=sampling, use_vmap=self.use_vmap)
         flat = [pieces for hypotheses in nbest for pieces, _ in hypotheses]
         texts = iter(self.detokenize(flat))
         return [[(next(texts), score) for _, score in hypotheses] for hypotheses in nbest]

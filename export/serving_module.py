@@ -102,6 +102,7 @@ from export import ensemble_members, ops, versions, warmup
 from export.versions import N_BEST_SIGNATURE, PREFIX_SIGNATURE, SAMPLED_SIGNATURE
 from keras_transformer.decoding import beam_search, ensemble, search, sequence_scores
 from keras_transformer.decoding import precision as precision_lib
+from keras_transformer.decoding import shortlist as shortlist_lib
 from keras_transformer.config import DecodingConfig, SamplingConfig
 from keras_transformer.model import Transformer
 from keras_transformer.special_ids import EOS_ID
@@ -173,6 +174,7 @@ class Translator(tf.Module):
         name: Optional[str] = None,
         source_tags: str = "none",
         tree_targets: str = "words",
+        shortlist: Optional[shortlist_lib.Shortlist] = None,
     ):
         super().__init__(name=name)
         self.__dict__["source_tags"] = source_tags
@@ -195,7 +197,13 @@ class Translator(tf.Module):
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
         self.decoding_config = decoding_config
+        if shortlist is not None:
+            if decoding_config.tree_constraint:
+                raise ValueError("a shortlist cannot restrict a tree-constrained search (its grammar covers the "
+                                 "whole vocabulary)")
+            shortlist.check_vocabularies(config.vocab_size, config.output_vocab_size)
         # Hidden from tf tracking too: numpy tables, made constants where the search is traced.
+        self.__dict__["shortlist"] = shortlist
         self.__dict__["grammar"] = (linearized_trees.tree_grammar(target_tokenizer.pieces(), config.output_vocab_size,
                                                                   source_tags=source_tags != "none",
                                                                   placeholders=tree_targets == "placeholders")
@@ -249,7 +257,7 @@ class Translator(tf.Module):
         source_ids = self.source_ids(sentences)  # (N, S)
         c = self.decoding_config
         sequences, scores = search.translate_ids(self.model, source_ids, c, n_best=1, grammar=self.grammar,
-                                                 **options)
+                                                 shortlist=self.shortlist, **options)
         best = sequences[:, 0]  # (N, T)
         outputs = {
             "translations": _valid_utf8(self.target_tokenizer.detokenize(best)),
@@ -298,7 +306,8 @@ class Translator(tf.Module):
         alpha = tf.clip_by_value(alpha, 0.0, MAX_ALPHA)
         source_ids = self.source_ids(sentences)
         sequences, scores = search.translate_ids(self.model, source_ids, c, beam_size=beam_size, alpha=alpha,
-                                                 n_best=n_best, grammar=self.grammar)  # (N, K, T), (N, K)
+                                                 n_best=n_best, grammar=self.grammar,
+                                                 shortlist=self.shortlist)  # (N, K, T), (N, K)
         shape = tf.shape(sequences)
         # An empty sentence has one hypothesis, "" (score 0.0); no slot past n_best has any.
         slots = tf.range(shape[1])[None, :]  # (1, K)
@@ -413,10 +422,15 @@ def from_model_dir(
     checkpoint: Optional[str] = None,
     precision: str = "float32",
     ensemble_model_dirs: Sequence[str] = (),
+    shortlist_file: Optional[str] = None,
 ) -> tuple[Translator, str]:
     """The `Translator` of a training directory: its model (averaged or latest checkpoint, or
     `checkpoint`) in `precision` ("float32" or "bfloat16", `decoding.precision.decoding_model`)
     and its tokenizer(s). Returns `(translator, checkpoint_path)`.
+
+    `shortlist_file`: a vocabulary map (`keras_transformer.decoding.shortlist`, written by
+    `python -m keras_transformer.shortlist`) read with the run's vocabularies: the searches
+    cover its candidates only.
 
     With `ensemble_model_dirs`, the model is an `ensemble.Ensemble` of `model_dir`'s and theirs
     (each its averaged, else best, else latest checkpoint), which read and write alike
@@ -441,9 +455,12 @@ def from_model_dir(
             checkpoints.append(member_checkpoint)
         model, checkpoint = ensemble.Ensemble(members), ",".join(checkpoints)
     data = run.settings.get("data", {})
+    shortlist = None
+    if shortlist_file:
+        shortlist = shortlist_lib.read(shortlist_file, run.source_tokenizer.pieces(), run.target_tokenizer.pieces())
     return Translator(model, run.source_tokenizer, run.target_tokenizer, decoding_config,
                       source_tags=data.get("source_tags", "none"),
-                      tree_targets=data.get("tree_targets", "words")), checkpoint
+                      tree_targets=data.get("tree_targets", "words"), shortlist=shortlist), checkpoint
 
 
 # Writing the TF Serving layout --------------------------------------------------
@@ -526,6 +543,7 @@ def export_model_dir(
     log: Callable[[str], None] = print,
     precision: str = "float32",
     ensemble_model_dirs: Sequence[str] = (),
+    shortlist_file: Optional[str] = None,
 ) -> tuple[str, str, Translator]:
     """A training directory's model as `export_dir/<version>/` (what `python -m export` does).
 
@@ -540,6 +558,9 @@ def export_model_dir(
         precision: "float32" or "bfloat16", what the model computes in (`from_model_dir`).
         ensemble_model_dirs: more training directories of the same vocabulary: the export
             decodes their ensemble with `model_dir`'s (`from_model_dir`).
+        shortlist_file: a vocabulary map the export's searches are restricted by
+            (`from_model_dir`): the SavedModel holds it as constants and keeps the file in
+            assets.extra; export.json names it.
 
     Returns:
         `(version folder, checkpoint exported, translator)`.
@@ -550,11 +571,16 @@ def export_model_dir(
             before the model is built.
     """
     versions.check_export_dir(export_dir, version)
-    translator, checkpoint = from_model_dir(model_dir, decoding_config, checkpoint, precision, ensemble_model_dirs)
+    translator, checkpoint = from_model_dir(model_dir, decoding_config, checkpoint, precision, ensemble_model_dirs,
+                                            shortlist_file=shortlist_file)
     dataset = TrainingDirectory(model_dir).settings().get("data", {}).get("dataset", "")
     extra = {"checkpoint": checkpoint, "task": sources.task_of(dataset)}  # parse refuses a translation export
     tagger = os.path.join(model_dir, pos_tags.TAGGER_FILE)
     extra_files = [tagger] if translator.source_tags == "predicted" else []  # parse tags raw text with it
+    if shortlist_file:
+        extra["shortlist"] = {"file": os.path.basename(shortlist_file), "frequent": int(translator.shortlist.frequent.size),
+                              "per_source_piece": int(translator.shortlist.table.shape[1])}
+        extra_files.append(shortlist_file)
     path = export_saved_model(translator, export_dir, version, extra=extra, extra_files=extra_files,
                               check=check_servable if check_ops else None, log=log)
     return path, checkpoint, translator

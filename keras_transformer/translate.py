@@ -54,6 +54,9 @@ task_flags.define_sampling_flags()
 flags.DEFINE_string("target_prefix_file", None, "Target prefixes, one per input line (empty: none): each "
                     "translation continues its prefix (greedy or beam search).")
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
+flags.DEFINE_string("shortlist", None, "A vocabulary map (python -m keras_transformer.shortlist): each batch "
+                    "searches over its candidate target pieces only, which decodes faster (--model_dir only; an "
+                    "export holds its own).")
 flags.DEFINE_integer("n_best", 1, "Hypotheses per sentence (at most the beam size); above 1, lines "
                      "'i ||| translation ||| score', best first (the Moses n-best format).", lower_bound=1)
 flags.register_multi_flags_validator(
@@ -68,6 +71,8 @@ def main(argv):
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     if FLAGS.export_dir:
         task_flags.check_model_dir_only("an export has its decoding settings built in")
+        if FLAGS.shortlist:
+            raise ValueError("--shortlist: only with --model_dir (an export holds the shortlist it was exported with)")
     ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir)  # refused with --export_dir
     decoding = task_flags.decoding_config()
     sampling = task_flags.sampling_config()
@@ -88,7 +93,7 @@ def main(argv):
     # The paths, before TensorFlow starts: a bad one must not cost a model load (translate_file
     # checks them again, and the reference's line count, before it loads the model).
     command_files.check_input_file(FLAGS.input, "input")
-    for flag in ("reference", "target_prefix_file"):
+    for flag in ("reference", "target_prefix_file", "shortlist"):
         command_files.check_input_file(FLAGS[flag].value, flag, stdin=False)
     if FLAGS.moses_bleu_lang is not None and not FLAGS.reference:
         raise ValueError("--moses_bleu_lang: only with --reference (it scores the translations against it)")
@@ -107,7 +112,7 @@ def main(argv):
         FLAGS.input, FLAGS.output, model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir, decoding=decoding,
         checkpoint=FLAGS.checkpoint, reference=FLAGS.reference, batch_size=FLAGS.batch_size, n_best=FLAGS.n_best,
         moses_bleu_lang=FLAGS.moses_bleu_lang, ensemble_model_dirs=ensemble_model_dirs, sampling=sampling,
-        target_prefix_file=FLAGS.target_prefix_file)
+        target_prefix_file=FLAGS.target_prefix_file, shortlist_file=FLAGS.shortlist)
     if report:
         print(report, file=sys.stderr if FLAGS.output == "-" else sys.stdout)
 

@@ -12,6 +12,7 @@ target tokens. The modules, upstream to downstream:
   wmt14        tensorflow-datasets' `wmt14_translate`, either direction.
   treebank     the Penn Treebank as parsing data (section 6.3).
   linearized_trees  a tree as a target sentence and back (Vinyals et al., 2015).
+  word_alignment  IBM Model 1's lexical translation table (the source of a decoding shortlist).
   sources      `load_pairs(dataset, split, ...)`: one registry for all of them,
                including the embedded rule-based corpus (`grammar_corpus`, its words in
                `grammar_corpus_lexicon`).

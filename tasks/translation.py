@@ -26,7 +26,7 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
                    progress: Optional[bool] = None, n_best: int = 1,
                    moses_bleu_lang: Optional[str] = None, ensemble_model_dirs: Sequence[str] = (),
                    sampling: Optional[SamplingConfig] = None,
-                   target_prefix_file: Optional[str] = None) -> Optional[str]:
+                   target_prefix_file: Optional[str] = None, shortlist_file: Optional[str] = None) -> Optional[str]:
     """Translates a file (or stdin) line by line with a training directory or an export.
 
     From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
@@ -73,7 +73,7 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     start = time.perf_counter()
     translate_fn, source = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint, n_best=n_best,
                                                     ensemble_model_dirs=ensemble_model_dirs, sampling=sampling,
-                                                    prefixed=prefixes is not None)
+                                                    prefixed=prefixes is not None, shortlist_file=shortlist_file)
     print(f"translating {len(lines)} sentences with {source}", file=sys.stderr)
     translations, scores = client.translate_lines(translate_fn, lines, batch_size, progress, prefixes=prefixes)
     if n_best > 1:

@@ -47,6 +47,7 @@ COMMANDS = (
     Command("train", "keras_transformer.train", "python -m keras_transformer.train [--flagfile=FILE] [--flag=value ...]"),
     Command("translate", "keras_transformer.translate", "python -m keras_transformer.translate [--flag=value ...]"),
     Command("score", "keras_transformer.score", "python -m keras_transformer.score [--flag=value ...]"),
+    Command("shortlist", "keras_transformer.shortlist", "python -m keras_transformer.shortlist [--flag=value ...]"),
     Command("average_checkpoints", "keras_transformer.average_checkpoints",
             "python -m keras_transformer.average_checkpoints [--flag=value ...]"),
     Command("parse", "keras_transformer.parse", "python -m keras_transformer.parse [--flag=value ...]"),

@@ -12,4 +12,6 @@
   ensemble         models of one vocabulary decoded as one (log of the mean probabilities per step).
   precision        the model in the precision it decodes in: float32, or a bfloat16 copy
                    (the export's --precision).
+  shortlist        a lexical shortlist: the target ids a batch's search may produce, from its
+                   sources (the output projection covers those alone); its vocabulary-map file.
 """

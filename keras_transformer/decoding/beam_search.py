@@ -510,7 +510,7 @@ def beam_search(
         initial_ids: int32 (B,), the start token of every example (BOS).
         initial_cache: nested structure of tensors with leading dimension B; each is expanded once
             to (B * beam_size, ...).
-        vocab_size: int, the last dimension of the logits.
+        vocab_size: int (or an int32 scalar tensor: a shortlist's candidates), the last dimension of the logits.
         beam_size: int >= 1, hypotheses kept alive per example; or, per request, an int32 scalar
             or (B,) tensor (values >= 1): example b then searches with its own beam, exactly as
             alone, inside a beam as wide as the largest.
@@ -544,7 +544,7 @@ def beam_search(
     k_b finished ones are then those of a search with beam k_b (`top_k` breaks ties by index in
     both), so its results are too.
     """
-    if vocab_size < 2:
+    if not tf.is_tensor(vocab_size) and vocab_size < 2:  # a tensor: a shortlist's candidates, 4 or more
         raise ValueError(f"vocab_size must be >= 2, got {vocab_size}.")
     initial_ids, initial_cache, model, memory, batch_size, max_len = _prepare(
         symbols_to_logits_fn, initial_ids, initial_cache, memory, max_decode_length)

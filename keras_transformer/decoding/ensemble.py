@@ -87,14 +87,15 @@ class Ensemble:
             outputs[self._key(i)], source_mask = member.encode(source_ids, training=training)
         return outputs, source_mask
 
-    def step_fn(self, encoder_outputs, source_mask, max_length, *, use_cache: bool = True):
+    def step_fn(self, encoder_outputs, source_mask, max_length, *, use_cache: bool = True, candidates=None):
         """`(fn, initial_cache, memory)` as `search.step_fn`: each member's own, nested under its
-        key, and `fn` the log of the mean of the members' next-token probabilities."""
+        key, and `fn` the log of the mean of the members' next-token probabilities (over the
+        `candidates` alone when given: each member's, then normalised over them)."""
         fns, cache, memory = {}, {}, {}
         for i, member in enumerate(self.members):
             key = self._key(i)
             fns[key], cache[key], memory[key] = search.step_fn(member, encoder_outputs[key], source_mask, max_length,
-                                                               use_cache=use_cache)
+                                                               use_cache=use_cache, candidates=candidates)
         log_n = math.log(len(self.members))
 
         def fn(ids, step, cache, memory):

@@ -42,6 +42,7 @@ import tensorflow as tf
 
 from keras_transformer.decoding import beam_search as beam_search_lib
 from keras_transformer.decoding import sampling as sampling_lib
+from keras_transformer.decoding import shortlist as shortlist_lib
 from keras_transformer.decoding import tree_constraint
 from keras_transformer.config import DecodingConfig, SamplingConfig
 from keras_transformer.model import Transformer
@@ -63,7 +64,8 @@ def max_decode_lengths(model: Transformer, source_ids, max_extra_length: int) ->
     return tf.where(lengths > 0, limits, 0)
 
 
-def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use_cache: bool = True):
+def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use_cache: bool = True,
+            candidates=None):
     """`(fn, initial_cache, memory)` for `beam_search` / `greedy_search`: next-token logits.
 
     `fn(ids, step, cache, memory)` follows the search's contract with `memory=` (see
@@ -89,15 +91,28 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
         max_length: int or int32 scalar, the largest number of steps (>= every limit); only
             the uncached path needs it.
 
+    With `candidates`, int32 `(C,)` sorted target ids (`shortlist.candidates`), `fn` speaks in
+    positions of that list: its ids are positions, mapped to target ids before the decoder
+    reads them, and its logits `(rows, C)` those of the candidates alone (the cached path
+    multiplies by their columns of E^T only; the uncached one projects all and keeps theirs).
+
     `model` may also be a `keras_transformer.decoding.ensemble.Ensemble`, whose `step_fn` nests
     its members' (then `encoder_outputs` is its `encode`'s, one per member).
     """
     if not isinstance(model, Transformer):  # an ensemble.Ensemble: its members' step fns, nested
-        return model.step_fn(encoder_outputs, source_mask, max_length, use_cache=use_cache)
+        return model.step_fn(encoder_outputs, source_mask, max_length, use_cache=use_cache, candidates=candidates)
     vocab_size = model.config.output_vocab_size
     special = tf.constant([model.config.pad_id, BOS_ID])
     never = tf.reduce_any(tf.equal(tf.range(vocab_size)[:, None], special[None, :]), axis=1)  # (V,)
     never_bias = tf.where(never, beam_search_lib.NEG_INF, 0.0)  # (V,), added to the logits
+    if candidates is None:
+        def to_ids(positions):
+            return positions
+    else:
+        never_bias = tf.gather(never_bias, candidates)  # (C,)
+
+        def to_ids(positions):
+            return tf.gather(candidates, positions)
 
     if use_cache:
         memory = model.init_memory(encoder_outputs, source_mask)
@@ -105,18 +120,22 @@ def step_fn(model: Transformer, encoder_outputs, source_mask, max_length, *, use
         # attends over the positions decoded so far, not over a buffer of max_length.
         cache = model.init_cache(tf.shape(encoder_outputs)[0], 0)
         weights = model.step_weights()  # once, outside the search's loop
+        if candidates is not None:  # (d_model, C): the candidates' columns of E^T
+            weights["logits"] = tf.gather(weights["logits"], candidates, axis=1)
 
         def fn(ids, step, cache, memory):
-            return model.decode_step(ids, step, cache, memory, logits_bias=never_bias, weights=weights)
+            return model.decode_step(to_ids(ids), step, cache, memory, logits_bias=never_bias, weights=weights)
     else:
         memory = {"encoder_outputs": encoder_outputs, "source_mask": source_mask}
         cache = {"prefix": tf.zeros([tf.shape(encoder_outputs)[0], max_length], tf.int32)}
 
         def fn(ids, step, cache, memory):
             at_step = tf.one_hot(step, tf.shape(cache["prefix"])[1], dtype=tf.int32)[None, :]  # (1, max_length)
-            prefix = cache["prefix"] * (1 - at_step) + ids[:, None] * at_step  # (rows, max_length)
-            logits = model.decode(prefix[:, : step + 1], memory["encoder_outputs"], memory["source_mask"])
-            return logits[:, -1, :] + never_bias, {"prefix": prefix}  # (rows, V)
+            prefix = cache["prefix"] * (1 - at_step) + to_ids(ids)[:, None] * at_step  # (rows, max_length)
+            logits = model.decode(prefix[:, : step + 1], memory["encoder_outputs"], memory["source_mask"])[:, -1, :]
+            if candidates is not None:
+                logits = tf.gather(logits, candidates, axis=1)
+            return logits + never_bias, {"prefix": prefix}  # (rows, V or C)
 
     return fn, cache, memory
 
@@ -135,6 +154,7 @@ def translate_ids(
     grammar=None,
     sampling: Optional[SamplingConfig] = None,
     target_prefix=None,
+    shortlist=None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Beam search (or greedy search for beam_size 1) over the Transformer.
 
@@ -163,6 +183,10 @@ def translate_ids(
             output per sentence (n_best is then 1).
         target_prefix: None, or int `(B, P)`: the target tokens each output starts with (no
             EOS), padded with -1; a row of only -1 has no prefix. Not with `grammar`.
+        shortlist: None, or a `keras_transformer.decoding.shortlist.Shortlist`: the batch
+            searches (or samples) over its candidates only (`shortlist.candidates`: the
+            frequent ids, the sources' translations, the prefixes' ids); the outputs and scores
+            are those of that smaller vocabulary, in target ids as always. Not with `grammar`.
 
     Returns:
         sequences int32 `(B, n_best, T)` (no BOS; EOS kept; 0-padded) and scores float32
@@ -174,6 +198,8 @@ def translate_ids(
         raise ValueError("the decoding's tree_constraint needs the grammar of the model's target vocabulary")
     if target_prefix is not None and grammar is not None:
         raise ValueError("a target prefix cannot be forced on a tree-constrained search")
+    if shortlist is not None and grammar is not None:
+        raise ValueError("a shortlist cannot restrict a tree-constrained search (its grammar covers the whole vocabulary)")
     overrides = {"beam_size": beam_size, "alpha": alpha, "n_best": n_best, "max_extra_length": max_extra_length}
     overrides = {name: value for name, value in overrides.items() if value is not None}
     if not any(tf.is_tensor(value) for value in overrides.values()):  # checked by DecodingConfig
@@ -187,7 +213,17 @@ def translate_ids(
     longest = tf.reduce_max(tf.concat([[0], limits], axis=0))  # 0 for an empty batch
     encoder_outputs, source_mask = model.encode(source_ids)
     greedy = isinstance(beam_size, int) and beam_size == 1 and n_best == 1
-    fn, cache, memory = step_fn(model, encoder_outputs, source_mask, longest, use_cache=use_cache)
+    vocab_size, candidates = model.config.output_vocab_size, None
+    if target_prefix is not None:
+        target_prefix = tf.cast(target_prefix, tf.int32)
+    if shortlist is not None:
+        candidates = shortlist_lib.candidates(shortlist, source_ids, target_prefix)  # (C,), sorted
+        vocab_size = tf.size(candidates)
+        if target_prefix is not None:  # the forced ids as positions in the candidates; -1 stays
+            positions = tf.searchsorted(candidates, tf.reshape(target_prefix, [-1]), out_type=tf.int32)
+            target_prefix = tf.where(target_prefix >= 0, tf.reshape(positions, tf.shape(target_prefix)), -1)
+    fn, cache, memory = step_fn(model, encoder_outputs, source_mask, longest, use_cache=use_cache,
+                                candidates=candidates)
     if grammar is not None:
         if grammar.vocab_size != model.config.output_vocab_size:
             raise ValueError(f"the grammar covers {grammar.vocab_size} ids, the model's output vocabulary "
@@ -197,8 +233,6 @@ def translate_ids(
     # The constrained step returns the model's log-probabilities with the forbidden tokens masked
     # (`tree_constraint.constrain`): the search adds them up as they are.
     normalize = grammar is None
-    if target_prefix is not None:
-        target_prefix = tf.cast(target_prefix, tf.int32)
     initial_ids = tf.fill(tf.shape(source_ids)[:1], BOS_ID)
     if sampling is not None:
         sequences, scores = sampling_lib.sample(
@@ -211,10 +245,12 @@ def translate_ids(
         sequences, scores = sequences[:, None, :], scores[:, None]  # (B, 1, T), (B, 1)
     else:
         sequences, scores = beam_search_lib.beam_search(
-            fn, initial_ids, cache, model.config.output_vocab_size, beam_size=beam_size, alpha=alpha,
+            fn, initial_ids, cache, vocab_size, beam_size=beam_size, alpha=alpha,
             max_decode_length=limits, eos_id=EOS_ID, n_best=n_best, memory=memory, prefix=target_prefix,
             normalize=normalize,
         )
+    if candidates is not None:  # positions -> target ids; PAD's position is PAD (special ids lead)
+        sequences = tf.gather(candidates, sequences)
     return sequences, tf.where((limits > 0)[:, None], scores, 0.0)
 
 

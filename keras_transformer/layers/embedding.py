@@ -80,7 +80,8 @@ class SharedEmbedding(keras.layers.Layer):
 
         `bias`, optional `(vocab_size,)`, is added in the same op (MatMul + BiasAdd, which
         TensorFlow's CPU kernels fuse): decoding uses it to rule tokens out without another
-        pass over the logits. `kernel`, optional, is `output_kernel()` computed beforehand.
+        pass over the logits. `kernel`, optional, is `output_kernel()` computed beforehand, or
+        some of its columns (a shortlist's: the logits are then theirs, `(B, T, columns)`).
         """
         # One 2-D matmul over all positions. A rank-3 x rank-2 `tf.matmul` broadcasts
         # the kernel over the batch, and its gradient then builds a (B, V, d_model)
@@ -92,7 +93,10 @@ class SharedEmbedding(keras.layers.Layer):
             logits = tf.matmul(flat, kernel)
         if bias is not None:
             logits = tf.nn.bias_add(logits, tf.cast(bias, logits.dtype))
-        logits = tf.reshape(logits, leading_and(x, len(x.shape) - 1, [self.vocab_size]))  # (B, T, V)
+        if kernel is None or kernel.shape[-1] == self.vocab_size:
+            logits = tf.reshape(logits, leading_and(x, len(x.shape) - 1, [self.vocab_size]))  # (B, T, V)
+        else:  # some columns of E^T: (B, T, columns)
+            logits = tf.reshape(logits, tf.concat([tf.shape(x)[:-1], tf.shape(kernel)[-1:]], axis=0))
         return tf.cast(logits, tf.float32)
 
     def compute_output_shape(self, input_shape):

@@ -527,7 +527,9 @@ def test_summary_and_average_checkpoints_refuse_bad_flags_before_tensorflow(no_t
     (("-m", "keras_transformer.score", "--model_dir=run", "--source=x", "--target=y", "--output="),
      "--output=: an empty path"),
     (("-m", "pipelines", "train_tokenizer", "--tokenizer_dir="), "--tokenizer_dir=: an empty path"),
-], ids=["train", "export", "translate", "score", "pipelines"])
+    (("-m", "keras_transformer.shortlist", "--model_dir=run", "--source=x", "--target=y", "--output="),
+     "--output=: an empty path"),
+], ids=["train", "export", "translate", "score", "pipelines", "shortlist"])
 def test_an_empty_path_flag_is_one_error_line_before_tensorflow(no_tensorflow, tmp_path, command, fragment):
     """`cli.run` refuses a path flag given empty (an unset shell variable), for every command."""
     result = run_command(*command, env=no_tensorflow, cwd=tmp_path)
@@ -548,6 +550,8 @@ FLAGFILE_COMMANDS = {
     "summary": ("-m", "keras_transformer.summary",),
     "variations": ("-m", "keras_transformer.variations", "--out=table"),
     "pipelines": ("-m", "pipelines", "train_tokenizer", "--tokenizer_dir=tokenizer"),
+    "shortlist": ("-m", "keras_transformer.shortlist", "--model_dir=run", "--source=source.txt",
+                  "--target=source.txt", "--output=out.vmap"),
 }
 
 
