@@ -378,7 +378,8 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
     if isinstance(model_dir_or_model, str):  # the SavedModel export's reading and checks
         from export import serving_module  # pylint: disable=g-import-not-at-top
 
-        translator, checkpoint = serving_module.from_model_dir(model_dir_or_model, decoding_config, checkpoint)
+        translator, checkpoint = serving_module.from_model_dir(model_dir_or_model, decoding_config, checkpoint,
+                                                               shortlist_file=shortlist_file)  # read before the model
         model = translator.model
         tokenizers = tokenizers or (translator.source_tokenizer, translator.target_tokenizer)
     else:

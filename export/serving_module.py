@@ -441,6 +441,13 @@ def from_model_dir(
     if ensemble_model_dirs:
         ensemble_members.check_members(model_dir, list(ensemble_model_dirs))
     run = TrainingDirectory(model_dir).open()  # the tokenizer checked against the run's fingerprint
+    shortlist = None
+    if shortlist_file:  # before the model loads: a bad file is one error line at once
+        if decoding_config.tree_constraint:
+            raise ValueError("a shortlist cannot restrict a tree-constrained search (its grammar covers the "
+                             "whole vocabulary)")
+        shortlist = shortlist_lib.read(shortlist_file, run.source_tokenizer.pieces(), run.target_tokenizer.pieces())
+        shortlist.check_vocabularies(run.config.vocab_size, run.config.output_vocab_size)
     model, checkpoint = run.restore(checkpoint)
     model = precision_lib.decoding_model(model, precision)
     if ensemble_model_dirs:
@@ -455,9 +462,6 @@ def from_model_dir(
             checkpoints.append(member_checkpoint)
         model, checkpoint = ensemble.Ensemble(members), ",".join(checkpoints)
     data = run.settings.get("data", {})
-    shortlist = None
-    if shortlist_file:
-        shortlist = shortlist_lib.read(shortlist_file, run.source_tokenizer.pieces(), run.target_tokenizer.pieces())
     return Translator(model, run.source_tokenizer, run.target_tokenizer, decoding_config,
                       source_tags=data.get("source_tags", "none"),
                       tree_targets=data.get("tree_targets", "words"), shortlist=shortlist), checkpoint

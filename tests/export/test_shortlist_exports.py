@@ -135,3 +135,13 @@ def test_the_command_refuses_files_that_do_not_pair_up(learned, tmp_path):
                          f"--target={tmp_path / 'a.de'}", f"--output={tmp_path / 'out.vmap'}")
     assert_one_error_line(result, "has 1 lines but", "has 2")
     assert not (tmp_path / "out.vmap").exists()
+
+
+@pytest.mark.parametrize("format_flag", ["--format=saved_model", "--format=ctranslate2"])
+def test_export_refuses_a_bad_shortlist_before_the_model_and_writes_no_version(learned, tmp_path, format_flag):
+    path, _, _, _, _ = learned
+    (tmp_path / "bad.vmap").write_text("\t▁nosuchpiece\n", encoding="utf-8")
+    result = run_command("-m", "export", f"--model_dir={path}", f"--export_dir={tmp_path / 'out'}", format_flag,
+                         f"--shortlist={tmp_path / 'bad.vmap'}", timeout=600)
+    assert_one_error_line(result, "bad.vmap line 1", "'▁nosuchpiece' is not in the target vocabulary")
+    assert not (tmp_path / "out").exists() or not [n for n in os.listdir(tmp_path / "out") if not n.startswith(".")]
