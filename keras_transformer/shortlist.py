@@ -91,14 +91,17 @@ def main(argv):
     sources, targets = read_pairs(FLAGS.source, FLAGS.target, FLAGS.max_pairs)
     cli.start_tensorflow()
     from keras_transformer.decoding import shortlist as shortlist_lib  # pylint: disable=g-import-not-at-top
+    from pipelines import word_alignment  # pylint: disable=g-import-not-at-top
 
     start = time.perf_counter()
     run = TrainingDirectory(FLAGS.model_dir).open()
     source_ids = token_ids(run.source_tokenizer, sources)
     target_ids = token_ids(run.target_tokenizer, targets)
     config = run.config
-    shortlist = shortlist_lib.learn(zip(source_ids, target_ids), config.vocab_size, config.output_vocab_size,
-                                    top_k=FLAGS.top_k, frequent=FLAGS.frequent, iterations=FLAGS.iterations)
+    table = word_alignment.translation_table(zip(source_ids, target_ids), config.vocab_size, config.output_vocab_size,
+                                             FLAGS.iterations)
+    shortlist = shortlist_lib.Shortlist(frequent=table.most_frequent(FLAGS.frequent),
+                                        table=table.best_translations(FLAGS.top_k))
     shortlist_lib.write(shortlist, FLAGS.output, run.source_tokenizer.pieces(), run.target_tokenizer.pieces())
     print(f"wrote {FLAGS.output}: {shortlist.frequent.size} frequent target pieces and up to {FLAGS.top_k} per "
           f"source piece, from {len(sources):,} pairs in {time.perf_counter() - start:.0f} s", file=sys.stderr)

@@ -158,14 +158,3 @@ def write(shortlist: Shortlist, path: str, source_pieces: Sequence[str], target_
     atomic.write_atomically(path, ("\n".join(lines) + "\n").encode("utf-8"))
 
 
-
-def learn(pairs, source_vocab_size: int, target_vocab_size: int, *, top_k: int = 20, frequent: int = 100,
-          iterations: int = 5) -> Shortlist:
-    """The shortlist of id pairs (`(source ids, target ids)`, special ids ignored): the
-    `frequent` most frequent target ids, and per source id its `top_k` most probable
-    translations t(target | source) of IBM Model 1 after `iterations` EM iterations
-    (`pipelines.word_alignment`)."""
-    from pipelines import word_alignment  # pylint: disable=g-import-not-at-top
-
-    table = word_alignment.translation_table(pairs, source_vocab_size, target_vocab_size, iterations)
-    return Shortlist(frequent=table.most_frequent(frequent), table=table.best_translations(top_k))
