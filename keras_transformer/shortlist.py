@@ -26,6 +26,7 @@ from absl import flags
 
 from keras_transformer import cli
 from keras_transformer.files import command_files
+from pipelines import text_files
 from training_directory import TrainingDirectory
 
 FLAGS = flags.FLAGS
@@ -44,30 +45,14 @@ flags.mark_flags_as_required(["model_dir", "source", "target", "output"])
 
 
 def read_pairs(source_path: str, target_path: str, max_pairs: int) -> tuple[list[str], list[str]]:
-    """The first `max_pairs` lines of both files as text; a one-line ValueError for files that
-    do not match line for line or are not UTF-8 text."""
-    sides = []
-    for path in (source_path, target_path):
-        lines = command_files.read_lines(path)
-        try:
-            sides.append([line.decode("utf-8").strip() for line in lines])
-        except UnicodeDecodeError:
-            number = next(i for i, line in enumerate(lines, 1) if not _is_utf8(line))
-            raise ValueError(f"{path} line {number}: not UTF-8 text") from None
-    if len(sides[0]) != len(sides[1]):
-        raise ValueError(f"{target_path} has {len(sides[1])} lines but {source_path} has {len(sides[0])}; "
+    """The first `max_pairs` lines of both files (plain or gzipped UTF-8, read as training reads
+    them: `pipelines.text_files.read_lines`); a one-line error for a missing, empty or non-UTF-8
+    file, or files that do not match line for line."""
+    sources, targets = text_files.read_lines(source_path), text_files.read_lines(target_path)
+    if len(sources) != len(targets):
+        raise ValueError(f"{target_path} has {len(targets)} lines but {source_path} has {len(sources)}; "
                          "each source line needs its translation on the same line")
-    if not sides[0]:
-        raise ValueError(f"{source_path} is empty")
-    return sides[0][:max_pairs], sides[1][:max_pairs]
-
-
-def _is_utf8(line: bytes) -> bool:
-    try:
-        line.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False
+    return sources[:max_pairs], targets[:max_pairs]
 
 
 def token_ids(tokenizer, lines: list[str], chunk: int = 8192) -> list:
