@@ -20,8 +20,17 @@ each toolkit's own commands in processes of their own, the toolkits alternating
 1. speed: training target tokens/s over the same updates (--speed_steps, the first
    --speed_warmup left out), float32 against float32 and each toolkit in the precision its
    documentation recommends on this CPU (ours `--precision=auto`; OpenNMT-tf float32, its
-   `--mixed_precision` being float16 for Volta GPUs and later), --speed_rounds times.
-2. startup: seconds from the train command's start to its first update.
+   `--mixed_precision` being float16 for Volta GPUs and later), --speed_rounds times. The
+   recipe's shape measures updates 400-1,000 of 1,000 by default: the project's training
+   switches to an XLA-compiled loss after update 200
+   (`keras_transformer.training.trainer.COMPILE_LOSS_AFTER`) and compiles it once per batch
+   shape in the updates that follow, so its compilations fall mostly in the warm-up (a batch
+   shape first seen later is still compiled inside the window) and the window holds both
+   toolkits' steady state. The base shape measures updates 50-200 of 200 by default
+   (an update of the base model takes seconds on a few cores): there ours runs its uncompiled
+   loss throughout, a figure below its steady state, and the table's note says so.
+2. startup: seconds from the train command's start to its first update, the progress line of
+   update 1 in both consoles (`opennmt_tf.training_logs.first_update`).
 3. quality: the recipe's whole run per seed (--seeds), each toolkit's own checkpoint averaging,
    the whole validation split translated by each toolkit's own command with beam search
    (--beam_size, --alpha), both scored here by `keras_transformer.metrics` (cased sacreBLEU; the
@@ -41,12 +50,21 @@ each toolkit's own commands in processes of their own, the toolkits alternating
    CTranslate2 conversions timed by the same CTranslate2; the export times.
 Peak RSS of every training, export and serving process (`os.wait4`). --shape=base runs the paper's
 base model (6+6 layers, d_model 512, 8 heads, d_ff 2048, a shared 32k vocabulary as far as the data
-gives one) for speed: a few hundred updates, and that short-trained model for decoding speed.
+gives one) for speed: a few hundred updates, and that short-trained model for decoding speed; it
+refuses --parts=quality with one `error:` line before any work.
 
-It prints a Markdown table (ours, OpenNMT-tf, ours / OpenNMT-tf; `opennmt_tf.report`) and writes
-every number as JSON to --out (also when a part fails: what was measured, and the error). Its work
-folder (--work_dir/opennmt_tf_side_by_side-XXXX: data, the shared tokenizer, runs, exports, logs,
-the journal, and the peer's venv unless --peer_venv is given) is removed at the end unless --keep.
+It prints the versions of both toolkits (the project's Python and packages, the peer venv's
+as its check found them) and a Markdown table (ours, OpenNMT-tf, ours / OpenNMT-tf;
+`opennmt_tf.report`), and writes every number as JSON to --out (also when a part fails: what
+was measured, and the error), with those versions ("versions") and every child process's
+command line ("processes"). Its work folder (--work_dir/opennmt_tf_side_by_side-XXXX: data, the
+shared tokenizer, runs, exports, logs, the journal, and the peer's venv unless --peer_venv is
+given) is removed at the end unless --keep. Ctrl-C, SIGTERM and SIGHUP stop it alike
+(`opennmt_tf.processes.stop_on_signals`): the running child's process group is stopped and the
+work folder removed or kept as at a normal end. The peer's venv is made by this interpreter's
+`venv`; TensorFlow 2.12 has wheels for Python 3.8 to 3.11 only, so another Python is refused
+with one `error:` line before any work unless --peer_venv (or the journal) names a venv the
+harness made.
 
 Resuming: the whole measurement takes longer than a working session, and a process does not
 outlive its session. Each finished unit of work (the peer's venv; the data and the tokenizer; each
@@ -57,9 +75,12 @@ continues a work folder kept by --keep: it reuses its data, tokenizer, tfds copy
 takes each finished unit's result (and for quality its run folders, the models it serves) from
 the journal, and runs the rest; a unit cut short is run again from scratch. Its flags are the
 journal's; one given again must have the journal's value, and the host (CPU model, instruction
-sets, cores) must be the journal's, or it stops with one `error:` line before any work. It
-prints which units are done and which remain; its record and table are a one-go run's, with
-each unit's date and session, and "resumed": which units each session gave. A resumed run keeps
+sets, cores) must be the journal's, or it stops with one `error:` line before any work. A
+journal stores the speed window's numbers; one that holds 0 for them was made when that meant
+updates 100-600 of 600 at the recipe's shape, and resumes with that window
+(`opennmt_tf.journal.ZERO_SPEED_DEFAULTS`). It prints which units are done and which remain;
+its record and table are a one-go run's, with each unit's date and session, and "resumed":
+which units each session gave. A resumed run keeps
 the work folder unless the measurement is complete and --keep is not given. --parts and --seeds
 choose units as usual: `--parts=quality --seeds=1,2` cut off after seed 1's two runs goes on with
 seed 1's comparison at equal wall-clock, then seed 2's. A journal begun before the equal
@@ -85,7 +106,9 @@ Where the peer's configuration differs, and why:
   Transformer stalls with this schedule (peak 4.9e-3) while its default pre-LN trains, so the peer
   runs as its users would (--nopeer_pre_norm gives it the paper's post-LN).
 - The output layer has a bias (OpenNMT-tf's default `output_layer_bias=True`): 8,000 parameters
-  more at the recipe's shape (0.3%), the rest of the count identical.
+  more at the recipe's shape. With pre-LN the peer also has the encoder's and the decoder's final
+  LayerNorms (a gain and a bias each: 4 x d_model, 512 at the recipe's shape); the rest of the
+  count is identical (8,512 more in all at the recipe's shape, 0.4%).
 - The cool-down: OpenNMT-tf has no such schedule; the harness registers one through its public
   `opennmt.schedules.register_learning_rate_schedule` in the peer's model.py (`NoamCooldown`:
   its own `NoamDecay` times the recipe's linear ramp). --nopeer_cooldown gives it plain NoamDecay.
@@ -123,16 +146,17 @@ import shutil
 import sys
 import tempfile
 import traceback
+from typing import Optional
 
 from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/: engine_process, opennmt_tf
 
 from tasks import flags as task_flags  # noqa: E402  pylint: disable=wrong-import-position  (no TensorFlow)
+from opennmt_tf.journal import SPEED_DEFAULTS, SPEED_FLAGS  # noqa: E402  pylint: disable=wrong-import-position
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PARTS = ("speed", "startup", "quality", "serving")
-SHAPE_SPEED = {"recipe": (600, 100, 50), "base": (200, 50, 25)}  # shape -> default (speed steps, warm-up, log every)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("recipe", os.path.join(REPO, "configs", "multi30k_en_de.flags"), "The project's run recipe.")
@@ -147,10 +171,12 @@ flags.DEFINE_integer("quality_steps", 0, "Updates of each quality run (0: the re
                      "recipe's cool-down, evaluation and checkpoint shares.", lower_bound=0)
 flags.DEFINE_integer("dev_sentences", 0, "Translate and score only the first N validation pairs in quality "
                      "(0: the whole split; a smoke test's setting).", lower_bound=0)
-flags.DEFINE_integer("speed_steps", 0, "Updates of each speed run (0: 600, base 200).", lower_bound=0)
-flags.DEFINE_integer("speed_warmup", 0, "Updates left out of the speed (0: 100, base 50).", lower_bound=0)
-flags.DEFINE_integer("log_every", 0, "Progress lines every this many updates in speed runs (0: 50, base 25).",
-                     lower_bound=0)
+flags.DEFINE_integer("speed_steps", 0, f"Updates of each speed run (0: {SPEED_DEFAULTS['recipe'][0]}, base "
+                     f"{SPEED_DEFAULTS['base'][0]}).", lower_bound=0)
+flags.DEFINE_integer("speed_warmup", 0, f"Updates left out of the speed (0: {SPEED_DEFAULTS['recipe'][1]}, base "
+                     f"{SPEED_DEFAULTS['base'][1]}).", lower_bound=0)
+flags.DEFINE_integer("log_every", 0, f"Progress lines every this many updates in speed runs (0: "
+                     f"{SPEED_DEFAULTS['recipe'][2]}, base {SPEED_DEFAULTS['base'][2]}).", lower_bound=0)
 flags.DEFINE_integer("speed_rounds", 2, "Speed runs per toolkit and precision, alternating; the best is reported.",
                      lower_bound=1)
 flags.DEFINE_integer("serving_sentences", 1000, "Test sentences each serving engine translates (0: all).",
@@ -191,8 +217,9 @@ def host() -> dict:
 
 
 def command_line_measurement():
-    """This command line's `journal.Measurement` (every defining flag, normalized), and the
-    defining flags it gives: {name: normalized value}."""
+    """This command line's `journal.Measurement` (every defining flag, normalized; the speed
+    window's 0 resolved by `SPEED_DEFAULTS`), and the defining flags it gives: {name: normalized
+    value}, a speed window flag given as 0 left out (a resumed measurement's default is its own)."""
     from opennmt_tf import journal  # pylint: disable=import-outside-toplevel
 
     parts = FLAGS.parts or [p for p in PARTS if FLAGS.shape != "base" or p != "quality"]
@@ -206,15 +233,14 @@ def command_line_measurement():
     values = {field.name: FLAGS[field.name].value for field in dataclasses.fields(journal.Measurement)}
     values.update(recipe=os.path.abspath(FLAGS.recipe), data_dir=os.path.abspath(FLAGS.data_dir),
                   parts=tuple(p for p in PARTS if p in parts), seeds=seeds)
-    given = {name: value for name, value in values.items() if FLAGS[name].present}
-    return journal.Measurement(**values), given
+    given = {name: value for name, value in values.items()
+             if FLAGS[name].present and not (name in SPEED_FLAGS and value == 0)}
+    return journal.Measurement(**values).with_speed_defaults(SPEED_DEFAULTS), given
 
 
 def speed_settings(measurement) -> tuple[int, int, int]:
     """(updates, warm-up updates, log interval) of a speed run (and of a short serving model)."""
-    steps, warmup, log_every = SHAPE_SPEED[measurement.shape]
-    return (measurement.speed_steps or steps, measurement.speed_warmup or warmup,
-            measurement.log_every or log_every)
+    return measurement.speed_steps, measurement.speed_warmup, measurement.log_every
 
 
 def planned_units(measurement) -> list[str]:
@@ -258,9 +284,17 @@ def measure(space, measurement, record) -> None:
                                                measurement.repeats)
 
 
-def open_journal(measurement, given: dict, here: dict, command: str):
+def chosen_peer_venv(entry: Optional[dict]) -> Optional[str]:
+    """--peer_venv, else the folder of the journal's unit `PEER_VENV` (`entry`), else None (a new
+    venv in the work folder)."""
+    return FLAGS.peer_venv or (entry["result"]["folder"] if entry else None)
+
+
+def open_journal(measurement, given: dict, here: dict, command: str, versions: dict):
     """(the journal, the measurement): a new one in a new work folder, or --resume's, checked
-    against this host and the given flags before any work (ValueError: one line)."""
+    against this host and the given flags, and this Python against the peer's venv it would
+    make, before any work (ValueError: one line). The session is recorded with the project's
+    package `versions`."""
     from opennmt_tf import journal, peer_venv, recipe  # pylint: disable=import-outside-toplevel
 
     if FLAGS.resume:
@@ -274,28 +308,40 @@ def open_journal(measurement, given: dict, here: dict, command: str):
                              "vocabulary")
     if FLAGS.resume:
         book.check_unchanged(the_recipe.flags, peer_venv.PINS)
+        peer_venv.refuse_unsupported_python(chosen_peer_venv(book.entry(journal.PEER_VENV)))
     else:
+        peer_venv.refuse_unsupported_python(chosen_peer_venv(None))
         work = tempfile.mkdtemp(prefix="opennmt_tf_side_by_side-", dir=FLAGS.work_dir)
         book = journal.Journal.start(work, measurement, here, the_recipe.flags, peer_venv.PINS)
-    book.begin_session(command)
+    book.begin_session(command, versions=versions)
     return book, measurement, the_recipe
 
 
-def ensure_peer_venv(book) -> str:
-    """The peer's venv folder: --peer_venv, else the journal's, else WORK/onmt-venv (removed first
-    if an earlier session was cut short making it); made or checked (the journal's unit
-    `PEER_VENV`)."""
+def ensure_peer_venv(book) -> tuple[str, dict]:
+    """(the peer's venv folder, its versions as `peer_venv.check` found them this session): the
+    folder --peer_venv, else the journal's, else WORK/onmt-venv (removed first if an earlier
+    session was cut short making it); made or checked (the journal's unit `PEER_VENV`, which
+    keeps the folder and the versions it was made or first checked with)."""
     from opennmt_tf import journal, peer_venv  # pylint: disable=import-outside-toplevel
 
     entry = book.entry(journal.PEER_VENV)
     inside = os.path.join(book.work, "onmt-venv")
-    venv_dir = os.path.abspath(FLAGS.peer_venv or (entry["result"]["folder"] if entry else inside))
+    venv_dir = os.path.abspath(chosen_peer_venv(entry) or inside)
     if entry is None and venv_dir == inside:
         shutil.rmtree(venv_dir, ignore_errors=True)
-    peer_venv.ensure(venv_dir)
+    versions = peer_venv.ensure(venv_dir)
     if entry is None:
-        book.record(journal.PEER_VENV, {"folder": venv_dir}, processes=book.processes, parameters=book.parameters)
-    return venv_dir
+        book.record(journal.PEER_VENV, {"folder": venv_dir, "versions": versions}, processes=book.processes,
+                    parameters=book.parameters)
+    return venv_dir, versions
+
+
+def versions_line(versions: dict) -> str:
+    """"ours: python 3.11.7, tensorflow 2.21.0, ...; OpenNMT-tf's venv: python 3.11.7, ..."."""
+    def listed(found: Optional[dict]) -> str:
+        return ", ".join(f"{name} {version or 'absent'}" for name, version in found.items()) if found else "unchecked"
+
+    return f"ours: {listed(versions['ours'])}; OpenNMT-tf's venv: {listed(versions['peer'])}"
 
 
 def print_progress(book, units: list, session: int) -> None:
@@ -310,13 +356,15 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     from keras_transformer.config import DecodingConfig  # pylint: disable=import-outside-toplevel  (no TensorFlow)
-    from opennmt_tf import peer_config, peer_venv, report  # pylint: disable=import-outside-toplevel
-    from opennmt_tf.toolkits import Commands  # pylint: disable=import-outside-toplevel
+    from opennmt_tf import peer_config, peer_venv, processes, report  # pylint: disable=import-outside-toplevel
+    from opennmt_tf.toolkits import Commands, project_versions  # pylint: disable=import-outside-toplevel
     from opennmt_tf.workspace import Workspace  # pylint: disable=import-outside-toplevel
 
-    command = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable), *sys.argv])
+    processes.stop_on_signals()  # SIGTERM and SIGHUP take Ctrl-C's path: children stopped, `finally` run
+    command = shlex.join([os.path.relpath(sys.executable), *sys.argv])
     here = host()
-    book, measurement, the_recipe = open_journal(*command_line_measurement(), here, command)
+    versions = {"ours": project_versions(), "peer": None}
+    book, measurement, the_recipe = open_journal(*command_line_measurement(), here, command, versions["ours"])
     work, session, units = book.work, len(book.sessions), planned_units(measurement)
     decoding = DecodingConfig(beam_size=measurement.beam_size, alpha=measurement.alpha,
                               max_extra_length=measurement.max_extra_length)
@@ -325,12 +373,12 @@ def main(argv):
               "shape": measurement.shape, "parts": list(measurement.parts), "measurement": measurement.to_dict(),
               "model": the_recipe.model.to_dict(), "training": dataclasses.asdict(the_recipe.training),
               "batch_tokens": the_recipe.batch_tokens, "decoding": decoding.to_dict(),
-              "peer_pins": list(peer_venv.PINS), "work": work}
+              "peer_pins": list(peer_venv.PINS), "versions": versions, "work": work}
     print(command, flush=True)
     print_progress(book, units, session)
     failure = None
     try:
-        venv_dir = ensure_peer_venv(book)
+        venv_dir, versions["peer"] = ensure_peer_venv(book)
         record["peer_venv"] = venv_dir
         commands = Commands(REPO, sys.executable, venv_dir, the_recipe, measurement.data_dir,
                             os.path.join(work, "tfds"))
@@ -362,8 +410,8 @@ def main(argv):
     sessions = "".join(f"\nsession {s['session']} ({s['date']}): {len(s['units'])} unit(s)"
                        for s in record.get("resumed", []))
     print(f"\n--- OpenNMT-tf side by side ({measurement.shape}) ---\n\n{record['host']['cpu']}, "
-          f"{record['host']['cores']} cores ({', '.join(record['host']['flags'])}); {command}{sessions}\n\n{table}\n",
-          flush=True)
+          f"{record['host']['cores']} cores ({', '.join(record['host']['flags'])}); {command}{sessions}\n"
+          f"{versions_line(versions)}\n\n{table}\n", flush=True)
     if FLAGS.out:
         with open(FLAGS.out, "w", encoding="utf-8") as file:
             json.dump(record, file, indent=1, sort_keys=True, default=str)

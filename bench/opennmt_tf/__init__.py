@@ -3,10 +3,11 @@
 * `recipe`: the project's run recipe (a configs/*.flags file) read into the settings both toolkits get.
 * `peer_config`: the peer's files written from that recipe (vocabulary, configuration, model
   definition) and OpenNMT-tf's Transformer parameter count from them.
-* `peer_venv`: the peer's own virtual environment, its pinned packages.
+* `peer_venv`: the peer's own virtual environment, its pinned packages and constraints, its versions.
 * `corpus`: the sentences both read (plain text) and the shared SentencePiece model's view of them.
-* `toolkits`: the command lines of each toolkit (train, translate, export).
-* `processes`: a command run as a child process, its lines time-stamped, its peak RSS.
+* `toolkits`: the command lines of each toolkit (train, translate, export); the project's versions.
+* `processes`: a command run as a child process, its lines time-stamped, its peak RSS; SIGTERM and
+  SIGHUP stopping the harness (and its child) as Ctrl-C does.
 * `workspace`: one measurement's work folder, its shared tokenizer and data, every child's record.
 * `journal`: the measurement's finished units of work and the flags and host that define it,
   so that a later session resumes it (--resume).

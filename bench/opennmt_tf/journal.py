@@ -25,10 +25,13 @@ journal's flags (no new flag: `Measurement` is what a journal compares).
 The file holds:
 
 * measurement: the flags that define the measurement (`Measurement`), the recipe file's flags
-  and the peer's pins: a resumed measurement keeps them all;
+  and the peer's pins: a resumed measurement keeps them all. The speed window's flags
+  (`SPEED_FLAGS`) are stored as numbers, their 0 ("the shape's default") resolved by
+  `SPEED_DEFAULTS` when the journal is made; a journal that holds 0 for one was made when the
+  defaults were `ZERO_SPEED_DEFAULTS`, and reads as those numbers, its window unchanged;
 * host: the CPU model, the instruction sets that decide which precision pays, the core count:
   a measurement's figures are of one host;
-* sessions: each session's number, start date and command;
+* sessions: each session's number, start date, command and the project's package versions;
 * units: key -> its date, its session, its result (what the one-go run keeps) and, for a
   training run, its folder and the peer's files (`run`: the model a later part serves);
 * processes, parameters: the workspace's record of every child process of the finished units
@@ -53,6 +56,11 @@ JOURNAL_FILE = "journal.json"
 FORMAT = 1
 PEER_VENV, WORKSPACE, SERVING = "peer-venv", "workspace", "serving"  # the keys of the units run once
 HOST_KEYS = ("cpu", "flags", "cores")  # what makes two hosts the same one for a measurement
+SPEED_FLAGS = ("speed_steps", "speed_warmup", "log_every")  # a speed run's updates, warm-up, log interval
+# shape -> the numbers SPEED_FLAGS given as 0 stand for (bench/opennmt_tf_side_by_side.py's docstring says why)
+SPEED_DEFAULTS = {"recipe": (1000, 400, 50), "base": (200, 50, 25)}
+# shape -> what 0 stood for in a journal that holds it (journals made since hold the numbers)
+ZERO_SPEED_DEFAULTS = {"recipe": (600, 100, 50), "base": (200, 50, 25)}
 
 
 def speed_key(toolkit: str, precision: str, round_: int) -> str:
@@ -84,7 +92,9 @@ def now() -> str:
 class Measurement:
     """The flags of bench/opennmt_tf_side_by_side.py that define one measurement, each field
     named after its flag, normalized: paths absolute, parts in the harness's order, seeds as
-    numbers. A resumed measurement keeps them."""
+    numbers, the speed window's numbers with 0 resolved (`with_speed_defaults`). A resumed
+    measurement keeps them. Raises ValueError (one line) for a measurement the harness does not
+    make: the quality part at the base shape."""
 
     recipe: str
     shape: str
@@ -107,9 +117,21 @@ class Measurement:
     peer_pre_norm: bool
     peer_cooldown: bool
 
+    def __post_init__(self):
+        if self.shape == "base" and "quality" in self.parts:
+            raise ValueError("--shape=base measures speed, start-up and serving; quality runs the recipe's shape "
+                             "(leave quality out of --parts, or give --shape=recipe)")
+
     def to_dict(self) -> dict[str, Any]:
         return {name: list(value) if isinstance(value, tuple) else value
                 for name, value in dataclasses.asdict(self).items()}
+
+    def with_speed_defaults(self, defaults: Optional[dict] = None) -> "Measurement":
+        """This measurement with each of `SPEED_FLAGS` that is 0 replaced by its shape's number in
+        `defaults` (shape -> numbers in `SPEED_FLAGS`' order; default `SPEED_DEFAULTS`)."""
+        numbers = (defaults or SPEED_DEFAULTS)[self.shape]
+        return dataclasses.replace(self, **{name: getattr(self, name) or number
+                                            for name, number in zip(SPEED_FLAGS, numbers)})
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> "Measurement":
@@ -149,7 +171,11 @@ class Journal:
     @classmethod
     def start(cls, work: str, measurement: Measurement, host: dict, recipe_flags: dict,
               peer_pins: Sequence[str]) -> "Journal":
-        """A new measurement's journal in `work`, written at once."""
+        """A new measurement's journal in `work`, written at once. Raises ValueError if one of
+        `SPEED_FLAGS` is 0 (a new journal holds their numbers: `Measurement.with_speed_defaults`)."""
+        unresolved = [name for name in SPEED_FLAGS if not getattr(measurement, name)]
+        if unresolved:
+            raise ValueError(f"a new journal holds the speed window's numbers, not 0 ({', '.join(unresolved)})")
         work = os.path.realpath(work)
         book = cls(os.path.join(work, JOURNAL_FILE), {
             "format": FORMAT, "work": work, "measurement": measurement.to_dict(), "recipe_flags": dict(recipe_flags),
@@ -208,10 +234,13 @@ class Journal:
             raise ValueError(f"--resume={self.work}: the peer's pins have changed since the journal began "
                              f"({', '.join(peer_pins)} now; {', '.join(self._data['peer_pins'])} then)")
 
-    def begin_session(self, command: str, date: Optional[str] = None) -> int:
-        """Records a session's start; returns its number (1 for the first)."""
-        sessions = [*self._data["sessions"], {"session": len(self._data["sessions"]) + 1, "date": date or now(),
-                                              "command": command}]
+    def begin_session(self, command: str, date: Optional[str] = None, versions: Optional[dict] = None) -> int:
+        """Records a session's start (its command and, if given, the project's package `versions`);
+        returns its number (1 for the first)."""
+        session = {"session": len(self._data["sessions"]) + 1, "date": date or now(), "command": command}
+        if versions is not None:
+            session["versions"] = dict(versions)
+        sessions = [*self._data["sessions"], session]
         self._write({**self._data, "sessions": sessions})
         return len(sessions)
 
@@ -219,7 +248,9 @@ class Journal:
 
     @property
     def measurement(self) -> Measurement:
-        return Measurement.from_dict(self._data["measurement"])
+        """The journal's measurement, a 0 it holds for one of `SPEED_FLAGS` read as
+        `ZERO_SPEED_DEFAULTS` (module docstring)."""
+        return Measurement.from_dict(self._data["measurement"]).with_speed_defaults(ZERO_SPEED_DEFAULTS)
 
     @property
     def sessions(self) -> list[dict]:

@@ -3,6 +3,7 @@
     finished = run(["onmt-main", ...], log_path, echo=lambda line: "Step =" in line)
     finished.seconds, finished.peak_rss_bytes, finished.lines   # [(seconds since start, line), ...]
     read_log(log_path)                                          # the same lines, stamped to the ms
+    stop_on_signals()   # in an entry point's main(): SIGTERM and SIGHUP stop the harness as Ctrl-C does
 
 The child gets a session of its own (so a stop reaches it and whatever it started, and nothing
 else) and `PYTHONUNBUFFERED=1` (a Python child's lines arrive when printed, not when a buffer
@@ -14,6 +15,13 @@ descendants it waited for (`os.wait4`'s `ru_maxrss`), not a poll: a short peak i
 `stop_when(line)` ends the child early (SIGTERM to its process group, SIGKILL after
 `STOP_SECONDS`), e.g. once a start-up run has made its first update. An interrupted harness
 (KeyboardInterrupt, any error) stops the child the same way before the error goes on.
+
+A child in a session of its own gets none of the signals meant for the harness: Ctrl-C at the
+terminal, `kill`, the terminal or the session going away. `stop_on_signals` makes SIGTERM and
+SIGHUP raise in the main thread what Ctrl-C raises there, a KeyboardInterrupt (`SignalStop`,
+which carries the exit status 128 + the signal), so that each takes the path that stops the
+running child's process group and runs the entry point's `finally` (the work folder removed or
+kept). Once one has come, both are ignored: a second one would cut that clean-up short.
 """
 
 from __future__ import annotations
@@ -26,7 +34,10 @@ import subprocess
 import time
 from typing import Callable, Optional, Sequence
 
+from keras_transformer.training.interrupts import SignalStop  # no TensorFlow
+
 STOP_SECONDS = 30
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # `stop_on_signals`: handled as Ctrl-C
 LOG_LINE = re.compile(r"^\[\s*(\d+(?:\.\d*)?)\] ?(.*)$")  # a line of a log `run` wrote (`log_line`)
 
 
@@ -122,16 +133,31 @@ def run(command: Sequence[str], log_path: str, env: Optional[dict] = None, cwd: 
                     stopped = True
                     log.flush()
                     _stop(process)
+            _, status, usage = os.wait4(process.pid, 0)
         except BaseException:
             _stop(process)
             raise
         finally:
             process.stdout.close()
-        _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.monotonic() - start
     return Finished(tuple(command), process.returncode, seconds, usage.ru_maxrss * 1024, tuple(lines), log_path,
                     stopped)
+
+
+def _raise_stop(signum: int, frame) -> None:  # pylint: disable=unused-argument
+    for ignored in STOP_SIGNALS:
+        signal.signal(ignored, signal.SIG_IGN)
+    raise SignalStop(signum, signal.Signals(signum).name)
+
+
+def stop_on_signals() -> None:
+    """Makes SIGTERM and SIGHUP raise `SignalStop` (a KeyboardInterrupt) in the main thread, then
+    be ignored (module docstring). A signal this process was started with ignored (`nohup`'s
+    SIGHUP) stays ignored. Call it from the main thread of an entry point."""
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _raise_stop)
 
 
 def reap(process: subprocess.Popen) -> int:

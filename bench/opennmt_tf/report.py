@@ -4,7 +4,8 @@
 
 `rows` reads the record the harness writes as JSON (parts that did not run give no rows):
 training target tokens/s (float32 against float32, and each toolkit in the precision its
-documentation recommends on the CPU), start-up to the first update, training peak RSS, dev BLEU
+documentation recommends on the CPU; the note names the updates the rounds recorded, and says so
+when ours did not run its XLA-compiled loss throughout them), start-up to the first update, training peak RSS, dev BLEU
 per seed in both conventions and their mean (at equal updates: each toolkit's averaged model; at
 equal wall-clock: single checkpoints, a note naming T and the slower toolkit's update at T, or
 why a seed was not measured), export times, serving sentences/s and output
@@ -63,9 +64,32 @@ def _mb(value: Optional[float]) -> Optional[float]:
     return None if value is None else value / MB
 
 
+OURS_LOSS_NOTES = {  # `train_runs.ours_loss` of the speed window ("compiled": ours' steady state, no note)
+    "uncompiled": "; ours' loss uncompiled throughout (its XLA-compiled loss starts later): below its steady state",
+    "both": "; ours' loss XLA-compiled from inside the window (its compilations counted)",
+}
+
+
+def speed_window(speed: dict) -> str:
+    """The updates the speed rounds were measured over, as each round recorded them: "updates
+    400-1000" (rounds that differ: each window, with its rounds)."""
+    windows: dict[tuple, list] = {}
+    for kind in ("float32", "recommended"):
+        for toolkit, summary in speed[kind].items():
+            if summary.get("same_runs_as"):
+                continue
+            for r in summary.get("rounds", []):
+                windows.setdefault((r["from_update"], r["to_update"]), []).append(
+                    f"{NAMES[toolkit]} {r.get('precision', kind)} {r.get('round', '')}".strip())
+    if len(windows) == 1:
+        [(first, last)] = windows
+        return f"updates {first}-{last}"
+    return "updates " + "; ".join(f"{first}-{last} ({', '.join(rounds)})" for (first, last), rounds in windows.items())
+
+
 def _speed_rows(speed: dict) -> list[Row]:
     float32, recommended = speed["float32"], speed["recommended"]
-    span = f"updates {float32['ours']['rounds'][0]['from_update']}-{float32['ours']['rounds'][0]['to_update']}"
+    span = speed_window(speed) + OURS_LOSS_NOTES.get(speed.get("ours_loss"), "")
     return [
         Row("training, float32", "tokens/s", float32["ours"]["tokens_per_second"],
             float32["peer"]["tokens_per_second"], note=f"target tokens, best of {len(float32['ours']['rounds'])} "
@@ -177,5 +201,6 @@ def rows(record: dict) -> list[Row]:
     if "parameters" in record:
         parameters = record["parameters"]
         table.append(Row("parameters", "parameters", parameters["ours"], parameters["peer"], better="",
-                         note="each checked against its formula on every run; the peer has an output-layer bias"))
+                         note="each checked against its formula on every run; the peer has an output-layer bias "
+                              "and, pre-LN, its encoder's and decoder's final LayerNorms"))
     return table

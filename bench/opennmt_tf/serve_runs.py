@@ -135,8 +135,8 @@ def _close(space: Workspace, workers: dict, started: float) -> dict:
             pass
         peaks[name] = processes.reap(worker.process)
         toolkit = name.split("_", 1)[0]
-        space.record_process(name, toolkit, "serving_" + name.split("_", 1)[1], time.monotonic() - started,
-                             peaks[name])
+        space.record_process(name, toolkit, "serving_" + name.split("_", 1)[1], worker.process.args,
+                             time.monotonic() - started, peaks[name])
     return peaks
 
 

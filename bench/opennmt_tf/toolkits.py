@@ -1,4 +1,5 @@
-"""The command lines each toolkit runs: train, translate, export (SavedModel, CTranslate2).
+"""The command lines each toolkit runs: train, translate, export (SavedModel, CTranslate2); the
+project's package versions.
 
     commands = Commands(repo, python, peer_venv, recipe, data_dir, tfds_dir)
     commands.ours_train(run_dir, training, seed)     # python -m keras_transformer.train --flagfile=...
@@ -11,12 +12,18 @@ venv: `keras_transformer.train` with the recipe as --flagfile and the run's diff
 `peer_config.write` made (a second config file carries the decoding settings for `infer` and
 `export`); its `export --format ctranslate2` runs CTranslate2's own OpenNMT-tf converter
 (ctranslate2 3.x, the major version OpenNMT-tf 2.32 pins, in the peer's venv).
+
+`project_versions()` names what runs the project's commands (its Python and the packages of
+`PROJECT_PACKAGES`, read from their installed metadata, nothing imported); the peer's are
+`peer_venv.check`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import os
+import platform
 from typing import Optional, Sequence
 
 from keras_transformer.config import DecodingConfig, TrainingConfig
@@ -24,6 +31,7 @@ from keras_transformer.config import DecodingConfig, TrainingConfig
 from opennmt_tf import peer_config, peer_venv
 from opennmt_tf.recipe import Recipe
 
+PROJECT_PACKAGES = ("tensorflow", "keras", "tensorflow-text", "ctranslate2", "sacrebleu")
 AVERAGED = "avg"  # OpenNMT-tf's folder of the averaged checkpoint in its model_dir (average_last_checkpoints)
 TRAINING_FLAGS = {  # TrainingConfig field -> the training command's flag
     "train_steps": "train_steps", "cooldown_steps": "cooldown_steps", "warmup_steps": "warmup_steps",
@@ -32,6 +40,18 @@ TRAINING_FLAGS = {  # TrainingConfig field -> the training command's flag
     "keep_best_checkpoints": "keep_best_checkpoints", "average_last": "average_checkpoints",
     "log_every_steps": "log_every_steps", "precision": "precision", "seed": "seed",
 }
+
+
+def project_versions() -> dict[str, Optional[str]]:
+    """{"python": this interpreter's version, each of `PROJECT_PACKAGES`: its installed version
+    (None: not installed)}."""
+    versions: dict[str, Optional[str]] = {"python": platform.python_version()}
+    for name in PROJECT_PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
 
 
 def decoding_flags(decoding: DecodingConfig) -> list[str]:

@@ -16,9 +16,13 @@ measurement: the formula the tests check the shape with must be the real thing).
 
 Speed runs: --speed_steps updates of the recipe without its cool-down, without dev
 evaluation or checkpoints until the end, a progress line every --log_every updates; target
-tokens/s over the intervals after --speed_warmup updates (`training_logs.throughput`). Start-up:
-a run logging every update, stopped at its first; the seconds from the command's start to that
-line. Quality: the recipe's whole run per seed, each toolkit's own averaging of its last (the
+tokens/s over the intervals after --speed_warmup updates (`training_logs.throughput`). The
+project's training switches to its XLA-compiled loss after update `OURS_COMPILE_LOSS_AFTER`;
+the part says which loss ours ran over its window (`ours_loss`). A speed round the journal
+holds must have been measured over the measurement's window (`check_window`). Start-up: a run
+logging every update (`startup_training`: ours' --log_every_steps=1, the peer's
+save_summary_steps: 1), stopped at its progress line of update 1; the seconds from the
+command's start to that line (`training_logs.first_update`). Quality: the recipe's whole run per seed, each toolkit's own averaging of its last (the
 peer) or best (ours) checkpoints, then the whole validation split translated with beam search
 by each toolkit's own command and scored here in both conventions (`keras_transformer.metrics`);
 every checkpoint of a quality run is kept (`wallclock.keep_every_checkpoint`: the same
@@ -49,6 +53,9 @@ from opennmt_tf.workspace import Workspace
 TOOLKITS = ("ours", "peer")
 PEER_PRECISION = "float32"  # OpenNMT-tf's documentation: mixed precision (float16) needs a Volta GPU or later
 RECOMMENDED = {"ours": "auto", "peer": PEER_PRECISION}
+# keras_transformer.training.trainer.COMPILE_LOSS_AFTER, read here without importing TensorFlow (a test keeps them
+# equal): ours trains with TensorFlow's kernels up to this update and with its XLA-compiled loss after it.
+OURS_COMPILE_LOSS_AFTER = 200
 # A round of the speed part, and the start-up part: (toolkit, precision) in the order they run.
 PLAN = (("ours", "float32"), ("peer", PEER_PRECISION), ("ours", RECOMMENDED["ours"]))
 
@@ -166,6 +173,25 @@ def speed_units(rounds: int) -> list[str]:
             for toolkit, precision in PLAN]
 
 
+def ours_loss(from_update: int, to_update: int) -> str:
+    """Which loss ours trains with over the updates after `from_update` up to `to_update`:
+    "uncompiled", "compiled" (XLA, after `OURS_COMPILE_LOSS_AFTER`) or "both"."""
+    if to_update <= OURS_COMPILE_LOSS_AFTER:
+        return "uncompiled"
+    return "compiled" if from_update >= OURS_COMPILE_LOSS_AFTER else "both"
+
+
+def check_window(key: str, measured: dict, steps: int, warmup: int, log_every: int) -> None:
+    """Raises RuntimeError unless the speed round `measured` (a unit's result, perhaps the
+    journal's) spans the window of a run of `steps` updates after `warmup`, as `throughput`
+    measures it: from its first progress line at or after update `warmup` to its last line (each
+    within one log interval of those updates)."""
+    first, last = measured["from_update"], measured["to_update"]
+    if not (warmup <= first < warmup + log_every and steps - log_every < last <= steps):
+        raise RuntimeError(f"{key}: measured over updates {first}-{last}, not the window of this measurement "
+                           f"({steps} updates, the first {warmup} left out, a progress line every {log_every})")
+
+
 def _speed_run(space: Workspace, key: str, toolkit: str, precision: str, round_: int, training,
                warmup: int) -> tuple[dict, Run]:
     run = train(space, toolkit, key, training, precision, extra=SPEED_EXTRA if toolkit == "ours" else ())
@@ -187,6 +213,9 @@ def speed(space: Workspace, rounds: int, steps: int, warmup: int, log_every: int
     for round_ in range(1, rounds + 1):
         for toolkit, precision in PLAN:
             key = journal.speed_key(toolkit, precision, round_)
+            entry = space.journal.entry(key)
+            if entry is not None:  # measured by an earlier session: over this measurement's window?
+                check_window(key, entry["result"], steps, warmup, log_every)
             measured, run = unit(space, key, functools.partial(_speed_run, space, key, toolkit, precision, round_,
                                                                training, warmup))
             results.setdefault((toolkit, precision), []).append(measured)
@@ -203,8 +232,11 @@ def speed(space: Workspace, rounds: int, steps: int, warmup: int, log_every: int
     float32 = {toolkit: summary(results[(toolkit, "float32")]) for toolkit in TOOLKITS}
     recommended = {"ours": summary(results[("ours", RECOMMENDED["ours"])]),
                    "peer": dict(float32["peer"], same_runs_as="float32")}
+    windows = {(r["from_update"], r["to_update"]) for (toolkit, _), rows in results.items() if toolkit == "ours"
+               for r in rows}
     return {"steps": steps, "warmup": warmup, "log_every": log_every, "float32": float32,
-            "recommended": recommended, "models": last}
+            "recommended": recommended, "ours_loss": "/".join(sorted({ours_loss(*w) for w in windows})),
+            "models": last}
 
 
 def startup_units() -> list[str]:
@@ -212,9 +244,17 @@ def startup_units() -> list[str]:
     return [journal.startup_key(toolkit, precision) for toolkit, precision in PLAN]
 
 
+def startup_training(space: Workspace, seed: int):
+    """A start-up run's `TrainingConfig`: a speed run of 3 updates logging every one (ours'
+    --log_every_steps=1, the peer's save_summary_steps: 1), so that update 1 has its progress line."""
+    return dataclasses.replace(speed_training(space, 3, 1), seed=seed)
+
+
 def _startup_run(space: Workspace, key: str, toolkit: str, precision: str, training) -> tuple[dict, Run]:
+    """A start-up run, stopped at its progress line of update 1 (after the lines that give its
+    parameter count)."""
     run = train(space, toolkit, key, training, precision, extra=SPEED_EXTRA if toolkit == "ours" else (),
-                stop_when=lambda line: training_logs.first_update(toolkit, [(0.0, line)]) is not None)
+                stop_when=functools.partial(training_logs.is_first_update, toolkit))
     seconds = training_logs.first_update(toolkit, run.lines)
     if seconds is None:
         raise RuntimeError(f"{key}: no first update in its console ({run.finished.log_path})")
@@ -225,7 +265,7 @@ def _startup_run(space: Workspace, key: str, toolkit: str, precision: str, train
 def startup(space: Workspace, seed: int) -> dict:
     """Seconds from each training command's start to its first update: ours in float32 and with
     --precision=auto (its start-up timing of bfloat16 included), the peer in float32."""
-    training = dataclasses.replace(speed_training(space, 3, 1), seed=seed)
+    training = startup_training(space, seed)
     result = {}
     for toolkit, precision in PLAN:
         key = journal.startup_key(toolkit, precision)

@@ -15,8 +15,13 @@ OpenNMT-tf 2.32 (`opennmt.training.TrainingStats.log`) logs, every `save_summary
 
 where the target count is the labels' lengths (EOS included) since the last report, over the time
 since then; the time a checkpoint save or an evaluation takes is left out (it resets the
-counters). Right after its first update it logs `Number of model parameters: N` and `Number of
-model weights: W (trainable = T, non trainable = U)`.
+counters). Its `Trainer.__call__` logs `Number of model parameters: N` and `Number of model
+weights: W (trainable = T, non trainable = U)` once, when its step generator has yielded update
+1's loss, before that update's progress line.
+
+`first_update` is each toolkit's progress line of update 1 (a run logging every update), the
+same event in both consoles: ours' `step 1/...` and the peer's `Step = 1 ; ...`, each printed
+once update 1 is applied.
 
 `checkpoint_saves` times a run's checkpoints on the same clock (the quality part's equal
 wall-clock comparison): both toolkits print an update's progress line, then save that update's
@@ -52,6 +57,7 @@ PEER_PARAMETERS = re.compile(r"Number of model parameters: (\d+)")
 OURS_DONE = re.compile(r"^done: (\{.*\})\s*$")
 PEER_SAVED = re.compile(r"\bSaved checkpoint (\S*ckpt-(\d+))\s*$")
 PEER_WEIGHTS = re.compile(r"Number of model weights: \d+ \(trainable = (\d+), non trainable = (\d+)\)")
+FIRST_UPDATE = {"ours": re.compile(r"^step 1/"), "peer": re.compile(r"\bStep = 1 ;")}  # update 1's progress line
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,11 +90,16 @@ def points(toolkit: str, lines: Iterable[tuple[float, str]]) -> list[Point]:
     return {"ours": ours_points, "peer": peer_points}[toolkit](lines)
 
 
+def is_first_update(toolkit: str, line: str) -> bool:
+    """Whether `line` is the toolkit's progress line of update 1: ours' `step 1/`, the peer's
+    `Step = 1 ;` (module docstring)."""
+    return FIRST_UPDATE[toolkit].search(line) is not None
+
+
 def first_update(toolkit: str, lines: Iterable[tuple[float, str]]) -> Optional[float]:
-    """Seconds from the command's start to its first update: ours' `step 1/` line (a run logging
-    every update), the peer's `Number of model parameters` line (logged right after update 1)."""
-    pattern = re.compile(r"^step 1/") if toolkit == "ours" else PEER_PARAMETERS
-    return next((at for at, line in lines if pattern.search(line)), None)
+    """Seconds from the command's start to its first update: the stamp of its progress line of
+    update 1 (`is_first_update`; a run logging every update), None if there is none."""
+    return next((at for at, line in lines if is_first_update(toolkit, line)), None)
 
 
 def parameters(toolkit: str, lines: Iterable[tuple[float, str]]) -> Optional[int]:

@@ -18,7 +18,8 @@
       engines/     the serving workers' specs
 
 Every child's record (`Workspace.processes`) keeps its name, toolkit, kind (training, export,
-serving, ...), wall time and peak RSS: the memory rows of the table come from there. A resumed
+serving, ...), command line (`shlex.join`), wall time and peak RSS: the memory rows of the table
+come from there, and each number of the record names its process, so its command. A resumed
 measurement starts from the journal's records, parameter counts, data files and tokenizer.
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import shutil
 from typing import Any, Callable, Optional, Sequence
 
@@ -88,21 +90,22 @@ class Workspace:
     def run(self, name: str, command: Sequence[str], toolkit: str, kind: str, env: Optional[dict] = None,
             stop_when: Optional[Callable[[str], bool]] = None, check: bool = True) -> processes.Finished:
         """Runs one child (from the repository root), prints its progress lines, records it."""
-        self.log(f"[{name}] {' '.join(command)}")
+        self.log(f"[{name}] {shlex.join(command)}")
         finished = processes.run(command, os.path.join(self.folder("logs"), f"{name}.log"), env=env,
                                  cwd=self.commands.repo, echo=progress_line, prefix=f"  [{name}] ",
                                  stop_when=stop_when)
-        self.processes.append({"name": name, "toolkit": toolkit, "kind": kind, "seconds": finished.seconds,
-                               "peak_rss_bytes": finished.peak_rss_bytes, "returncode": finished.returncode,
-                               "log": finished.log_path})
+        self.processes.append({"name": name, "toolkit": toolkit, "kind": kind, "command": shlex.join(command),
+                               "seconds": finished.seconds, "peak_rss_bytes": finished.peak_rss_bytes,
+                               "returncode": finished.returncode, "log": finished.log_path})
         self.log(f"[{name}] {finished.seconds:,.1f} s, peak RSS {finished.peak_rss_bytes / 2**20:,.0f} MB, "
                  f"status {finished.returncode}{' (stopped)' if finished.stopped else ''}")
         return finished.check(name) if check else finished
 
-    def record_process(self, name: str, toolkit: str, kind: str, seconds: float, peak_rss_bytes: int) -> None:
+    def record_process(self, name: str, toolkit: str, kind: str, command: Sequence[str], seconds: float,
+                       peak_rss_bytes: int) -> None:
         """A child this workspace did not start through `run` (a serving worker)."""
-        self.processes.append({"name": name, "toolkit": toolkit, "kind": kind, "seconds": seconds,
-                               "peak_rss_bytes": peak_rss_bytes, "returncode": 0, "log": None})
+        self.processes.append({"name": name, "toolkit": toolkit, "kind": kind, "command": shlex.join(command),
+                               "seconds": seconds, "peak_rss_bytes": peak_rss_bytes, "returncode": 0, "log": None})
 
     def peak_rss(self, toolkit: str, kind: str) -> Optional[int]:
         """The largest peak RSS of this toolkit's children of this kind (None: none ran)."""

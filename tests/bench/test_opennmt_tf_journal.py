@@ -1,12 +1,14 @@
 """bench/opennmt_tf/journal.py: a measurement spread over sessions gives the one-go run's results.
 
 The journal survives a round trip through its file and is never half-written; a resumed
-measurement refuses another host or other flags with one line naming the difference; and
+measurement refuses another host or other flags with one line naming the difference; a journal
+holding 0 for the speed window keeps the window it was made with; and
 `train_runs.speed`/`quality` on a workspace whose child processes are faked (`Workspace.run`
 records each call and answers with a console of numbers fixed by the run's name) run only the
 units the journal lacks, a unit cut short again in a fresh folder, and merge into the results of a
 one-go run; serving, its short models and the workspace's data and tokenizer are taken from the
-journal likewise. No TensorFlow, no training.
+journal likewise; start-up runs stop at each toolkit's progress line of update 1. No TensorFlow,
+no training.
 """
 
 import dataclasses
@@ -87,6 +89,56 @@ def test_a_failed_write_leaves_the_journal_as_it_was(tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == [journal.JOURNAL_FILE]  # no temporary file left behind
     assert book.entry("speed-ours-float32-1") is None
     assert journal.Journal.read(str(tmp_path)).entry("speed-ours-float32-1") is None
+
+
+def test_session_versions_and_the_base_shape_without_quality(tmp_path):
+    book = journal.Journal.start(str(tmp_path), MEASUREMENT, HOST, {}, peer_venv.PINS)
+    versions = {"python": "3.11.7", "tensorflow": "2.21.0"}
+    book.begin_session("--keep", versions=versions)
+    book.begin_session("--resume")  # a session recorded without them (as before they were recorded)
+    assert [s.get("versions") for s in journal.Journal.read(str(tmp_path)).sessions] == [versions, None]
+    with pytest.raises(ValueError) as raised:
+        dataclasses.replace(MEASUREMENT, shape="base", parts=("speed", "quality"))
+    assert str(raised.value) == ("--shape=base measures speed, start-up and serving; quality runs the recipe's "
+                                 "shape (leave quality out of --parts, or give --shape=recipe)")
+    assert dataclasses.replace(MEASUREMENT, shape="base", parts=("speed", "serving")).shape == "base"
+
+
+ZEROS = {"speed_steps": 0, "speed_warmup": 0, "log_every": 0}
+
+
+def test_a_journal_holding_0_keeps_the_speed_window_it_was_made_with(tmp_path):
+    unresolved = dataclasses.replace(MEASUREMENT, **ZEROS)
+    resolved = unresolved.with_speed_defaults(journal.SPEED_DEFAULTS)
+    assert (resolved.speed_steps, resolved.speed_warmup, resolved.log_every) == (1000, 400, 50)
+    base = dataclasses.replace(unresolved, shape="base", parts=("speed",)).with_speed_defaults()
+    assert (base.speed_steps, base.speed_warmup, base.log_every) == (200, 50, 25)
+    given = dataclasses.replace(unresolved, speed_steps=300).with_speed_defaults()
+    assert (given.speed_steps, given.speed_warmup) == (300, 400)  # a number given is kept
+    with pytest.raises(ValueError, match="not 0"):
+        journal.Journal.start(str(tmp_path / "new"), unresolved, HOST, {}, peer_venv.PINS)
+    book = journal.Journal.start(str(tmp_path / "new"), resolved, HOST, {}, peer_venv.PINS)
+    assert journal.Journal.read(book.work).measurement == resolved
+    # A journal written when 0 was stored and meant updates 100-600 of 600 (every flag as then).
+    old = tmp_path / "old"
+    started(old)
+    path = old / journal.JOURNAL_FILE
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["measurement"].update(ZEROS)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    book = journal.Journal.read(str(old))
+    measurement = book.resume({}, HOST)
+    assert (measurement.speed_steps, measurement.speed_warmup, measurement.log_every) == (600, 100, 50)
+    assert book.resume({"speed_steps": 600, "log_every": 50}, HOST) == measurement
+    with pytest.raises(ValueError, match="--speed_steps=1000 differs from the journal's --speed_steps=600"):
+        book.resume({"speed_steps": 1000}, HOST)
+    book.begin_session("--resume")
+    book.record("speed-ours-float32-1", {"from_update": 100, "to_update": 600}, processes=[], parameters={})
+    again = json.loads(path.read_text(encoding="utf-8"))
+    assert {name: again["measurement"][name] for name in ZEROS} == ZEROS  # the file keeps what it held
+    reread = journal.Journal.read(str(old)).measurement
+    train_runs.check_window("speed-ours-float32-1", book.entry("speed-ours-float32-1")["result"], reread.speed_steps,
+                            reread.speed_warmup, reread.log_every)  # its done speed units stay valid
 
 
 def test_resume_refusals(tmp_path):
@@ -413,3 +465,37 @@ def test_workspace_data_and_tokenizer_are_a_unit(tmp_path, monkeypatch):
 
 def corpus_lines(path):
     return pathlib.Path(path).read_text(encoding="utf-8").splitlines()
+
+
+def startup_console(space, toolkit: str) -> list:
+    """A start-up run's console (3 updates, a progress line each): the parameter count, then
+    update 1's progress line at 30 s (ours) or 40 s (the peer), then updates 2 and 3."""
+    lines = _console(space, toolkit, "startup")[:1]
+    if toolkit == "ours":
+        return lines + [(20.0 + 10.0 * k, f"step {k}/3 loss 9.0 lr 1.0e-07 |g| 1.000 900 tok/s ETA 0:00:01")
+                        for k in (1, 2, 3)]
+    return lines + [(30.0 + 10.0 * k, f"2026-11-29 11:00:00.000000: I runner.py:310] Step = {k} ; steps/s = 1.00, "
+                                      "tokens/s = 1700 (800 source, 900 target) ; Learning rate = 0.000001 ; "
+                                      "Loss = 9.000000") for k in (1, 2, 3)]
+
+
+def test_startup_runs_stop_at_the_progress_line_of_update_1(tmp_path):
+    book = started(tmp_path / "work", dataclasses.replace(MEASUREMENT, parts=("startup",)))
+    space = faked_space(tmp_path, book, [])
+    commands = {}
+
+    def run(name, command, toolkit, kind, env=None, stop_when=None, check=True):  # pylint: disable=unused-argument
+        commands[toolkit] = command
+        lines = startup_console(space, toolkit)
+        kept = lines[:next(i for i, (_, line) in enumerate(lines) if stop_when(line)) + 1]
+        return processes.Finished(tuple(command), -15, kept[-1][0], 2**30, tuple(kept), f"{name}.log", stopped=True)
+
+    space.run = run
+    result = train_runs.startup(space, seed=1)
+    assert {key: row["seconds"] for key, row in result.items()} == {"ours_float32": 30.0, "peer_float32": 40.0,
+                                                                     "ours_auto": 30.0}
+    assert "--log_every_steps=1" in commands["ours"]  # every update logged, the peer's below
+    config = json.loads(pathlib.Path(commands["peer"][commands["peer"].index("--config") + 1]).read_text(
+        encoding="utf-8"))
+    assert config["train"]["save_summary_steps"] == 1
+    assert book.progress(train_runs.startup_units()) == (train_runs.startup_units(), [])

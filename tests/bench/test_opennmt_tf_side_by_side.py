@@ -6,13 +6,22 @@ size); the harness checks that formula against OpenNMT-tf's own count on every t
 `test_formula_against_opennmt_tf` against counts OpenNMT-tf 2.32 printed. Also checked by
 behaviour: the recipe reader, the configuration (schedule, batching, tokenizer, vocabulary), the
 cool-down schedule written into model.py against the project's, the training consoles' parsing
-and throughput, a child process's stamps, stop and peak RSS, the Markdown table.
+and throughput, the first update of each console, the speed window and which loss ours runs in
+it, a child process's stamps, stop, peak RSS and command line, SIGTERM stopping a child's
+process group as Ctrl-C does, the peer venv's constraints, `pip check` and Python guard, the
+Markdown table.
 """
 
 import json
+import os
 import pathlib
+import re
+import shlex
+import signal
+import subprocess
 import sys
 import textwrap
+import time
 import types
 
 import pytest
@@ -21,7 +30,7 @@ BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 from opennmt_tf import corpus, peer_config, peer_venv, processes, recipe, report, training_logs  # noqa: E402
-from opennmt_tf import train_runs  # noqa: E402
+from opennmt_tf import toolkits, train_runs, workspace  # noqa: E402
 
 RECIPE = BENCH.parent / "configs" / "multi30k_en_de.flags"
 
@@ -209,7 +218,7 @@ def test_training_consoles():
     peer = training_logs.points("peer", PEER_LOG)
     assert [(p.step, p.tokens_per_second, p.loss) for p in peer] == [(5, 1837, 8.993834), (10, 1755, 8.967032)]
     assert training_logs.parameters("peer", PEER_LOG) == 2357568
-    assert training_logs.first_update("peer", PEER_LOG) == 90.0
+    assert training_logs.first_update("peer", PEER_LOG) is None  # its first progress line is update 5's
     frozen = [PEER_LOG[0], (90.1, "Number of model weights: 174 (trainable = 170, non trainable = 4)")]
     with pytest.raises(ValueError, match="non-trainable"):
         training_logs.parameters("peer", frozen)
@@ -279,3 +288,256 @@ def test_markdown_table():
     assert "| parameters | parameters | 2,349,056 | 2,357,568 | 1.00x |" in table
     assert len(lines) == 2 + len(rows)
     assert report.Row("x", "s", 1.0, 0.0).ratio is None
+
+
+PEER_STARTUP = [  # OpenNMT-tf 2.32 logging every update (save_summary_steps: 1): update 1, then 2
+    (3.474, "2026-11-29 14:40:32.725000: I dataset_ops.py:2481] Training on 29000 examples"),
+    (25.158, "2026-11-29 14:40:54.409000: I runner.py:310] Number of model parameters: 2357568"),
+    (25.160, "2026-11-29 14:40:54.411000: I runner.py:310] Number of model weights: 174 (trainable = 174, "
+             "non trainable = 0)"),
+    (25.171, "2026-11-29 14:40:54.422000: I runner.py:310] Step = 1 ; steps/s = 0.05, tokens/s = 1671 (801 source, "
+             "870 target) ; Learning rate = 0.000001 ; Loss = 9.112245"),
+    (25.402, "2026-11-29 14:40:54.653000: I training.py:176] Saved checkpoint runs/startup-peer-float32/run/ckpt-1"),
+    (26.512, "2026-11-29 14:40:55.763000: I runner.py:310] Step = 2 ; steps/s = 0.90, tokens/s = 1702 (815 source, "
+             "887 target) ; Learning rate = 0.000002 ; Loss = 9.101004"),
+]
+
+
+def test_first_update_is_the_progress_line_of_update_1():
+    assert training_logs.first_update("peer", PEER_STARTUP) == 25.171
+    assert [training_logs.is_first_update("peer", line) for _, line in PEER_STARTUP] == [False] * 3 + [True, False,
+                                                                                                      False]
+    assert not training_logs.is_first_update("peer", "I runner.py:310] Step = 10 ; steps/s = 0.90, tokens/s = 1")
+    ours = [(20.0, "_DefaultDistributionStrategy with 1 replica(s); 2,349,056 parameters; vocabulary 8000; float32"),
+            (23.0, "step 1/3 loss 9.1000 lr 1.0e-07 |g| 1.000 870 tok/s ETA 0:00:02"),
+            (23.4, "step 2/3 loss 9.0000 lr 2.0e-07 |g| 1.000 880 tok/s ETA 0:00:01")]
+    assert training_logs.first_update("ours", ours) == 23.0
+    assert not training_logs.is_first_update("ours", "step 10/600 loss 9.0000 lr 2.0e-07 |g| 1.000 880 tok/s")
+    assert training_logs.first_update("peer", PEER_LOG[:2]) is None  # the parameter count is not an update
+
+
+def test_a_startup_run_stops_at_the_progress_line_of_update_1(tmp_path):
+    """The peer's console fed through a child process: stopped on its `Step = 1` line, as
+    `train_runs._startup_run` stops it, with the parameter count already said."""
+    script = ("import sys, time\nfor line in sys.argv[1:]:\n    print(line, flush=True)\n"
+              "    time.sleep(60 if 'Step = ' in line else 0)\n")  # what follows update 1 would come too late
+    finished = processes.run([sys.executable, "-c", script, *(line for _, line in PEER_STARTUP)],
+                             str(tmp_path / "startup.log"),
+                             stop_when=lambda line: training_logs.is_first_update("peer", line))
+    assert finished.stopped and [line for _, line in finished.lines] == [line for _, line in PEER_STARTUP[:4]]
+    assert training_logs.first_update("peer", finished.lines) == finished.lines[3][0]
+    assert training_logs.parameters("peer", finished.lines) == 2357568
+
+
+def test_startup_runs_log_every_update(tmp_path):
+    the_recipe = recipe.read(str(RECIPE))
+    training = train_runs.startup_training(types.SimpleNamespace(recipe=the_recipe), seed=3)
+    assert (training.log_every_steps, training.train_steps, training.seed) == (1, 3, 3)
+    _, _, files = written(tmp_path, training=training)
+    config = json.loads(pathlib.Path(files.config).read_text(encoding="utf-8"))
+    assert config["train"]["save_summary_steps"] == 1  # the peer's Step line of update 1
+
+
+def test_the_speed_window_and_ours_loss_in_it():
+    trainer = (BENCH.parent / "keras_transformer" / "training" / "trainer.py").read_text(encoding="utf-8")
+    assert int(re.search(r"^COMPILE_LOSS_AFTER = (\d+)", trainer, re.M)[1]) == train_runs.OURS_COMPILE_LOSS_AFTER
+    from opennmt_tf import journal  # pylint: disable=import-outside-toplevel
+
+    steps, warmup, _ = journal.SPEED_DEFAULTS["recipe"]
+    assert train_runs.ours_loss(warmup, steps) == "compiled"  # the recipe's default window: ours' steady state
+    steps, warmup, _ = journal.SPEED_DEFAULTS["base"]
+    assert train_runs.ours_loss(warmup, steps) == "uncompiled"
+    assert train_runs.ours_loss(100, 600) == "both"  # a journal's window from before the defaults moved
+    train_runs.check_window("speed-ours-float32-1", {"from_update": 100, "to_update": 600}, 600, 100, 50)
+    with pytest.raises(RuntimeError, match="measured over updates 100-600, not the window"):
+        train_runs.check_window("speed-ours-float32-1", {"from_update": 100, "to_update": 600}, 1000, 400, 50)
+
+
+def speed_record(windows, ours_loss):
+    """A record's speed part whose rounds were measured over `windows` (ours float32, the peer's,
+    ours auto)."""
+    def rounds(window, precision):
+        return [{"from_update": window[0], "to_update": window[1], "precision": precision, "round": 1}]
+
+    return {"float32": {"ours": {"tokens_per_second": 5000.0, "tokens_per_update": 3760.0,
+                                 "rounds": rounds(windows[0], "float32")},
+                        "peer": {"tokens_per_second": 4000.0, "tokens_per_update": 3760.0,
+                                 "rounds": rounds(windows[1], "float32")}},
+            "recommended": {"ours": {"tokens_per_second": 8000.0, "precision": "mixed_bfloat16",
+                                     "rounds": rounds(windows[2], "mixed_bfloat16")},
+                            "peer": {"tokens_per_second": 4000.0, "precision": "float32", "same_runs_as": "float32"}},
+            "ours_loss": ours_loss}
+
+
+def test_speed_note_states_the_recorded_window():
+    def note(windows, ours_loss):
+        return report.rows({"speed": speed_record(windows, ours_loss)})[0].note
+
+    assert note([(400, 1000)] * 3, "compiled") == "target tokens, best of 1 round(s), updates 400-1000"
+    assert note([(50, 200)] * 3, "uncompiled").endswith("updates 50-200; ours' loss uncompiled throughout (its "
+                                                        "XLA-compiled loss starts later): below its steady state")
+    assert "updates 100-600; ours' loss XLA-compiled from inside the window" in note([(100, 600)] * 3, "both")
+    assert "updates 100-600 (ours float32 1, OpenNMT-tf float32 1); 400-1000 (ours mixed_bfloat16 1)" in note(
+        [(100, 600), (100, 600), (400, 1000)], "both")
+
+
+def test_every_child_process_keeps_its_command_line(tmp_path):
+    space = workspace.Workspace(str(tmp_path), types.SimpleNamespace(repo=str(tmp_path)), None, {}, None, None, None,
+                                1, None, lambda line: None)
+    command = [sys.executable, "-c", "print('a b')", "two words"]
+    space.run("child", command, "ours", "tokenizer")
+    space.record_process("ours_saved_model", "ours", "serving_saved_model", [sys.executable, "engine.py", "a b.json"],
+                         1.0, 2**20)
+    assert [p["command"] for p in space.processes] == [shlex.join(command),
+                                                       f"{shlex.join([sys.executable])} engine.py 'a b.json'"]
+    assert shlex.split(space.processes[0]["command"]) == command
+
+
+def test_project_versions_from_installed_metadata(monkeypatch):
+    import importlib.metadata  # pylint: disable=import-outside-toplevel
+    import platform  # pylint: disable=import-outside-toplevel
+
+    versions = toolkits.project_versions()
+    assert list(versions) == ["python", *toolkits.PROJECT_PACKAGES]
+    assert versions["python"] == platform.python_version()
+    assert versions["tensorflow"] == importlib.metadata.version("tensorflow")
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert set(toolkits.project_versions().values()) - {platform.python_version()} == {None}
+
+
+STOPPED_BY_A_SIGNAL = textwrap.dedent("""\
+    import os, shutil, sys
+    sys.path.insert(0, sys.argv[1])
+    from opennmt_tf import processes
+    work = sys.argv[2]
+    processes.stop_on_signals()
+    child = ("import os, subprocess, time; sleeper = subprocess.Popen(['sleep', '60']); "
+             "print(os.getpid(), sleeper.pid, flush=True); time.sleep(60)")
+    try:
+        processes.run([sys.executable, "-c", child], os.path.join(work, "child.log"), echo=lambda line: True,
+                      prefix="pids ")
+    except KeyboardInterrupt as error:
+        print("interrupted", error.exit_code, flush=True)
+    finally:
+        shutil.rmtree(work)
+    """)
+
+
+def _gone(pid: int, seconds: float = 3.0) -> bool:
+    """Whether the process `pid` has ended (a zombie waiting for its reaper counts) within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as file:
+                if file.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except (ProcessLookupError, FileNotFoundError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_take_ctrl_c_s_path(tmp_path, signum):
+    """A harness stopped by SIGTERM or SIGHUP stops its child's process group (the child and what
+    it started) and runs its `finally`, as Ctrl-C does."""
+    import select  # pylint: disable=import-outside-toplevel
+
+    work = tmp_path / "work"
+    work.mkdir()
+    harness = subprocess.Popen([sys.executable, "-c", STOPPED_BY_A_SIGNAL, str(BENCH), str(work)],
+                               stdout=subprocess.PIPE, text=True, cwd=str(BENCH.parent),
+                               env={**os.environ, "PYTHONPATH": str(BENCH.parent)})
+    pids = []
+    try:
+        assert select.select([harness.stdout], [], [], 20)[0], "the child never started"
+        line = harness.stdout.readline()
+        assert line.startswith("pids "), line
+        pids = [int(pid) for pid in line.split()[1:]]
+        harness.send_signal(signum)
+        output, _ = harness.communicate(timeout=20)
+        assert f"interrupted {128 + signum}" in output and harness.returncode == 0
+        assert not work.exists()  # its `finally` ran
+        assert all(_gone(pid) for pid in pids)  # the child and its `sleep`
+    finally:
+        for pid in [harness.pid, *pids]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        harness.wait()
+
+
+def test_peer_constraints_are_the_measured_venv_and_hold_the_pins():
+    lines = pathlib.Path(peer_venv.CONSTRAINTS).read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("# ") and len(lines) == 60  # a comment, then `pip freeze`'s 59 lines
+
+    def normalized(name):
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    frozen = dict(line.split("==") for line in lines[1:])
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", name) and version for name, version in frozen.items())
+    frozen = {normalized(name): version for name, version in frozen.items()}
+    assert {normalized(name): version for name, version in (pin.split("==") for pin in peer_venv.PINS)}.items() <= \
+        frozen.items()
+
+
+def test_peer_venv_refuses_a_python_without_tensorflow_2_12_wheels(tmp_path, monkeypatch):
+    for version in ((3, 12), (3, 7), (4, 0)):
+        with pytest.raises(ValueError) as raised:
+            peer_venv.refuse_unsupported_python(None, version)
+        assert "Python 3.8 to 3.11" in str(raised.value) and "\n" not in str(raised.value)
+    for version in ((3, 8), (3, 11)):
+        peer_venv.refuse_unsupported_python(None, version)
+    made = tmp_path / "made"
+    made.mkdir()
+    (made / peer_venv.STAMP).write_text(json.dumps({"pins": list(peer_venv.PINS)}), encoding="utf-8")
+    peer_venv.refuse_unsupported_python(str(made), (3, 12))  # a venv the harness made is reused, any Python
+    with pytest.raises(ValueError):
+        peer_venv.refuse_unsupported_python(str(tmp_path / "absent"), (3, 12))
+    created = []
+    monkeypatch.setattr(peer_venv.venv, "EnvBuilder", lambda **kwargs: types.SimpleNamespace(create=created.append))
+    monkeypatch.setattr(peer_venv, "SUPPORTED_PYTHONS", ((2, 6), (2, 7)))  # this Python, outside
+    with pytest.raises(ValueError, match="TensorFlow 2.12 has wheels for Python 2.6 to 2.7 only"):
+        peer_venv.ensure(str(tmp_path / "new"), log=lambda line: None)
+    assert created == [] and not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("pip_check", [0, 1])
+def test_peer_venv_installs_with_the_constraints_and_pip_check_must_pass(tmp_path, monkeypatch, pip_check):
+    calls = []
+    versions = {"python": "3.11.7", **{pin.split("==")[0]: pin.split("==")[1] for pin in peer_venv.PINS}}
+
+    def run(command, **kwargs):  # pylint: disable=unused-argument
+        calls.append(list(command))
+        stdout, status = "", 0
+        if command[1:] == ["-m", "pip", "check"]:
+            status = pip_check
+            stdout = ("tensorflow 2.12.1 has requirement numpy<1.24,>=1.22, but you have numpy 1.26.4.\n" if status
+                      else "No broken requirements found.\n")
+        elif command[0].endswith("onmt-main"):
+            stdout = "usage: onmt-main [-h] ... {train,eval,infer,export,score,average_checkpoints,update_vocab}\n"
+        elif command[1] == "-c":
+            stdout = json.dumps(versions) + "\n"
+        return subprocess.CompletedProcess(command, status, stdout, "")
+
+    monkeypatch.setattr(peer_venv.subprocess, "run", run)
+    monkeypatch.setattr(peer_venv.venv, "EnvBuilder", lambda **kwargs: types.SimpleNamespace(create=os.makedirs))
+    folder = tmp_path / "venv"
+    if pip_check:
+        with pytest.raises(RuntimeError) as raised:
+            peer_venv.ensure(str(folder), log=lambda line: None)
+        assert str(raised.value) == (f"{folder}: `pip check` finds requirements unmet in the peer's venv: tensorflow "
+                                     "2.12.1 has requirement numpy<1.24,>=1.22, but you have numpy 1.26.4.")
+        assert not (folder / peer_venv.STAMP).exists()  # not reused: the next run refuses the folder
+    else:
+        assert peer_venv.ensure(str(folder), log=lambda line: None) == versions
+        stamp = json.loads((folder / peer_venv.STAMP).read_text(encoding="utf-8"))
+        assert stamp["pins"] == list(peer_venv.PINS) and stamp["versions"] == versions
+    install = next(c for c in calls if c[3:4] == ["install"] and peer_venv.PINS[0] in c)
+    assert install[-len(peer_venv.PINS) - 2:] == ["-c", peer_venv.CONSTRAINTS, *peer_venv.PINS]
