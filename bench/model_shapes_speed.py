@@ -19,7 +19,8 @@ that export and translation use (averaged/, else the best, else the newest reada
 is given), per model:
 
 * the SavedModel (`serving_module.export_saved_model`) with the beam search of --beam_size,
-  --alpha and --max_extra_length (`tasks.flags.define_decoding_flags`, as every command);
+  --alpha (or the model's own from --alphas) and --max_extra_length
+  (`tasks.flags.define_decoding_flags`, as every command);
 * a CTranslate2 model with float32 weights (`ctranslate2_model.convert`), run with compute type
   float32.
 
@@ -73,6 +74,7 @@ with one `error:` line and exit status 2, before anything is exported or any wor
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -101,6 +103,9 @@ flags.DEFINE_list("shortlists", [], "LABEL:VOCABULARY_MAP pairs: the model of th
                   "shortlist (python -m keras_transformer.shortlist) in both engines: the SavedModel holds it, "
                   "CTranslate2 uses it as its vmap. A training directory may appear twice in --model_dirs, once "
                   "with a shortlist and once without.")
+flags.DEFINE_list("alphas", [], "LABEL:ALPHA pairs: the model of that label decodes with this length penalty "
+                  "instead of --alpha, in both engines (a model whose alpha was chosen apart on validation, such "
+                  "as the distilled student's 1.8).")
 flags.DEFINE_string("out", None, "Write the JSON record here.")
 flags.mark_flags_as_required(["model_dirs", "input"])
 
@@ -154,6 +159,28 @@ def parse_shortlists(values: list[str], labels: list[str]) -> dict[str, str]:
     return shortlists
 
 
+def parse_alphas(values: list[str], labels: list[str]) -> dict[str, float]:
+    """--alphas as {label: alpha}; a one-line ValueError for an entry that is not LABEL:ALPHA, a
+    label --model_dirs lacks or given twice, or an alpha that is not a number >= 0."""
+    alphas: dict[str, float] = {}
+    for value in values:
+        label, separator, text = value.partition(":")
+        if not separator or not text:
+            raise ValueError(f"--alphas: {value!r} is not LABEL:ALPHA")
+        if label not in labels:
+            raise ValueError(f"--alphas: {label!r} is not a label of --model_dirs")
+        if label in alphas:
+            raise ValueError(f"--alphas: {label!r} given more than once")
+        try:
+            alpha = float(text)
+        except ValueError:
+            alpha = -1.0
+        if not alpha >= 0:  # also NaN
+            raise ValueError(f"--alphas: {label}'s alpha {text!r} is not a number >= 0")
+        alphas[label] = alpha
+    return alphas
+
+
 def check_out(path: Optional[str]) -> None:
     """A one-line error unless --out can be written (not a folder, its folder writable)."""
     if path is None:
@@ -163,22 +190,24 @@ def check_out(path: Optional[str]) -> None:
     command_files.check_writable_folder(os.path.dirname(os.path.abspath(path)), "out")
 
 
-def restore(models: list[tuple[str, str]], decoding, shortlists: Optional[dict[str, str]] = None
-            ) -> list[dict[str, Any]]:
-    """Each model's `serving_module.Translator` with `decoding` and its checkpoint, checked to be one
-    CTranslate2 can express (`ctranslate2_model.build_spec`): every training directory read before
-    anything is written, so that a bad one ends the command with nothing exported."""
+def restore(models: list[tuple[str, str]], decoding, shortlists: Optional[dict[str, str]] = None,
+            alphas: Optional[dict[str, float]] = None) -> list[dict[str, Any]]:
+    """Each model's `serving_module.Translator` with `decoding` (its alpha replaced by the model's
+    entry of `alphas`, if any) and its checkpoint, checked to be one CTranslate2 can express
+    (`ctranslate2_model.build_spec`): every training directory read before anything is written,
+    so that a bad one ends the command with nothing exported."""
     from export import ctranslate2_model, serving_module  # pylint: disable=g-import-not-at-top
 
     restored = []
     for label, path in models:
         shortlist = (shortlists or {}).get(label)
-        translator, checkpoint = serving_module.from_model_dir(path, decoding, shortlist_file=shortlist)
+        own = dataclasses.replace(decoding, alpha=alphas[label]) if label in (alphas or {}) else decoding
+        translator, checkpoint = serving_module.from_model_dir(path, own, shortlist_file=shortlist)
         ctranslate2_model.build_spec(translator.model, translator.source_tokenizer.pieces(),
                                      translator.target_tokenizer.pieces(),
-                                     ctranslate2_model.default_max_positions(translator.model.config, decoding))
+                                     ctranslate2_model.default_max_positions(translator.model.config, own))
         restored.append({"label": label, "model_dir": path, "translator": translator, "checkpoint": checkpoint,
-                         "shortlist": shortlist})
+                         "shortlist": shortlist, "decoding": own})
         print(f"{label}: {checkpoint} (N={translator.model.config.depth_text})", flush=True)
     return restored
 
@@ -237,10 +266,10 @@ def measure(restored: list[dict[str, Any]], work: str, lines: list[str], referen
         for engine, (worker, _) in ENGINES.items():
             inputs = piece_batches if worker in engine_process.PIECES_OUT else text_batches
             compute_type = CT2_COMPUTE_TYPE if engine == CT2_ENGINE else None
-            specs[engine_name(label, engine)] = engine_process.engine_spec(worker, paths[engine], decoding, threads,
-                                                                           inputs, compute_type)
+            specs[engine_name(label, engine)] = engine_process.engine_spec(worker, paths[engine], entry["decoding"],
+                                                                           threads, inputs, compute_type)
         models.append({"label": label, "model_dir": entry["model_dir"], "checkpoint": entry["checkpoint"],
-                       "shortlist": entry["shortlist"],
+                       "shortlist": entry["shortlist"], "alpha": entry["decoding"].alpha,
                        "config": translator.model.config, "parameters": parameters(translator.model),
                        "tokenizers": tokenizers, "nonempty": [bool(p) for p in pieces]})
         entry["translator"] = None  # the parent keeps no model it does not need (exports done)
@@ -331,7 +360,7 @@ def model_record(model: dict[str, Any]) -> dict[str, Any]:
     """A model's part of the JSON record."""
     config = model["config"]
     return {"label": model["label"], "model_dir": model["model_dir"], "checkpoint": model["checkpoint"],
-            "shortlist": model["shortlist"],
+            "shortlist": model["shortlist"], "alpha": model["alpha"],
             "encoder_layers": config.encoder_depth, "decoder_layers": config.decoder_depth,
             "model": config.to_dict(), "parameters": model["parameters"],
             "identical_outputs": model["identical_outputs"], "engines": model["engines"]}
@@ -348,15 +377,16 @@ def print_markdown(record: dict[str, Any]) -> None:
           f"{machine['cores']} cores ({machine['physical_cores']} physical; {engine_process.flags_text(machine)}), "
           f"load average {machine['load_average'][0]:g} at the start and {record['load_average_after'][0]:g} at the "
           f"end; TensorFlow {record['tensorflow']}, CTranslate2 {record['ctranslate2']}.\n\n    {record['command']}\n")
-    print(f"| model | layers (enc-dec) | shortlist | parameters (enc / dec / total) | engine (one process each) | sentences/s, "
+    print(f"| model | layers (enc-dec) | shortlist | alpha | parameters (enc / dec / total) | engine (one process each) | sentences/s, "
           f"best round | median round | target tokens/s | speed over {record['baseline']} | median of the rounds' "
           "ratios |" + (" BLEU |" if with_bleu else "") + (" BLEU lc Moses |" if with_moses else ""))
-    print("|---|---:|---|---:|---|---:|---:|---:|---:|---:|" + ("---:|" if with_bleu else "")
+    print("|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|" + ("---:|" if with_bleu else "")
           + ("---:|" if with_moses else ""))
     for model in models:
         counts = model["parameters"]
         shape = (f"| {model['label']} | {model['encoder_layers']}-{model['decoder_layers']} | "
                  f"{os.path.basename(model['shortlist']) if model.get('shortlist') else 'none'} | "
+                 f"{model.get('alpha', decoding['alpha']):g} | "
                  f"{counts['encoder']:,} / {counts['decoder']:,} / {counts['total']:,} |")
         for engine, row in model["engines"].items():
             print(f"{shape} {ENGINES[engine][1]} | {row['sentences_per_second']:,.1f} | "
@@ -367,7 +397,7 @@ def print_markdown(record: dict[str, Any]) -> None:
     threads = record["threads"]
     print(f"\n- {record['sentences']:,} sentences of {os.path.basename(record['input'])} in {record['batches']:,} "
           f"length-sorted batches of up to {record['batch_size']}, the same for every model and engine; beam "
-          f"{decoding['beam_size']}, alpha {decoding['alpha']:g}, outputs up to source length + "
+          f"{decoding['beam_size']}, alpha as the table says (--alpha {decoding['alpha']:g}), outputs up to source length + "
           f"{decoding['max_extra_length']}; the best and the median of {record['repeats']} round"
           f"{'s' if record['repeats'] > 1 else ''}, the engines taking turns (the median of the rounds' ratios: of "
           f"each round's {record['baseline']} time over the model's in the same round, per engine).")
@@ -402,6 +432,7 @@ def main(argv):
     ctranslate2_model.check_quantization(None)  # ctranslate2 4.x is installed
     models = parse_model_dirs(FLAGS.model_dirs)
     shortlists = parse_shortlists(FLAGS.shortlists, [label for label, _ in models])
+    alphas = parse_alphas(FLAGS.alphas, [label for label, _ in models])
     if FLAGS.moses_bleu_lang and not FLAGS.moses_bleu_lang.isalpha():
         raise ValueError(f"--moses_bleu_lang={FLAGS.moses_bleu_lang}: expected a language code such as de, fr, en")
     lines, references = engine_process.read_corpus(FLAGS.input, FLAGS.reference, FLAGS.sentences)
@@ -423,7 +454,7 @@ def main(argv):
 
     # A training directory without a checkpoint or tokenizer, or a model CTranslate2 cannot
     # express, fails here: before anything is written.
-    restored = restore(models, decoding, shortlists)
+    restored = restore(models, decoding, shortlists, alphas)
     with engine_process.work_folder("model_shapes_speed-", FLAGS.work_dir) as work:
         measured = measure(restored, work, lines, references, decoding, threads)
     record = {"command": command, "host": machine, "tensorflow": tf.__version__, "ctranslate2": ctranslate2.__version__,

@@ -46,7 +46,8 @@ def test_every_model_and_engine_is_timed_against_the_first_model(runs, tmp_path)
     out = tmp_path / "shapes.json"
     result = run_command(SCRIPT, f"--model_dirs=deep:{runs['deep']},shallow:{runs['shallow']}",
                          f"--input={runs['input']}", f"--reference={runs['reference']}", "--beam_size=1",
-                         "--max_extra_length=10", "--batch_size=2", "--repeats=1", f"--out={out}", timeout=600)
+                         "--max_extra_length=10", "--batch_size=2", "--repeats=1", "--alphas=shallow:1.8",
+                         f"--out={out}", timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     record = json.loads(out.read_text(encoding="utf-8"))
     assert json.loads(result.stdout.strip().splitlines()[-1]) == record
@@ -55,6 +56,7 @@ def test_every_model_and_engine_is_timed_against_the_first_model(runs, tmp_path)
     deep, shallow = record["models"]
     assert (deep["encoder_layers"], deep["decoder_layers"]) == (2, 2)
     assert (shallow["encoder_layers"], shallow["decoder_layers"]) == (2, 1)
+    assert (record["decoding"]["alpha"], deep["alpha"], shallow["alpha"]) == (0.6, 0.6, 1.8)  # --alpha, --alphas
     pids = set()
     for model in record["models"]:
         config = TransformerConfig.from_dict(model["model"])
@@ -79,7 +81,7 @@ def test_every_model_and_engine_is_timed_against_the_first_model(runs, tmp_path)
             deep["engines"][engine]["wall_seconds"] / shallow["engines"][engine]["wall_seconds"])
     assert record["bleu_signature"].startswith("nrefs:1|case:mixed")
     assert "moses-tok-de" in record["moses_bleu_signature"]
-    assert "| deep | 2-2 |" in result.stdout and "| shallow | 2-1 |" in result.stdout
+    assert "| deep | 2-2 | none | 0.6 |" in result.stdout and "| shallow | 2-1 | none | 1.8 |" in result.stdout
 
 
 @pytest.mark.parametrize("model_dirs, input_name, reference_lines, fragments", [
@@ -90,11 +92,15 @@ def test_every_model_and_engine_is_timed_against_the_first_model(runs, tmp_path)
     ("a:{root}/missing", "source.en", None, ["--model_dirs=", "missing: no such training directory"]),
     ("a:{root}/deep", "missing.en", None, ["--input=", "missing.en"]),
     ("a:{root}/deep", "source.en", 2, ["has 2 lines but --input="]),
+    ("a:{root}/deep --alphas=b:1.0", "source.en", None, ["--alphas: 'b' is not a label of --model_dirs"]),
+    ("a:{root}/deep --alphas=a:long", "source.en", None, ["--alphas: a's alpha 'long' is not a number >= 0"]),
+    ("a:{root}/deep --alphas=a:1,a:2", "source.en", None, ["--alphas: 'a' given more than once"]),
 ])
 def test_bad_input_is_one_error_line(tmp_path, model_dirs, input_name, reference_lines, fragments):
     """Refused before TensorFlow starts (the training directories need not hold a run here)."""
     (tmp_path / "source.en").write_text("A dog runs.\nA cat sleeps.\nTwo men walk.\n", encoding="utf-8")
-    args = [f"--model_dirs={model_dirs.format(root=tmp_path)}", f"--input={tmp_path / input_name}"]
+    model_dirs, *more = model_dirs.split(" ")
+    args = [f"--model_dirs={model_dirs.format(root=tmp_path)}", *more, f"--input={tmp_path / input_name}"]
     if reference_lines:
         (tmp_path / "reference.de").write_text("Ein Satz.\n" * reference_lines, encoding="utf-8")
         args.append(f"--reference={tmp_path / 'reference.de'}")
