@@ -142,35 +142,36 @@ def parse_model_dirs(values: list[str]) -> list[tuple[str, str]]:
     return models
 
 
-def parse_shortlists(values: list[str], labels: list[str]) -> dict[str, str]:
-    """--shortlists as {label: file}; a one-line ValueError for an entry that is not LABEL:FILE,
-    a label --model_dirs lacks, a label given twice or a file that is not there."""
-    shortlists: dict[str, str] = {}
+def per_label(flag: str, values: list[str], labels: list[str], what: str) -> dict[str, str]:
+    """A LABEL:VALUE list flag (--shortlists, --alphas) as {label: value text}; a one-line
+    ValueError for an entry that is not LABEL:`what`, a label --model_dirs lacks or one given twice."""
+    found: dict[str, str] = {}
     for value in values:
-        label, separator, path = value.partition(":")
-        if not separator or not path:
-            raise ValueError(f"--shortlists: {value!r} is not LABEL:VOCABULARY_MAP")
+        label, separator, text = value.partition(":")
+        if not separator or not text:
+            raise ValueError(f"--{flag}: {value!r} is not LABEL:{what}")
         if label not in labels:
-            raise ValueError(f"--shortlists: {label!r} is not a label of --model_dirs")
-        if label in shortlists:
-            raise ValueError(f"--shortlists: {label!r} given more than once")
+            raise ValueError(f"--{flag}: {label!r} is not a label of --model_dirs")
+        if label in found:
+            raise ValueError(f"--{flag}: {label!r} given more than once")
+        found[label] = text
+    return found
+
+
+def parse_shortlists(values: list[str], labels: list[str]) -> dict[str, str]:
+    """--shortlists as {label: file} (`per_label`); a one-line ValueError also for a file that is
+    not there."""
+    shortlists = per_label("shortlists", values, labels, "VOCABULARY_MAP")
+    for path in shortlists.values():
         command_files.check_input_file(path, "shortlists", stdin=False)
-        shortlists[label] = path
     return shortlists
 
 
 def parse_alphas(values: list[str], labels: list[str]) -> dict[str, float]:
-    """--alphas as {label: alpha}; a one-line ValueError for an entry that is not LABEL:ALPHA, a
-    label --model_dirs lacks or given twice, or an alpha that is not a number >= 0."""
-    alphas: dict[str, float] = {}
-    for value in values:
-        label, separator, text = value.partition(":")
-        if not separator or not text:
-            raise ValueError(f"--alphas: {value!r} is not LABEL:ALPHA")
-        if label not in labels:
-            raise ValueError(f"--alphas: {label!r} is not a label of --model_dirs")
-        if label in alphas:
-            raise ValueError(f"--alphas: {label!r} given more than once")
+    """--alphas as {label: alpha} (`per_label`); a one-line ValueError also for an alpha that is
+    not a number >= 0."""
+    alphas = {}
+    for label, text in per_label("alphas", values, labels, "ALPHA").items():
         try:
             alpha = float(text)
         except ValueError:
