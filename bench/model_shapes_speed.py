@@ -387,7 +387,7 @@ def print_markdown(record: dict[str, Any]) -> None:
         counts = model["parameters"]
         shape = (f"| {model['label']} | {model['encoder_layers']}-{model['decoder_layers']} | "
                  f"{os.path.basename(model['shortlist']) if model.get('shortlist') else 'none'} | "
-                 f"{model.get('alpha', decoding['alpha']):g} | "
+                 f"{model['alpha']:g} | "
                  f"{counts['encoder']:,} / {counts['decoder']:,} / {counts['total']:,} |")
         for engine, row in model["engines"].items():
             print(f"{shape} {ENGINES[engine][1]} | {row['sentences_per_second']:,.1f} | "
