@@ -35,7 +35,8 @@ each toolkit's own commands in processes of their own, the toolkits alternating
    the whole validation split translated by each toolkit's own command with beam search
    (--beam_size, --alpha), both scored here by `keras_transformer.metrics` (cased sacreBLEU; the
    lowercased Moses-tokenized convention of published Multi30k numbers): quality at equal
-   updates. Then, per seed, quality at equal wall-clock (`opennmt_tf.wallclock`): T is the
+   updates; per seed, both averaged models also translate test2016 once, scored alike (the
+   test rows). Then, per seed, quality at equal wall-clock (`opennmt_tf.wallclock`): T is the
    faster toolkit's time from its training command's start to the progress line of its final
    update (its last checkpoint; not the command's whole wall time, which adds each toolkit's own
    final evaluation and averaging), each checkpoint of both runs timed by that same rule from the
@@ -69,7 +70,7 @@ harness made.
 Resuming: the whole measurement takes longer than a working session, and a process does not
 outlive its session. Each finished unit of work (the peer's venv; the data and the tokenizer; each
 speed, start-up and quality run with what is measured on it; each seed's comparison at equal
-wall-clock; each short model; serving) is written to WORK/journal.json as soon as it ends
+wall-clock and its test2016 scores; each short model; serving) is written to WORK/journal.json as soon as it ends
 (`opennmt_tf.journal`), with the flags that define the measurement and the host. --resume=WORK
 continues a work folder kept by --keep: it reuses its data, tokenizer, tfds copy and peer venv,
 takes each finished unit's result (and for quality its run folders, the models it serves) from

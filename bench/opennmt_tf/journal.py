@@ -80,6 +80,11 @@ def quality_wallclock_key(seed: int) -> str:
     return f"quality-wallclock-seed{seed}"
 
 
+def quality_test_key(seed: int) -> str:
+    """The seed's test2016 scores at equal updates: both toolkits' averaged models of its quality runs."""
+    return f"quality-test-seed{seed}"
+
+
 def serving_model_key(toolkit: str) -> str:
     return f"serving-model-{toolkit}"
 

@@ -8,7 +8,8 @@ documentation recommends on the CPU; the note names the updates the rounds recor
 when ours did not run its XLA-compiled loss throughout them), start-up to the first update, training peak RSS, dev BLEU
 per seed in both conventions and their mean (at equal updates: each toolkit's averaged model; at
 equal wall-clock: single checkpoints, a note naming T and the slower toolkit's update at T, or
-why a seed was not measured), export times, serving sentences/s and output
+why a seed was not measured), test2016 BLEU at equal updates likewise (the averaged models,
+translated once), export times, serving sentences/s and output
 tokens/s of both SavedModels and both CTranslate2 conversions, serving peak RSS, parameters.
 Each row says which way is better; the ratio is always ours / peer, so above 1 is ours ahead
 where higher is better and ours behind where lower is better.
@@ -136,6 +137,22 @@ def _wallclock_rows(wallclock: list) -> list[Row]:
     return table
 
 
+def _test_rows(tested: list) -> list[Row]:
+    """test2016 BLEU at equal updates per seed in both conventions, and their mean over two or more seeds."""
+    table = []
+    for key, convention in CONVENTIONS:
+        name = f"test2016 BLEU, {convention}"
+        for t in tested:
+            table.append(Row(f"{name}, seed {t['seed']}", "BLEU", t["ours"][key], t["peer"][key],
+                             note=f"after {t['ours']['updates']} / {t['peer']['updates']} updates; the averaged "
+                                  f"models, {t['sentences']:,} sentences translated once, beam search"))
+        if len(tested) > 1:
+            table.append(Row(f"{name}, mean of {len(tested)} seeds", "BLEU",
+                             statistics.mean(t["ours"][key] for t in tested),
+                             statistics.mean(t["peer"][key] for t in tested)))
+    return table
+
+
 def _quality_rows(quality: dict) -> list[Row]:
     table = []
     for key, convention in CONVENTIONS:
@@ -148,6 +165,7 @@ def _quality_rows(quality: dict) -> list[Row]:
             table.append(Row(f"{name}, mean of {len(quality['ours'])} seeds", "BLEU",
                              statistics.mean(r[key] for r in quality["ours"]),
                              statistics.mean(r[key] for r in quality["peer"])))
+    table += _test_rows(quality.get("test", []))
     table += _wallclock_rows(quality.get("wallclock", []))
     table.append(Row("training run (recipe), wall time", "min",
                      statistics.mean(r["train_minutes"] for r in quality["ours"]),

@@ -14,21 +14,22 @@ the sizes alone: the project's against `TransformerConfig.num_parameters`, the p
 `peer_config.parameter_count` of the written model.py and vocab.txt (a mismatch stops the
 measurement: the formula the tests check the shape with must be the real thing).
 
-Speed runs: --speed_steps updates of the recipe without its cool-down, without dev
-evaluation or checkpoints until the end, a progress line every --log_every updates; target
-tokens/s over the intervals after --speed_warmup updates (`training_logs.throughput`). The
-project's training switches to its XLA-compiled loss after update `OURS_COMPILE_LOSS_AFTER`;
-the part says which loss ours ran over its window (`ours_loss`). A speed round the journal
-holds must have been measured over the measurement's window (`check_window`). Start-up: a run
-logging every update (`startup_training`: ours' --log_every_steps=1, the peer's
-save_summary_steps: 1), stopped at its progress line of update 1; the seconds from the
-command's start to that line (`training_logs.first_update`). Quality: the recipe's whole run per seed, each toolkit's own averaging of its last (the
-peer) or best (ours) checkpoints, then the whole validation split translated with beam search
-by each toolkit's own command and scored here in both conventions (`keras_transformer.metrics`);
-every checkpoint of a quality run is kept (`wallclock.keep_every_checkpoint`: the same
-averaging). Quality at equal wall-clock, per seed once both its runs are done: the faster
-toolkit's last checkpoint against the slower's newest at that time T, single checkpoints, both
-translated and scored likewise (`opennmt_tf.wallclock` has the rule).
+Speed runs: --speed_steps updates of the recipe without its cool-down, without dev evaluation or
+checkpoints until the end, a progress line every --log_every updates; target tokens/s over the
+intervals after --speed_warmup updates (`training_logs.throughput`). The project's training switches
+to its XLA-compiled loss after update `OURS_COMPILE_LOSS_AFTER`; the part says which loss ours ran
+over its window (`ours_loss`). A speed round the journal holds must have been measured over the
+measurement's window (`check_window`). Start-up: a run logging every update (`startup_training`:
+ours' --log_every_steps=1, the peer's save_summary_steps: 1), stopped at its progress line of update
+1; the seconds from the command's start to that line (`training_logs.first_update`). Quality: the
+recipe's whole run per seed, each toolkit's own averaging of its last (the peer) or best (ours)
+checkpoints, then the whole validation split translated with beam search by each toolkit's own
+command and scored here in both conventions (`keras_transformer.metrics`); per seed once both its
+runs are done, test2016 translated once by each averaged model and scored likewise (`_test_run`);
+every checkpoint of a quality run is kept (`wallclock.keep_every_checkpoint`: the same averaging).
+Quality at equal wall-clock, per seed once both its runs are done: the faster toolkit's last
+checkpoint against the slower's newest at that time T, single checkpoints, both translated and
+scored likewise (`opennmt_tf.wallclock` has the rule).
 
 Each run and what is measured on it is one unit of the measurement's journal (`opennmt_tf.journal`,
 `unit`): a unit a session finished is not run again, its result and run folder are the journal's
@@ -274,13 +275,14 @@ def startup(space: Workspace, seed: int) -> dict:
     return result
 
 
-def translate_dev(space: Workspace, run: Run, checkpoint: Optional[str] = None, output: Optional[str] = None,
-                  name: Optional[str] = None) -> str:
-    """The validation split (`Workspace.data`'s "dev_translation") translated by the run's toolkit
-    with beam search: its averaged model, or the checkpoint prefix `checkpoint`; into `output`
-    (default RUN/validation.hyp; the peer's decoding settings beside it) by the process `name`
-    (default RUN-translate). Returns the translations' file."""
-    source = space.data["dev_translation"][0]
+def translate(space: Workspace, run: Run, split: str = "dev_translation", checkpoint: Optional[str] = None,
+              output: Optional[str] = None, name: Optional[str] = None) -> str:
+    """The source side of `split` (a key of `Workspace.data`: "dev_translation", the validation
+    split, or "test", test2016) translated by the run's toolkit with beam search: its averaged
+    model, or the checkpoint prefix `checkpoint`; into `output` (default RUN/validation.hyp; the
+    peer's decoding settings beside it) by the process `name` (default RUN-translate). Returns
+    the translations' file."""
+    source = space.data[split][0]
     output = output or os.path.join(run.folder, "validation.hyp")
     name = name or f"{run.name}-translate"
     if run.toolkit == "ours":
@@ -327,16 +329,16 @@ def quality_training(training, steps: int):
 
 def quality_units(seeds: list[int]) -> list[str]:
     """The journal's keys of the quality part's units, in the order they run: per seed each
-    toolkit's run, then the seed's comparison at equal wall-clock."""
+    toolkit's run, the seed's comparison at equal wall-clock, then its test2016 scores."""
     return [key for seed in seeds
             for key in (*(journal.quality_key(toolkit, seed) for toolkit in TOOLKITS),
-                        journal.quality_wallclock_key(seed))]
+                        journal.quality_wallclock_key(seed), journal.quality_test_key(seed))]
 
 
 def _quality_run(space: Workspace, key: str, toolkit: str, training) -> tuple[dict, Run]:
     """One quality run, its translation of the dev split and its scores: a row of the part."""
     run = train(space, toolkit, key, training, RECOMMENDED[toolkit], with_eval=True)
-    scores = score(translate_dev(space, run), space.data["dev_translation"][1], space.recipe.flags["target_lang"])
+    scores = score(translate(space, run), space.data["dev_translation"][1], space.recipe.flags["target_lang"])
     summary = _summary(run)
     row = {"seed": training.seed, "precision": run.precision, "updates": summary.get("step"),
            "train_minutes": run.finished.seconds / 60, "peak_rss_bytes": run.finished.peak_rss_bytes,
@@ -378,7 +380,7 @@ def _wallclock_run(space: Workspace, key: str, seed: int, runs: dict, training) 
     for toolkit in TOOLKITS:
         chosen = timing[toolkit]
         output = os.path.join(folder, f"{toolkit}-ckpt-{chosen['update']}.hyp")
-        translate_dev(space, runs[toolkit], prefixes[toolkit], output, f"{key}-{toolkit}-translate")
+        translate(space, runs[toolkit], "dev_translation", prefixes[toolkit], output, f"{key}-{toolkit}-translate")
         scores = score(output, space.data["dev_translation"][1], space.recipe.flags["target_lang"])
         result[toolkit] = {**chosen, "checkpoint": os.path.relpath(prefixes[toolkit], space.work), **scores}
     slower = timing["slower"]
@@ -388,24 +390,46 @@ def _wallclock_run(space: Workspace, key: str, seed: int, runs: dict, training) 
     return result, None
 
 
+def _test_run(space: Workspace, key: str, seed: int, runs: dict, rows: dict) -> tuple[dict, None]:
+    """The seed's test2016 scores at equal updates: each toolkit's averaged model of its quality
+    run (the model its dev row scored; `rows`: toolkit -> that row) translates the whole test
+    split once, with the same beam search, into runs/KEY/TOOLKIT.hyp; scored in both conventions."""
+    folder = space.fresh_folder("runs", key)
+    result: dict[str, Any] = {"seed": seed, "sentences": len(_lines(space.data["test"][0]))}
+    for toolkit in TOOLKITS:
+        output = translate(space, runs[toolkit], "test", output=os.path.join(folder, f"{toolkit}.hyp"),
+                           name=f"{key}-{toolkit}-translate")
+        result[toolkit] = {"updates": rows[toolkit]["updates"],
+                           **score(output, space.data["test"][1], space.recipe.flags["target_lang"])}
+    space.log(f"[{key}] test2016 BLEU ours {result['ours']['bleu']:.2f} ({result['ours']['bleu_lc_moses']:.2f}), "
+              f"OpenNMT-tf {result['peer']['bleu']:.2f} ({result['peer']['bleu_lc_moses']:.2f}): cased "
+              "(lowercased Moses-tokenized)")
+    return result, None
+
+
 def quality(space: Workspace, seeds: list[int], training) -> dict:
     """The run of `training` (the recipe's, or `quality_training`'s; every checkpoint kept:
     `wallclock.keep_every_checkpoint`) per seed and toolkit (alternating), each one's dev BLEU,
-    then the seed's comparison at equal wall-clock ("wallclock"); "models": the first seed's runs
-    (the journal's where an earlier session made them)."""
+    then the seed's comparison at equal wall-clock ("wallclock") and its test2016 scores ("test":
+    the averaged models, translated once); "models": the first seed's runs (the journal's where an
+    earlier session made them)."""
     kept = wallclock.keep_every_checkpoint(training)
     result: dict[str, Any] = {"seeds": seeds, "train_steps": training.train_steps, "ours": [], "peer": [],
-                              "wallclock": [], "models": {}}
+                              "wallclock": [], "test": [], "models": {}}
     for seed in seeds:
         seeded = dataclasses.replace(kept, seed=seed)
-        runs = {}
+        runs, rows = {}, {}
         for toolkit in TOOLKITS:
             key = journal.quality_key(toolkit, seed)
-            row, runs[toolkit] = unit(space, key, functools.partial(_quality_run, space, key, toolkit, seeded))
-            result[toolkit].append(row)
+            rows[toolkit], runs[toolkit] = unit(space, key, functools.partial(_quality_run, space, key, toolkit,
+                                                                              seeded))
+            result[toolkit].append(rows[toolkit])
             if seed == seeds[0]:
                 result["models"][toolkit] = runs[toolkit]
         key = journal.quality_wallclock_key(seed)
         measured, _ = unit(space, key, functools.partial(_wallclock_run, space, key, seed, runs, seeded))
         result["wallclock"].append(measured)
+        key = journal.quality_test_key(seed)
+        tested, _ = unit(space, key, functools.partial(_test_run, space, key, seed, runs, rows))
+        result["test"].append(tested)
     return result

@@ -255,9 +255,10 @@ def quality_console(space, toolkit: str, name: str, command) -> list:
 
 def unit_of(process: str) -> str:
     """The unit (and run folder) a faked process belongs to: quality-peer-seed2-translate ->
-    quality-peer-seed2, quality-wallclock-seed1-ours-translate -> quality-wallclock-seed1."""
-    return re.sub(r"(-(ours|peer))?-translate$", "", process) if "wallclock" in process else \
-        process.removesuffix("-translate")
+    quality-peer-seed2, quality-wallclock-seed1-ours-translate -> quality-wallclock-seed1,
+    quality-test-seed1-peer-translate -> quality-test-seed1."""
+    return re.sub(r"(-(ours|peer))?-translate$", "", process) if "wallclock" in process or "-test-" in process \
+        else process.removesuffix("-translate")
 
 
 def faked_run(space, calls: list, cut_at=None):
@@ -307,7 +308,7 @@ def faked_space(tmp_path, book, calls, cut_at=None) -> workspace.Workspace:
     tokenizer = types.SimpleNamespace(path=str(files / "tokenizer" / "tokenizer.model"), pieces=lambda: pieces,
                                       tokenize=lambda lines: [line.split() for line in lines])
     data = {split: (str(files / "dev.en"), str(files / "dev.de")) for split in ("train", "validation",
-                                                                                 "dev_translation")}
+                                                                                 "dev_translation", "test")}
     commands = Commands(str(tmp_path), sys.executable, str(tmp_path / "venv"), the_recipe, str(files),
                         str(tmp_path / "tfds"))
     space = workspace.Workspace(book.work, commands, the_recipe, data, tokenizer, peer_config.PeerOptions(),
@@ -339,8 +340,8 @@ PLANNED = train_runs.speed_units(2) + train_runs.quality_units([1, 2])
 
 
 def trained(units):
-    """The units of `units` that train (a comparison at equal wall-clock only translates)."""
-    return [k for k in units if not k.startswith("quality-wallclock-")]
+    """The units of `units` that train (a comparison at equal wall-clock and the test scores only translate)."""
+    return [k for k in units if not k.startswith(("quality-wallclock-", "quality-test-"))]
 
 
 def test_one_go_runs_every_planned_unit(tmp_path):
@@ -362,15 +363,26 @@ def test_one_go_runs_every_planned_unit(tmp_path):
     assert [c for c in calls if c.startswith("quality-")] == [
         "quality-ours-seed1", "quality-ours-seed1-translate", "quality-peer-seed1", "quality-peer-seed1-translate",
         "quality-wallclock-seed1-ours-translate", "quality-wallclock-seed1-peer-translate",
+        "quality-test-seed1-ours-translate", "quality-test-seed1-peer-translate",
         "quality-ours-seed2", "quality-ours-seed2-translate", "quality-peer-seed2", "quality-peer-seed2-translate",
-        "quality-wallclock-seed2-ours-translate", "quality-wallclock-seed2-peer-translate"]
+        "quality-wallclock-seed2-ours-translate", "quality-wallclock-seed2-peer-translate",
+        "quality-test-seed2-ours-translate", "quality-test-seed2-peer-translate"]
+    # test2016 once per seed by each averaged model, after as many updates as its dev row
+    assert [t["seed"] for t in results["quality"]["test"]] == [1, 2]
+    for tested, ours_row in zip(results["quality"]["test"], results["quality"]["ours"]):
+        assert tested["ours"]["updates"] == ours_row["updates"] and tested["sentences"] == len(DEV)
+        assert {"bleu", "bleu_lc_moses"} <= set(tested["peer"])
+    peer_test = pathlib.Path(space.work) / "runs" / "quality-test-seed1"
+    assert sorted(p.name for p in peer_test.iterdir()) == ["decode.yml", "ours.hyp", "peer.hyp"]
 
 
 @pytest.mark.parametrize("cut_at, rerun", [
     ("speed-peer-float32-2", ["speed-peer-float32-2", "speed-ours-auto-2", *train_runs.quality_units([1, 2])]),
-    ("quality-ours-seed2", ["quality-ours-seed2", "quality-peer-seed2", "quality-wallclock-seed2"]),  # seed 1 done
-    ("quality-peer-seed2-translate", ["quality-peer-seed2", "quality-wallclock-seed2"]),  # cut while translating
-    ("quality-wallclock-seed1-peer-translate", ["quality-wallclock-seed1", *train_runs.quality_units([2])]),
+    ("quality-ours-seed2", train_runs.quality_units([2])),  # seed 1 done
+    ("quality-peer-seed2-translate", train_runs.quality_units([2])[1:]),  # cut while translating
+    ("quality-test-seed1-peer-translate", ["quality-test-seed1", *train_runs.quality_units([2])]),
+    ("quality-wallclock-seed1-peer-translate", ["quality-wallclock-seed1", "quality-test-seed1",
+                                                *train_runs.quality_units([2])]),
 ])
 def test_a_resumed_measurement_runs_only_what_is_missing(tmp_path, cut_at, rerun):
     one_go = measure(faked_space(tmp_path / "a", started(tmp_path / "a" / "work"), []))
@@ -383,8 +395,8 @@ def test_a_resumed_measurement_runs_only_what_is_missing(tmp_path, cut_at, rerun
     space = resumed_session(tmp_path / "b", tmp_path / "b" / "work", second)
     results = measure(space)
     assert [c for c in second if not c.endswith("-translate")] == trained(rerun)
-    assert [c for c in second if c.startswith("quality-wallclock-")] == [
-        f"{key}-{toolkit}-translate" for key in rerun if key.startswith("quality-wallclock-")
+    assert [c for c in second if c.startswith(("quality-wallclock-", "quality-test-"))] == [
+        f"{key}-{toolkit}-translate" for key in rerun if key.startswith(("quality-wallclock-", "quality-test-"))
         for toolkit in ("ours", "peer")]
     assert not (folder / "partial-checkpoint").exists()  # the unit cut short ran again in a fresh folder
     assert results == one_go

@@ -182,9 +182,10 @@ def test_quality_runs_keep_every_checkpoint_and_average_the_same(tmp_path):
 
 def test_the_unit_comes_after_both_runs_of_its_seed():
     assert train_runs.quality_units([1, 2]) == [
-        "quality-ours-seed1", "quality-peer-seed1", "quality-wallclock-seed1",
-        "quality-ours-seed2", "quality-peer-seed2", "quality-wallclock-seed2"]
+        "quality-ours-seed1", "quality-peer-seed1", "quality-wallclock-seed1", "quality-test-seed1",
+        "quality-ours-seed2", "quality-peer-seed2", "quality-wallclock-seed2", "quality-test-seed2"]
     assert journal.quality_wallclock_key(3) == "quality-wallclock-seed3"
+    assert journal.quality_test_key(3) == "quality-test-seed3"
     source = (BENCH / "opennmt_tf_side_by_side.py").read_text(encoding="utf-8")
     assert "units += train_runs.quality_units(list(measurement.seeds))" in source  # the harness's plan
 
@@ -209,8 +210,8 @@ def test_a_journal_from_before_resumes_and_runs_the_new_units(tmp_path, monkeypa
     old_harness_quality(space, [2])
     monkeypatch.undo()
     before = journal.Journal.read(str(tmp_path / "work"))
-    assert before.progress(train_runs.quality_units([1, 2]))[1] == ["quality-wallclock-seed1",
-                                                                       "quality-wallclock-seed2"]
+    assert before.progress(train_runs.quality_units([1, 2]))[1] == ["quality-wallclock-seed1", "quality-test-seed1",
+                                                                       "quality-wallclock-seed2", "quality-test-seed2"]
     peer_two = tmp_path / "work" / "runs" / "quality-peer-seed2" / "run"
     assert sorted(p.name for p in peer_two.glob("*.index")) == [f"ckpt-{s}.index" for s in (5000, 5500, 6000, 6500,
                                                                                             7000)]
@@ -220,7 +221,9 @@ def test_a_journal_from_before_resumes_and_runs_the_new_units(tmp_path, monkeypa
     assert space.journal.resume({"seeds": (1, 2), "parts": ("quality",)}, fakes.HOST) == measurement
     space.journal.check_unchanged({"batch_tokens": "4000"}, peer_venv.PINS)  # no refusal
     result = train_runs.quality(space, [1, 2], space.recipe.training)
-    assert calls == ["quality-wallclock-seed1-ours-translate", "quality-wallclock-seed1-peer-translate"]
+    assert calls == ["quality-wallclock-seed1-ours-translate", "quality-wallclock-seed1-peer-translate",
+                     "quality-test-seed1-ours-translate", "quality-test-seed1-peer-translate",
+                     "quality-test-seed2-ours-translate", "quality-test-seed2-peer-translate"]
     one, two = result["wallclock"]
     assert one["measured"] and (one["faster"], one["slower"]) == ("ours", "peer")
     assert (one["ours"]["update"], one["peer"]["update"]) == (7000, 5500)  # seed 1's peer at T: update 5500, kept
@@ -235,12 +238,13 @@ def test_a_journal_from_before_resumes_and_runs_the_new_units(tmp_path, monkeypa
     assert "is no longer on disk" in two["reason"]
     book = journal.Journal.read(str(tmp_path / "work"))
     assert book.progress(train_runs.quality_units([1, 2]))[1] == []
-    assert [book.entry(k)["session"] for k in train_runs.quality_units([1, 2])] == [1, 1, 2, 1, 1, 2]
+    assert [book.entry(k)["session"] for k in train_runs.quality_units([1, 2])] == [1, 1, 2, 2, 1, 1, 2, 2]
     assert book.entry("quality-wallclock-seed2")["result"] == two
 
     calls.clear()  # a third session takes both from the journal
     space = fakes.resumed_session(tmp_path, tmp_path / "work", calls)
-    assert train_runs.quality(space, [1, 2], space.recipe.training)["wallclock"] == [one, two] and calls == []
+    again = train_runs.quality(space, [1, 2], space.recipe.training)
+    assert again["wallclock"] == [one, two] and again["test"] == result["test"] and calls == []
 
 
 def test_report_rows():
@@ -275,5 +279,15 @@ def test_report_rows():
     table = report.markdown(list(rows.values()))
     assert ("| dev BLEU at equal wall-clock, cased sacreBLEU, seed 2 | BLEU | - | - | - | higher | not measured:"
             in table)
+    assert not any(m.startswith("test2016") for m in rows)  # a record without test scores: no such rows
+    quality["test"] = [{"seed": s, "sentences": 1000,
+                        "ours": {"updates": 7000, "bleu": 39.5 + s, "bleu_lc_moses": 40.0},
+                        "peer": {"updates": 7000, "bleu": 37.0, "bleu_lc_moses": 37.5 + s}} for s in (1, 2)]
+    rows = {row.measure: row for row in report.rows({"quality": quality})}
+    one = rows["test2016 BLEU, cased sacreBLEU, seed 1"]
+    assert (one.ours, one.peer, one.unit, one.better) == (40.5, 37.0, "BLEU", "higher")
+    assert one.note == "after 7000 / 7000 updates; the averaged models, 1,000 sentences translated once, beam search"
+    mean = rows["test2016 BLEU, lowercased Moses-tok., mean of 2 seeds"]
+    assert (mean.ours, mean.peer) == (40.0, 39.0)
     del quality["wallclock"]  # a record of the harness before the comparison: no such rows
     assert not any("wall-clock" in row.measure for row in report.rows({"quality": quality}))
