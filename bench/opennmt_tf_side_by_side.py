@@ -70,8 +70,8 @@ harness made.
 Resuming: the whole measurement takes longer than a working session, and a process does not
 outlive its session. Each finished unit of work (the peer's venv; the data and the tokenizer; each
 speed, start-up and quality run with what is measured on it; each seed's comparison at equal
-wall-clock and its test2016 scores; each short model; serving) is written to WORK/journal.json as soon as it ends
-(`opennmt_tf.journal`), with the flags that define the measurement and the host. --resume=WORK
+wall-clock and its test2016 scores; each short model; serving) is written to WORK/journal.json as
+soon as it ends (`opennmt_tf.journal`), with the flags that define the measurement and the host. --resume=WORK
 continues a work folder kept by --keep: it reuses its data, tokenizer, tfds copy and peer venv,
 takes each finished unit's result (and for quality its run folders, the models it serves) from
 the journal, and runs the rest; a unit cut short is run again from scratch. Its flags are the

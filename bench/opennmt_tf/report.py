@@ -137,34 +137,33 @@ def _wallclock_rows(wallclock: list) -> list[Row]:
     return table
 
 
-def _test_rows(tested: list) -> list[Row]:
-    """test2016 BLEU at equal updates per seed in both conventions, and their mean over two or more seeds."""
+def _seed_rows(measure: str, pairs: list) -> list[Row]:
+    """BLEU rows in both conventions: one per seed (`pairs`: (seed, ours' scores, the peer's,
+    note)), then their mean over two or more seeds."""
     table = []
     for key, convention in CONVENTIONS:
-        name = f"test2016 BLEU, {convention}"
-        for t in tested:
-            table.append(Row(f"{name}, seed {t['seed']}", "BLEU", t["ours"][key], t["peer"][key],
-                             note=f"after {t['ours']['updates']} / {t['peer']['updates']} updates; the averaged "
-                                  f"models, {t['sentences']:,} sentences translated once, beam search"))
-        if len(tested) > 1:
-            table.append(Row(f"{name}, mean of {len(tested)} seeds", "BLEU",
-                             statistics.mean(t["ours"][key] for t in tested),
-                             statistics.mean(t["peer"][key] for t in tested)))
+        name = f"{measure}, {convention}"
+        for seed, ours, peer, note in pairs:
+            table.append(Row(f"{name}, seed {seed}", "BLEU", ours[key], peer[key], note=note))
+        if len(pairs) > 1:
+            table.append(Row(f"{name}, mean of {len(pairs)} seeds", "BLEU",
+                             statistics.mean(ours[key] for _, ours, _, _ in pairs),
+                             statistics.mean(peer[key] for _, _, peer, _ in pairs)))
     return table
 
 
+def _test_rows(tested: list) -> list[Row]:
+    """test2016 BLEU at equal updates per seed in both conventions, and their mean over two or more seeds."""
+    return _seed_rows("test2016 BLEU", [
+        (t["seed"], t["ours"], t["peer"], f"after {t['ours']['updates']} / {t['peer']['updates']} updates; the "
+                                          f"averaged models, {t['sentences']:,} sentences translated once, beam search")
+        for t in tested])
+
+
 def _quality_rows(quality: dict) -> list[Row]:
-    table = []
-    for key, convention in CONVENTIONS:
-        name = f"dev BLEU, {convention}"
-        for ours, peer in zip(quality["ours"], quality["peer"]):
-            table.append(Row(f"{name}, seed {ours['seed']}", "BLEU", ours[key], peer[key],
-                             note=f"after {ours['updates']} / {peer['updates']} updates; beam search, averaged "
-                                  "checkpoints"))
-        if len(quality["ours"]) > 1:
-            table.append(Row(f"{name}, mean of {len(quality['ours'])} seeds", "BLEU",
-                             statistics.mean(r[key] for r in quality["ours"]),
-                             statistics.mean(r[key] for r in quality["peer"])))
+    table = _seed_rows("dev BLEU", [
+        (ours["seed"], ours, peer, f"after {ours['updates']} / {peer['updates']} updates; beam search, averaged "
+                                   "checkpoints") for ours, peer in zip(quality["ours"], quality["peer"])])
     table += _test_rows(quality.get("test", []))
     table += _wallclock_rows(quality.get("wallclock", []))
     table.append(Row("training run (recipe), wall time", "min",
