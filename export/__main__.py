@@ -6,7 +6,8 @@ its model file in assets/) and the beam search of section 6.1 (--beam_size=4 --a
 and input length + 300) run inside the graph, with core TensorFlow and tensorflow-text ops only.
 Its signatures: `serving_default`, `translate_with_attention`, `translate_n_best`, `score`,
 `translate_sampled` and `translate_with_prefix` (export/serving_module.py), with TF Serving
-warm-up requests in assets.extra/. It is written to EXPORT_DIR/<version>/ (default: the next free
+warm-up requests in assets.extra/; --signatures=serving_default exports that one alone, which
+loads and serves in less memory. It is written to EXPORT_DIR/<version>/ (default: the next free
 integer), which appears in one rename once complete and checked, so TF Serving never loads half
 an export.
 
@@ -22,6 +23,7 @@ Typical command lines:
         --beam_size=5 --alpha=1.4 --version=3
     python -m export --model_dir=runs/a --ensemble_model_dirs=runs/b,runs/c \\
         --export_dir=/tmp/serving/ensemble
+    python -m export --model_dir=runs/multi30k --export_dir=/tmp/serving/lean --signatures=serving_default
     python -m export --model_dir=runs/multi30k --export_dir=/tmp/ct2 --format=ctranslate2
 
 docs/guide/serving.md explains serving both and which to choose; docs/reference/errors.md lists
@@ -63,6 +65,9 @@ flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16", "auto"],
 flags.DEFINE_string("shortlist", None, "A vocabulary map (python -m keras_transformer.shortlist) the export's "
                     "searches are restricted by: held in the SavedModel; a CTranslate2 export keeps it as vmap.txt "
                     "and translates with it.")
+flags.DEFINE_list("signatures", None, "--format=saved_model: the signatures to export, of "
+                  f"{', '.join(versions.SIGNATURES)} (default: all; {versions.DEFAULT_SIGNATURE} is required). "
+                  "Fewer signatures load and serve in less memory.")
 flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 
@@ -78,6 +83,9 @@ def main(argv):
         raise ValueError("--quantization applies to --format=ctranslate2 only")
     if FLAGS.format == "ctranslate2" and FLAGS["precision"].present:
         raise ValueError("--precision applies to --format=saved_model only (CTranslate2: --quantization)")
+    if FLAGS.format == "ctranslate2" and FLAGS.signatures is not None:
+        raise ValueError("--signatures applies to --format=saved_model only")
+    versions.chosen_signatures(FLAGS.signatures)  # a bad name: one line before TensorFlow starts
     TrainingDirectory(FLAGS.model_dir).check_exists()
     command_files.check_input_file(FLAGS.shortlist, "shortlist", stdin=False)
     versions.check_export_dir(FLAGS.export_dir, FLAGS.version, model_dir=FLAGS.model_dir)
@@ -106,10 +114,12 @@ def main(argv):
         return
     from keras_transformer.decoding import precision as precision_lib  # pylint: disable=g-import-not-at-top
 
+    signatures = versions.chosen_signatures(FLAGS.signatures, decoding.tree_constraint)
     precision = precision_lib.resolve(FLAGS.precision, log=print)
     path, checkpoint, translator = serving_module.export_model_dir(
         FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.check_ops,
-        precision=precision, ensemble_model_dirs=ensemble_model_dirs, shortlist_file=FLAGS.shortlist)
+        precision=precision, ensemble_model_dirs=ensemble_model_dirs, shortlist_file=FLAGS.shortlist,
+        signatures=signatures)
     print(f"exported {checkpoint} to {path} ({precision}" + (", auto" if FLAGS.precision == "auto" else "") + ")")
     print(f"signatures: {', '.join(sorted(translator.signatures()))}; "
           f"beam_size={decoding.beam_size} alpha={decoding.alpha} max_extra_length={decoding.max_extra_length}"

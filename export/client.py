@@ -166,7 +166,8 @@ def _sampled_fn(signature, sampling: SamplingConfig):
 
 def check_export_signature(export_dir: str, name: str) -> None:
     """A one-line `ValueError` unless the export (a version folder or its base folder) has the
-    signature `name` (older exports lack the newer ones). Reads export.json only."""
+    signature `name` (older exports lack the newer ones, an export by `--signatures` those it
+    left out). Reads export.json only."""
     from export import versions  # pylint: disable=g-import-not-at-top
 
     source = versions.saved_model_path(export_dir)
@@ -177,7 +178,8 @@ def _check_signature(settings: dict, source: str, name: str) -> None:
     """A one-line `ValueError` unless the export.json `settings` of the SavedModel folder `source`
     list the signature `name`."""
     if name not in settings.get("signatures", []):
-        raise ValueError(f"{source} has no {name} signature (an older export): export the model again")
+        raise ValueError(f"{source} has no {name} signature (exported without it by --signatures, or an older "
+                         "export): export the model again with it")
 
 
 def load_saved_model(source: str):

@@ -99,7 +99,8 @@ import numpy as np
 import tensorflow as tf
 
 from export import ensemble_members, ops, versions, warmup
-from export.versions import N_BEST_SIGNATURE, PREFIX_SIGNATURE, SAMPLED_SIGNATURE
+from export.versions import (ATTENTION_SIGNATURE, N_BEST_SIGNATURE, PREFIX_SIGNATURE, SAMPLED_SIGNATURE,
+                             SCORE_SIGNATURE)
 from keras_transformer.decoding import beam_search, ensemble, search, sequence_scores
 from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.decoding import shortlist as shortlist_lib
@@ -111,8 +112,6 @@ from pipelines import tokenizers as tokenizers_lib
 from training_directory import TrainingDirectory
 
 SIGNATURE_INPUT = "sentences"
-ATTENTION_SIGNATURE = "translate_with_attention"
-SCORE_SIGNATURE = "score"
 EOS_LABEL = "</s>"
 MAX_BEAM_SIZE = 16  # the widest beam a request may ask for (translate_n_best)
 MAX_ALPHA = 10.0  # the strongest length penalty a request may ask for
@@ -160,9 +159,17 @@ class Translator(tf.Module):
             "words", or "placeholders", whose outputs write each word as "XX" (the tree
             constraint writes one per input word; `python -m keras_transformer.parse` puts the
             input's words back, as `linearized_trees.to_tree` does for any client).
+        shortlist: a `keras_transformer.decoding.shortlist.Shortlist` the searches are
+            restricted by (held as constants in the graph).
+        signatures: the signatures the module holds (`export.versions.chosen_signatures`:
+            default every one; `serving_default` always). The others are None here, so the
+            saver does not trace them: a SavedModel of `serving_default` alone holds a quarter
+            of the functions and loads in less memory.
 
     Attributes:
-        serving_default, translate_with_attention: each a `tf.function`, see the module docstring.
+        serving_default, translate_with_attention, translate_n_best, score,
+            translate_sampled, translate_with_prefix: each a `tf.function` (see the module
+            docstring), or None when not among `signatures`.
     """
 
     def __init__(
@@ -175,6 +182,7 @@ class Translator(tf.Module):
         source_tags: str = "none",
         tree_targets: str = "words",
         shortlist: Optional[shortlist_lib.Shortlist] = None,
+        signatures: Optional[Sequence[str]] = None,
     ):
         super().__init__(name=name)
         self.__dict__["source_tags"] = source_tags
@@ -208,10 +216,11 @@ class Translator(tf.Module):
                                                                   source_tags=source_tags != "none",
                                                                   placeholders=tree_targets == "placeholders")
                                     if decoding_config.tree_constraint else None)
-        if self.grammar is not None:
-            # A tree-constrained search takes no prefix: no `translate_with_prefix` (the saver
-            # traces every tf.function the module holds, signature or not).
-            self.__dict__["translate_with_prefix"] = None
+        # The saver traces every tf.function the module holds, signature or not: one left out is
+        # None (a tree-constrained search takes no prefix: never `translate_with_prefix`).
+        chosen = versions.chosen_signatures(signatures, tree_constraint=self.grammar is not None)
+        for left_out in set(versions.SIGNATURES) - set(chosen):
+            self.__dict__[left_out] = None
         paths = {t.asset_path for t in (source_tokenizer, target_tokenizer) if t.asset_path}
         self.tokenizer_assets = [tf.saved_model.Asset(path) for path in sorted(paths)]
 
@@ -221,13 +230,15 @@ class Translator(tf.Module):
                              alpha=tf.zeros([0], tf.float32)):
             return self._n_best(sentences, n_best, beam_size, alpha)
 
-        self.translate_n_best = tf.function(translate_n_best, input_signature=_N_BEST_SPECS, autograph=False)
+        if N_BEST_SIGNATURE in chosen:
+            self.translate_n_best = tf.function(translate_n_best, input_signature=_N_BEST_SPECS, autograph=False)
 
         def translate_sampled(sentences, topk=tf.zeros([0], tf.int32), topp=tf.zeros([0], tf.float32),
                               temperature=tf.zeros([0], tf.float32), seed=tf.zeros([0], tf.int64)):
             return self._sampled(sentences, topk, topp, temperature, seed)
 
-        self.translate_sampled = tf.function(translate_sampled, input_signature=_SAMPLED_SPECS, autograph=False)
+        if SAMPLED_SIGNATURE in chosen:
+            self.translate_sampled = tf.function(translate_sampled, input_signature=_SAMPLED_SPECS, autograph=False)
 
     # Graph pieces ---------------------------------------------------------------
 
@@ -366,22 +377,15 @@ class Translator(tf.Module):
         return {"log_probs": log_probs, "tokens": tokens}
 
     def signatures(self) -> dict:
-        signatures = {
-            "serving_default": self.serving_default,
-            ATTENTION_SIGNATURE: self.translate_with_attention,
-            N_BEST_SIGNATURE: self.translate_n_best,
-            SCORE_SIGNATURE: self.score,
-            SAMPLED_SIGNATURE: self.translate_sampled,
-        }
-        if self.translate_with_prefix is not None:  # None under a tree constraint (__init__)
-            signatures[PREFIX_SIGNATURE] = self.translate_with_prefix
-        return signatures
+        """{name: tf.function} of the signatures the module holds (`__init__`'s `signatures`)."""
+        return {name: getattr(self, name) for name in versions.SIGNATURES if getattr(self, name) is not None}
 
     def warmup_batches(self) -> list:
         """What the export's warm-up file asks (`export.warmup`, replayed by TF Serving when it
         loads the version): `serving_default` with 1, 8 and 32 sentences of mixed lengths, and
         `translate_n_best`, `translate_sampled` (every option given: a warm-up record must feed
-        every input), `score` and `translate_with_prefix` (when the export has it) with 8."""
+        every input), `score` and `translate_with_prefix` with 8, each when the module holds it
+        (a record of a signature the SavedModel lacks would fail TF Serving's load)."""
         batches = warmup.translation_batches(SIGNATURE_INPUT)
         sentences = warmup.translation_batches(SIGNATURE_INPUT, sizes=(8,))[0][1][SIGNATURE_INPUT]
         c = self.decoding_config
@@ -390,12 +394,12 @@ class Translator(tf.Module):
         sampled = {"topk": np.array([0], np.int32), "topp": np.array([1.0], np.float32),
                    "temperature": np.array([1.0], np.float32), "seed": np.array([0], np.int64)}
         prefixes = [sentence.split(" ")[0] if i % 2 else "" for i, sentence in enumerate(sentences)]
-        batches += [(N_BEST_SIGNATURE, {SIGNATURE_INPUT: sentences, **options}),
-                    (SCORE_SIGNATURE, {"sources": sentences, "targets": sentences}),
-                    (SAMPLED_SIGNATURE, {SIGNATURE_INPUT: sentences, **sampled})]
-        if PREFIX_SIGNATURE in self.signatures():
-            batches.append((PREFIX_SIGNATURE, {SIGNATURE_INPUT: sentences, "target_prefixes": prefixes}))
-        return batches
+        held = self.signatures()
+        return batches + [(name, inputs) for name, inputs in (
+            (N_BEST_SIGNATURE, {SIGNATURE_INPUT: sentences, **options}),
+            (SCORE_SIGNATURE, {"sources": sentences, "targets": sentences}),
+            (SAMPLED_SIGNATURE, {SIGNATURE_INPUT: sentences, **sampled}),
+            (PREFIX_SIGNATURE, {SIGNATURE_INPUT: sentences, "target_prefixes": prefixes})) if name in held]
 
     def settings(self) -> dict:
         """What the export was made with (written to assets.extra/export.json); an ensemble's
@@ -423,6 +427,7 @@ def from_model_dir(
     precision: str = "float32",
     ensemble_model_dirs: Sequence[str] = (),
     shortlist_file: Optional[str] = None,
+    signatures: Optional[Sequence[str]] = None,
 ) -> tuple[Translator, str]:
     """The `Translator` of a training directory: its model (averaged or latest checkpoint, or
     `checkpoint`) in `precision` ("float32" or "bfloat16", `decoding.precision.decoding_model`)
@@ -430,7 +435,7 @@ def from_model_dir(
 
     `shortlist_file`: a vocabulary map (`keras_transformer.decoding.shortlist`, written by
     `python -m keras_transformer.shortlist`) read with the run's vocabularies: the searches
-    cover its candidates only.
+    cover its candidates only. `signatures`: those the `Translator` holds (default all).
 
     With `ensemble_model_dirs`, the model is an `ensemble.Ensemble` of `model_dir`'s and theirs
     (each its averaged, else best, else latest checkpoint), which read and write alike
@@ -464,7 +469,8 @@ def from_model_dir(
     data = run.settings.get("data", {})
     return Translator(model, run.source_tokenizer, run.target_tokenizer, decoding_config,
                       source_tags=data.get("source_tags", "none"),
-                      tree_targets=data.get("tree_targets", "words"), shortlist=shortlist), checkpoint
+                      tree_targets=data.get("tree_targets", "words"), shortlist=shortlist,
+                      signatures=signatures), checkpoint
 
 
 # Writing the TF Serving layout --------------------------------------------------
@@ -548,6 +554,7 @@ def export_model_dir(
     precision: str = "float32",
     ensemble_model_dirs: Sequence[str] = (),
     shortlist_file: Optional[str] = None,
+    signatures: Optional[Sequence[str]] = None,
 ) -> tuple[str, str, Translator]:
     """A training directory's model as `export_dir/<version>/` (what `python -m export` does).
 
@@ -565,6 +572,8 @@ def export_model_dir(
         shortlist_file: a vocabulary map the export's searches are restricted by
             (`from_model_dir`): the SavedModel holds it as constants and keeps the file in
             assets.extra; export.json names it.
+        signatures: the signatures the SavedModel holds (default all; `Translator`); the
+            warm-up file and export.json list those.
 
     Returns:
         `(version folder, checkpoint exported, translator)`.
@@ -576,7 +585,7 @@ def export_model_dir(
     """
     versions.check_export_dir(export_dir, version)
     translator, checkpoint = from_model_dir(model_dir, decoding_config, checkpoint, precision, ensemble_model_dirs,
-                                            shortlist_file=shortlist_file)
+                                            shortlist_file=shortlist_file, signatures=signatures)
     dataset = TrainingDirectory(model_dir).settings().get("data", {}).get("dataset", "")
     extra = {"checkpoint": checkpoint, "task": sources.task_of(dataset)}  # parse refuses a translation export
     tagger = os.path.join(model_dir, pos_tags.TAGGER_FILE)

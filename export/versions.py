@@ -30,18 +30,25 @@ import re
 import secrets
 import shutil
 import socket
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, Sequence, Union
 
 from keras_transformer.files import command_files, json_files
 
 SAVED_MODEL_FILE = "saved_model.pb"
 ASSETS_EXTRA = "assets.extra"  # a version's folder for files beside the SavedModel (TF Serving reads its warm-up here)
 SETTINGS_FILE = "export.json"  # an export's model and decoding settings (SavedModel: in assets.extra/)
-# Signatures a command asks an export for by name before TensorFlow starts (export.json lists an
-# export's signatures; older exports lack these): `export.serving_module` defines them under these names.
+# Signatures by name, for commands that ask an export for one before TensorFlow starts (export.json
+# lists an export's signatures): `export.serving_module` defines them under these names.
 N_BEST_SIGNATURE = "translate_n_best"
 SAMPLED_SIGNATURE = "translate_sampled"
 PREFIX_SIGNATURE = "translate_with_prefix"
+ATTENTION_SIGNATURE = "translate_with_attention"
+SCORE_SIGNATURE = "score"
+DEFAULT_SIGNATURE = "serving_default"  # tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+# Every signature an export can hold, in the order `python -m export --help` lists them; an
+# export holds them all unless `--signatures` names fewer (serving_default always).
+SIGNATURES = (DEFAULT_SIGNATURE, ATTENTION_SIGNATURE, N_BEST_SIGNATURE, SCORE_SIGNATURE, SAMPLED_SIGNATURE,
+              PREFIX_SIGNATURE)
 _VERSION = re.compile(r"^[0-9]+$")
 _TEMPORARY = re.compile(r"^\.tmp-(?P<version>[0-9]+)-(?P<host>.+)-(?P<pid>[0-9]+)-[0-9a-f]{8}$")
 
@@ -217,3 +224,23 @@ def remove_stale_temporaries(export_dir: str, log: Callable[[str], None] = print
             log(f"removed {path}: the unfinished export of version {match['version']} by process {pid}, "
                 "which no longer runs")
     return removed
+
+
+def chosen_signatures(names: Optional[Sequence[str]], tree_constraint: bool = False) -> tuple[str, ...]:
+    """The signatures an export holds: every one of `SIGNATURES` when `names` is None (but
+    `translate_with_prefix` under a tree constraint, which takes no prefix), else `names` in
+    `SIGNATURES`' order. A one-line ValueError for an unknown or repeated name, a choice
+    without `serving_default` (TF Serving's default and the warm-up's), or
+    `translate_with_prefix` with a tree constraint."""
+    if names is None:
+        return tuple(name for name in SIGNATURES if not (tree_constraint and name == PREFIX_SIGNATURE))
+    unknown = [name for name in names if name not in SIGNATURES]
+    if unknown:
+        raise ValueError(f"--signatures: unknown {', '.join(unknown)}; choose from {', '.join(SIGNATURES)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"--signatures: a signature named twice: {','.join(names)}")
+    if DEFAULT_SIGNATURE not in names:
+        raise ValueError(f"--signatures: {DEFAULT_SIGNATURE} is required (TF Serving's default signature)")
+    if tree_constraint and PREFIX_SIGNATURE in names:
+        raise ValueError(f"--signatures: a tree-constrained search takes no prefix: no {PREFIX_SIGNATURE}")
+    return tuple(name for name in SIGNATURES if name in names)

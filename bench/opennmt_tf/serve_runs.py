@@ -6,8 +6,9 @@ fresh process of its own on the same batches.
 From one trained model per toolkit (`models`: the first quality seed's, else the float32 speed
 runs', else a short run made here):
 
-* exports, each a timed command in a process of its own: ours `python -m export` (a SavedModel,
-  tokenizer and beam search in its graph) and `python -m export --format=ctranslate2`; the
+* exports, each a timed command in a process of its own: ours `python -m export
+  --signatures=serving_default` (a SavedModel, tokenizer and beam search in its graph; its
+  `serving_default` alone, as OpenNMT-tf's export holds one signature) and `python -m export --format=ctranslate2`; the
   peer's `onmt-main export` (`--format saved_model`, the in-graph SentencePiece tokenizer: strings
   in and out) and `onmt-main export --format ctranslate2` (CTranslate2's OpenNMT-tf converter in
   the peer's venv). Both SavedModels decode with the same beam size and alpha; the project's

@@ -106,9 +106,12 @@ class Commands:
                 *([f"--checkpoint={checkpoint}"] if checkpoint else [])]
 
     def ours_export(self, run_dir: str, export_dir: str, decoding: DecodingConfig, format_: str) -> list[str]:
-        """`python -m export`: a SavedModel (`format_` "saved_model") or a CTranslate2 folder."""
+        """`python -m export`: a SavedModel (`format_` "saved_model") of `serving_default` alone, as
+        OpenNMT-tf's export holds its one signature (strings in, strings out), or a CTranslate2
+        folder."""
+        lean = ["--signatures=serving_default"] if format_ == "saved_model" else []
         return [self.python, "-m", "export", f"--model_dir={run_dir}", f"--export_dir={export_dir}",
-                *decoding_flags(decoding), f"--format={format_}"]
+                *decoding_flags(decoding), f"--format={format_}", *lean]
 
     # The peer -----------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from export import ops, serving_module, versions
+from export import ops, serving_module, versions, warmup
 from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.decoding import search, sequence_scores
 from keras_transformer.run_dir import layout
@@ -263,6 +263,40 @@ def test_attention_signature(exported, model_dir):
         np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
 
 
+def saved_functions(path) -> int:
+    """How many functions the SavedModel in the folder `path` holds (its graph's library)."""
+    from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=import-outside-toplevel
+
+    saved_model = saved_model_pb2.SavedModel.FromString((pathlib.Path(path) / versions.SAVED_MODEL_FILE).read_bytes())
+    return len(saved_model.meta_graphs[0].graph_def.library.function)
+
+
+def test_an_export_of_serving_default_alone_holds_it_alone_and_translates_as_the_whole_export(
+        exports, model_dir, tmp_path):
+    """`signatures=["serving_default"]` (`python -m export --signatures=serving_default`):
+    export.json, the warm-up file and TF Serving's loader see that signature alone, the
+    SavedModel holds under half the whole export's functions, and a fresh process translates
+    and scores as the whole export does."""
+    whole, whole_loaded = exports("float32")
+    translator, _ = serving_module.from_model_dir(str(model_dir[0]), DECODING, signatures=["serving_default"])
+    assert list(translator.signatures()) == ["serving_default"]
+    assert translator.translate_n_best is None and translator.score is None
+    lean = serving_module.export_saved_model(translator, str(tmp_path / "lean"))
+    assert versions.read_settings(lean)["signatures"] == ["serving_default"]
+    assert {name for name, _ in warmup.read(lean)} == {"serving_default"}
+    assert 2 * saved_functions(lean) < saved_functions(whole)
+
+    sentences = [source for source, _ in model_dir[1][:6]]
+    result = run_command("-c", FRESH_PROCESS, lean, json.dumps(sentences), env={"PYTHONPATH": None}, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads(result.stdout.strip().splitlines()[-1])
+    assert results["signatures"] == ["serving_default"]
+    expected = whole_loaded.signatures["serving_default"](sentences=tf.constant(sentences))
+    for loader in ("load", "session"):
+        assert results[loader]["translations"] == [t.decode() for t in expected["translations"].numpy()], loader
+        np.testing.assert_allclose(results[loader]["scores"], expected["scores"].numpy(), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.slow
 def test_failed_export_leaves_no_version_and_versions_count_up(model_dir, tmp_path):
     translator, _ = serving_module.from_model_dir(str(model_dir[0]), DECODING)
@@ -296,6 +330,12 @@ def test_cli_errors_are_one_line(tmp_path):
                          "--format=ctranslate2", "--precision=bfloat16", timeout=120)
     assert_one_error_line(result, "--precision applies to --format=saved_model only")
     assert not (tmp_path / "out").exists()
+    for flag, message in (("--signatures=translate_n_best", "--signatures: serving_default is required"),
+                          ("--signatures=serving_default,attention", "--signatures: unknown attention; choose from")):
+        result = run_command("-m", "export", f"--model_dir={tmp_path}", f"--export_dir={tmp_path / 'out'}", flag,
+                             timeout=120)
+        assert_one_error_line(result, message)
+        assert not (tmp_path / "out").exists()
 
 
 # Precision -----------------------------------------------------------------------------------

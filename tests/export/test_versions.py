@@ -22,3 +22,22 @@ def test_saved_model_path_is_the_folder_itself_or_its_highest_complete_version(t
     assert versions.saved_model_path(str(tmp_path / "1")) == str(tmp_path / "1")
     with pytest.raises(FileNotFoundError, match="no saved_model.pb in it or in a version folder"):
         versions.saved_model_path(str(tmp_path / "10"))
+
+
+def test_chosen_signatures_default_to_all_but_a_tree_constraint_drops_the_prefix():
+    assert versions.chosen_signatures(None) == versions.SIGNATURES
+    assert versions.chosen_signatures(None, tree_constraint=True) == tuple(
+        name for name in versions.SIGNATURES if name != versions.PREFIX_SIGNATURE)
+    # A choice comes back in SIGNATURES' order, whatever order it was given in.
+    assert versions.chosen_signatures(["score", "serving_default"]) == ("serving_default", "score")
+
+
+@pytest.mark.parametrize("names, tree_constraint, message", [
+    (["serving_default", "translate"], False, "--signatures: unknown translate; choose from serving_default, "),
+    (["score"], False, "--signatures: serving_default is required"),
+    (["serving_default", "score", "score"], False, "a signature named twice: serving_default,score,score"),
+    (["serving_default", "translate_with_prefix"], True, "a tree-constrained search takes no prefix"),
+])
+def test_chosen_signatures_refuse_what_an_export_cannot_hold(names, tree_constraint, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        versions.chosen_signatures(names, tree_constraint)

@@ -149,7 +149,8 @@ def test_an_export_older_than_the_signature_asked_for_is_refused_before_tensorfl
     result = run_command("-m", "keras_transformer.translate", f"--export_dir={tmp_path}/older",
                          f"--input={root}/short.txt", *(flag.format(root=root) for flag in flags),
                          f"--output={tmp_path}/hyp.txt")
-    assert_one_error_line(result, f"{version} has no {signature} signature (an older export)")
+    assert_one_error_line(result, f"{version} has no {signature} signature (exported without it by --signatures, "
+                                  "or an older export)")
     assert not (tmp_path / "hyp.txt").exists()
 
 
