@@ -51,8 +51,10 @@ each toolkit's own commands in processes of their own, the toolkits alternating
    CTranslate2 conversions timed by the same CTranslate2; the export times.
 Peak RSS of every training, export and serving process (`os.wait4`). --shape=base runs the paper's
 base model (6+6 layers, d_model 512, 8 heads, d_ff 2048, a shared 32k vocabulary as far as the data
-gives one) for speed: a few hundred updates, and that short-trained model for decoding speed; it
-refuses --parts=quality with one `error:` line before any work.
+gives one) for speed: a few hundred updates, and that short-trained model for decoding speed (a
+model that short may not translate yet: the table's serving rows say when the toolkits' outputs
+differ in length, so that their sentences/s time different searches); it refuses --parts=quality
+with one `error:` line before any work.
 
 It prints the versions of both toolkits (the project's Python and packages, the peer venv's
 as its check found them) and a Markdown table (ours, OpenNMT-tf, ours / OpenNMT-tf;

@@ -163,7 +163,7 @@ class Translator(tf.Module):
             restricted by (held as constants in the graph).
         signatures: the signatures the module holds (`export.versions.chosen_signatures`:
             default every one; `serving_default` always). The others are None here, so the
-            saver does not trace them: a SavedModel of `serving_default` alone holds a quarter
+            saver does not trace them: a SavedModel of `serving_default` alone holds a sixth
             of the functions and loads in less memory.
 
     Attributes:

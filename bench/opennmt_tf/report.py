@@ -10,7 +10,9 @@ per seed in both conventions and their mean (at equal updates: each toolkit's av
 equal wall-clock: single checkpoints, a note naming T and the slower toolkit's update at T, or
 why a seed was not measured), test2016 BLEU at equal updates likewise (the averaged models,
 translated once), export times, serving sentences/s and output
-tokens/s of both SavedModels and both CTranslate2 conversions, serving peak RSS, parameters.
+tokens/s of both SavedModels and both CTranslate2 conversions (the sentences/s note says when the
+two models' outputs differ in length by more than `UNEQUAL_OUTPUTS`: different searches), serving
+peak RSS, parameters.
 Each row says which way is better; the ratio is always ours / peer, so above 1 is ours ahead
 where higher is better and ours behind where lower is better.
 """
@@ -22,6 +24,9 @@ import statistics
 from typing import Optional
 
 MB = 2**20
+# Outputs longer than this many times the other toolkit's (tokens a sentence) make the serving
+# rows' sentences/s a comparison of different searches, which their note says.
+UNEQUAL_OUTPUTS = 1.5
 FORMATS = {"tokens/s": "{:,.0f}", "sentences/s": "{:,.1f}", "s": "{:,.1f}", "MB": "{:,.0f}", "BLEU": "{:.2f}",
            "parameters": "{:,.0f}", "tokens": "{:,.0f}", "min": "{:,.1f}"}
 
@@ -180,6 +185,10 @@ def _serving_rows(serving: dict) -> list[Row]:
         ours, peer = engines[f"ours_{kind}"], engines[f"peer_{kind}"]
         note = (f"{serving['sentences']:,} test sentences, batches of {serving['batch_size']}, beam "
                 f"{serving['decoding']['beam_size']}, best of {serving['repeats']} round(s)")
+        lengths = ours["output_tokens_per_sentence"], peer["output_tokens_per_sentence"]
+        if max(lengths) > UNEQUAL_OUTPUTS * min(lengths):
+            note += (f"; NOT THE SAME WORK: the models' outputs have {lengths[0]:.1f} and {lengths[1]:.1f} tokens a "
+                     "sentence (short-trained models?), so sentences/s compares different searches")
         table += [
             Row(f"serving, {label}", "sentences/s", ours["sentences_per_second"], peer["sentences_per_second"],
                 note=note + ("; strings in and out" if kind == "saved_model" else "; pieces in and out, "

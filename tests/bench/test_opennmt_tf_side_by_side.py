@@ -290,6 +290,27 @@ def test_markdown_table():
     assert report.Row("x", "s", 1.0, 0.0).ratio is None
 
 
+def test_serving_rows_say_when_the_outputs_are_not_the_same_work():
+    """Short-trained models may stop after a token or run to the length limit: sentences/s then
+    compares different searches, and the row's note says so; outputs of like length get no such note."""
+    def engine(sentences_per_second, tokens_per_sentence):
+        return {"sentences_per_second": sentences_per_second, "output_tokens_per_sentence": tokens_per_sentence,
+                "target_tokens_per_second": sentences_per_second * tokens_per_sentence, "export_seconds": 10.0,
+                "peak_rss_bytes": 2**30}
+
+    def sentences_notes(ours_tokens, peer_tokens):
+        engines = {f"{toolkit}_{kind}": engine(20.0, tokens) for kind in ("saved_model", "ctranslate2")
+                   for toolkit, tokens in (("ours", ours_tokens), ("peer", peer_tokens))}
+        record = {"serving": {"engines": engines, "sentences": 1000, "batch_size": 32, "repeats": 3,
+                              "decoding": {"beam_size": 4}}}
+        return [row.note for row in report.rows(record) if row.unit == "sentences/s"]
+
+    unequal = sentences_notes(10.1, 2.0)
+    assert len(unequal) == 2 and all("NOT THE SAME WORK: the models' outputs have 10.1 and 2.0 tokens" in note
+                                     for note in unequal)
+    assert not any("NOT THE SAME WORK" in note for note in sentences_notes(14.2, 13.9))
+
+
 PEER_STARTUP = [  # OpenNMT-tf 2.32 logging every update (save_summary_steps: 1): update 1, then 2
     (3.474, "2026-11-29 14:40:32.725000: I dataset_ops.py:2481] Training on 29000 examples"),
     (25.158, "2026-11-29 14:40:54.409000: I runner.py:310] Number of model parameters: 2357568"),
