@@ -44,7 +44,8 @@ SAMPLED_SIGNATURE = "translate_sampled"
 PREFIX_SIGNATURE = "translate_with_prefix"
 ATTENTION_SIGNATURE = "translate_with_attention"
 SCORE_SIGNATURE = "score"
-DEFAULT_SIGNATURE = "serving_default"  # tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+# TensorFlow's DEFAULT_SERVING_SIGNATURE_DEF_KEY, spelled here as in `export.warmup` (a test checks).
+DEFAULT_SIGNATURE = "serving_default"
 # Every signature an export can hold, in the order `python -m export --help` lists them; an
 # export holds them all unless `--signatures` names fewer (serving_default always).
 SIGNATURES = (DEFAULT_SIGNATURE, ATTENTION_SIGNATURE, N_BEST_SIGNATURE, SCORE_SIGNATURE, SAMPLED_SIGNATURE,

@@ -216,3 +216,4 @@ def test_warmup_imports_nothing_of_the_project():
     names = imported_modules(warmup, top_level_only=False)
     assert not [n for n in names if n.split(".")[0] in ("export", "keras_transformer", "pipelines", "tasks")]
     assert warmup.ASSETS_EXTRA == versions.ASSETS_EXTRA  # so it spells the folder itself
+    assert warmup.DEFAULT_SIGNATURE == versions.DEFAULT_SIGNATURE  # and the default signature
