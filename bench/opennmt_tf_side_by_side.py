@@ -53,8 +53,10 @@ Peak RSS of every training, export and serving process (`os.wait4`). --shape=bas
 base model (6+6 layers, d_model 512, 8 heads, d_ff 2048, a shared 32k vocabulary as far as the data
 gives one) for speed: a few hundred updates, and that short-trained model for decoding speed (a
 model that short may not translate yet: the table's serving rows say when the toolkits' outputs
-differ in length, so that their sentences/s time different searches); it refuses --parts=quality
-with one `error:` line before any work.
+differ in length, so that their sentences/s time different searches; --parts=serving alone
+trains a model of each toolkit for it, --serving_steps updates with a --serving_warmup warm-up,
+ours in its recommended precision, so that both translate); it refuses --parts=quality with one
+`error:` line before any work.
 
 It prints the versions of both toolkits (the project's Python and packages, the peer venv's
 as its check found them) and a Markdown table (ours, OpenNMT-tf, ours / OpenNMT-tf;
@@ -184,6 +186,10 @@ flags.DEFINE_integer("speed_rounds", 2, "Speed runs per toolkit and precision, a
                      lower_bound=1)
 flags.DEFINE_integer("serving_sentences", 1000, "Test sentences each serving engine translates (0: all).",
                      lower_bound=0)
+flags.DEFINE_integer("serving_steps", 0, "Updates of the short model each toolkit trains for serving when neither "
+                     "speed nor quality is measured (0: --speed_steps).", lower_bound=0)
+flags.DEFINE_integer("serving_warmup", 0, "The learning-rate warm-up of those short models, in updates (0: the "
+                     "recipe's); a short warm-up gets a model that translates in fewer updates.", lower_bound=0)
 flags.DEFINE_integer("batch_size", 32, "Sentences per serving batch.", lower_bound=1)
 flags.DEFINE_integer("repeats", 3, "Timed serving rounds, the engines taking turns.", lower_bound=1)
 flags.DEFINE_integer("threads", 0, "Intra- and inter-op threads of every serving engine (0: all cores).",
@@ -282,7 +288,8 @@ def measure(space, measurement, record) -> None:
         models = record["quality"].pop("models")
     if "serving" in parts:
         if not models:
-            models = serve_runs.short_models(space, steps, log_every, seeds[0])
+            models = serve_runs.short_models(space, measurement.serving_steps or steps, measurement.serving_warmup,
+                                             log_every, seeds[0])
         record["serving"] = serve_runs.serving(space, models, measurement.serving_sentences, measurement.batch_size,
                                                measurement.repeats)
 

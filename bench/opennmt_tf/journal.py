@@ -121,6 +121,8 @@ class Measurement:
     max_extra_length: int
     peer_pre_norm: bool
     peer_cooldown: bool
+    serving_steps: int = 0  # a short serving model's updates (0: speed_steps); journals made before hold none
+    serving_warmup: int = 0  # its learning-rate warm-up (0: the recipe's)
 
     def __post_init__(self):
         if self.shape == "base" and "quality" in self.parts:
@@ -141,7 +143,8 @@ class Measurement:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> "Measurement":
         names = {field.name for field in dataclasses.fields(cls)}
-        if set(values) != names:
+        needed = {field.name for field in dataclasses.fields(cls) if field.default is dataclasses.MISSING}
+        if not needed <= set(values) <= names:
             raise ValueError(f"a measurement has the flags {', '.join(sorted(names))}; got {', '.join(sorted(values))}")
         return cls(**{name: tuple(value) if isinstance(value, list) else value for name, value in values.items()})
 

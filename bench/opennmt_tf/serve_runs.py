@@ -4,7 +4,7 @@ fresh process of its own on the same batches.
     serving(space, models, sentences=1000, batch_size=32, repeats=3)
 
 From one trained model per toolkit (`models`: the first quality seed's, else the float32 speed
-runs', else a short run made here):
+runs', else a short run made here, `short_models`):
 
 * exports, each a timed command in a process of its own: ours `python -m export
   --signatures=serving_default` (a SavedModel, tokenizer and beam search in its graph; its
@@ -206,10 +206,13 @@ def serving_model_units() -> list[str]:
     return [journal.serving_model_key(toolkit) for toolkit in train_runs.TOOLKITS]
 
 
-def short_models(space: Workspace, steps: int, log_every: int, seed: int) -> dict:
-    """A float32 model of each toolkit trained `steps` updates (serving without a quality or speed
-    part), or the journal's where a session made it."""
-    training = dataclasses.replace(train_runs.speed_training(space, steps, log_every), seed=seed)
+def short_models(space: Workspace, steps: int, warmup: int, log_every: int, seed: int) -> dict:
+    """A model of each toolkit trained `steps` updates with a learning-rate warm-up of `warmup`
+    updates (0: the recipe's), each in the precision its documentation recommends (ours' weights
+    are float32 either way), for serving without a quality or speed part; or the journal's where
+    a session made it."""
+    training = dataclasses.replace(train_runs.speed_training(space, steps, log_every), seed=seed,
+                                   warmup_steps=warmup or space.recipe.training.warmup_steps)
     models = {}
     for toolkit in train_runs.TOOLKITS:
         key = journal.serving_model_key(toolkit)
@@ -218,6 +221,6 @@ def short_models(space: Workspace, steps: int, log_every: int, seed: int) -> dic
 
 
 def _short_model(space: Workspace, key: str, toolkit: str, training) -> tuple[dict, train_runs.Run]:
-    run = train_runs.train(space, toolkit, key, training, "float32",
+    run = train_runs.train(space, toolkit, key, training, train_runs.RECOMMENDED[toolkit],
                            extra=train_runs.SPEED_EXTRA if toolkit == "ours" else ())
     return {"seconds": run.finished.seconds}, run

@@ -21,6 +21,7 @@ import sys
 import types
 
 import pytest
+import yaml
 
 BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
@@ -139,6 +140,23 @@ def test_a_journal_holding_0_keeps_the_speed_window_it_was_made_with(tmp_path):
     reread = journal.Journal.read(str(old)).measurement
     train_runs.check_window("speed-ours-float32-1", book.entry("speed-ours-float32-1")["result"], reread.speed_steps,
                             reread.speed_warmup, reread.log_every)  # its done speed units stay valid
+
+
+def test_a_journal_made_before_the_serving_model_flags_reads_as_their_defaults(tmp_path):
+    old = tmp_path / "old"
+    started(old)
+    path = old / journal.JOURNAL_FILE
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for name in ("serving_steps", "serving_warmup"):
+        del data["measurement"][name]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    measurement = journal.Journal.read(str(old)).resume({}, HOST)
+    assert (measurement.serving_steps, measurement.serving_warmup) == (0, 0)
+    assert measurement == dataclasses.replace(MEASUREMENT, serving_steps=0, serving_warmup=0)
+    with pytest.raises(ValueError, match="a measurement has the flags"):
+        journal.Measurement.from_dict({**MEASUREMENT.to_dict(), "colour": 1})
+    with pytest.raises(ValueError, match="a measurement has the flags"):
+        journal.Measurement.from_dict({k: v for k, v in MEASUREMENT.to_dict().items() if k != "beam_size"})
 
 
 def test_resume_refusals(tmp_path):
@@ -430,13 +448,24 @@ def test_quality_alone_over_two_sessions(tmp_path):
 def test_serving_and_its_short_models_from_the_journal(tmp_path):
     calls = []
     space = faked_space(tmp_path, started(tmp_path / "work"), calls)
-    models = serve_runs.short_models(space, 200, 50, 1)  # trained: two runs, each a unit
+    commands, run = {}, space.run
+
+    def recorded(name, command, *args, **kwargs):
+        commands[name] = command
+        return run(name, command, *args, **kwargs)
+
+    space.run = recorded
+    models = serve_runs.short_models(space, 200, 80, 50, 1)  # trained: two runs, each a unit
     assert calls == serve_runs.serving_model_units() and models["peer"].peer_files is not None
+    ours = commands[journal.serving_model_key("ours")]  # its warm-up, in its recommended precision
+    assert {"--train_steps=200", "--warmup_steps=80", "--precision=auto"} <= set(ours)
+    peer = yaml.safe_load(pathlib.Path(models["peer"].peer_files.config).read_text())
+    assert peer["params"]["decay_params"]["warmup_steps"] == 80 and peer["train"]["max_step"] == 200
     served = {"sentences": 1000, "engines": {"ours_saved_model": {"sentences_per_second": 50.0}}}
     space.journal.record(journal.SERVING, served, processes=space.processes, parameters=space.parameters)
     calls.clear()
     space = resumed_session(tmp_path, tmp_path / "work", calls)
-    again = serve_runs.short_models(space, 200, 50, 1)
+    again = serve_runs.short_models(space, 200, 80, 50, 1)
     assert calls == [] and {t: (r.name, r.folder, r.peer_files) for t, r in again.items()} == {
         t: (r.name, r.folder, r.peer_files) for t, r in models.items()}
     assert serve_runs.serving(space, again, 1000, 32, 3) == served and calls == []
