@@ -32,6 +32,15 @@ and the memory, so a step computes only for the sentences still being translated
 of mixed lengths the short ones no longer ride along with the longest). Hypotheses of one
 example are adjacent (row i * beam + j for the i-th live example).
 
+Beam search rounds the examples it keeps up to a power of two (`round_rows`): of a batch of
+32, the rows are those of 32, 16, 8, 4, 2 and 1 examples, done examples riding along (their
+result written when they were done, their rows computed and ignored) until the others fit in
+the next smaller power. Each distinct row count is a new set of matrix shapes, for which
+oneDNN builds and caches its kernels: with every count from 32 down to 1, a server's memory
+grows with them; with six, it stays lower, at the price of the riders' rows. Greedy search
+keeps exactly the live examples (sampling draws one number per row, so the rows a sentence
+shares its step with decide its sample).
+
 Everything runs in one `tf.while_loop` built from core TF ops, so the same code runs eagerly,
 under `tf.function` and inside a SavedModel served by stock TF Serving. The structure (alive and
 finished hypotheses, 2 * beam candidates per step, early stopping bound) follows tensor2tensor /
@@ -159,11 +168,27 @@ def force_prefix(log_probs: tf.Tensor, prefix: tf.Tensor, step) -> tf.Tensor:
     return tf.where(others, NEG_INF, log_probs)
 
 
-def _split(done: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-    """bool (n,) -> int32 positions of the examples that stay, and of those that are done."""
-    stay = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
-    gone = tf.cast(tf.where(done)[:, 0], tf.int32)
-    return stay, gone
+def _positions(mask: tf.Tensor) -> tf.Tensor:
+    """bool (n,) -> int32 positions of its True entries, in order."""
+    return tf.cast(tf.where(mask)[:, 0], tf.int32)
+
+
+def _power_of_two_at_least(count: tf.Tensor) -> tf.Tensor:
+    """int32 scalar: the smallest power of two >= `count` (0 for 0), exactly, with bit operations."""
+    value = count - 1
+    for shift in (1, 2, 4, 8, 16):
+        value = tf.bitwise.bitwise_or(value, tf.bitwise.right_shift(value, shift))
+    return value + 1
+
+
+def _rounded_rows(done: tf.Tensor) -> tf.Tensor:
+    """bool (n,): the examples kept for the next step when the row count is rounded: every one
+    not done, and the first done ones (riders) up to the smallest power of two that holds them,
+    or n if that is smaller (then nothing leaves); none once all are done."""
+    staying = tf.reduce_sum(tf.cast(tf.logical_not(done), tf.int32))
+    target = tf.minimum(_power_of_two_at_least(staying), tf.size(done))
+    riders = tf.logical_and(done, tf.cumsum(tf.cast(done, tf.int32)) <= target - staying)
+    return tf.logical_or(tf.logical_not(done), riders)
 
 
 def _store(results: dict, finished: dict, batch_positions: tf.Tensor, gone: tf.Tensor) -> dict:
@@ -210,46 +235,54 @@ def _prepare(symbols_to_logits_fn: SymbolsToLogitsFn, initial_ids, initial_cache
 
 
 def _leave_batch(state: dict, step: tf.Tensor, done: tf.Tensor, finished: dict, carried: dict,
-                 beam: Optional[LengthLike] = None) -> Tuple[dict, tf.Tensor, tf.Tensor]:
+                 beam: Optional[LengthLike] = None, round_rows: bool = False) -> Tuple[dict, tf.Tensor, tf.Tensor]:
     """The next loop state of either search, but its cache: the `done` examples out of the batch.
 
     Args:
-        state: the loop state before the step ("live", "results", "memory").
+        state: the loop state before the step ("live", "rider", "results", "memory").
         step: int32, the step the new state is at.
         done: bool (n,), the live examples whose result is final.
         finished: each live example's result so far, keyed as the results (`_store`); the rows
-            of the done examples are written to the results.
+            of the examples done at this step are written to the results (a rider's were
+            written when it was done, and are never again).
         carried: the new state's other tensors with one row per live example (hypotheses),
             which keep the rows of the examples that stay.
         beam: the memory's rows per example (beam search), or None for one (greedy search).
+        round_rows: keep done examples as riders so that the row count stays a power of two
+            (`_rounded_rows`), else exactly the examples not done.
 
     Returns:
-        (the new state without "cache", int32 positions of the examples that stay, bool scalar:
+        (the new state without "cache", int32 positions of the examples kept, bool scalar:
         whether some example left). The memory is copied only on the steps where one left.
     """
-    live = state["live"]
-    stay, gone = _split(done)
-    shrinks = tf.size(gone) > 0
-    memory_rows = stay if beam is None else _beam_rows(stay, tf.range(beam)[None, :], beam)
+    live, rider = state["live"], state["rider"]
+    newly_done = tf.logical_and(done, tf.logical_not(rider))
+    done = tf.logical_or(done, rider)
+    keep = _positions(_rounded_rows(done) if round_rows else tf.logical_not(done))
+    shrinks = tf.size(keep) < tf.size(live)
+    memory_rows = keep if beam is None else _beam_rows(keep, tf.range(beam)[None, :], beam)
     new_state = {
         "step": step,
-        "live": tf.gather(live, stay),
-        "results": _store(state["results"], finished, live, gone),
+        "live": tf.gather(live, keep),
+        "rider": tf.gather(done, keep),
+        "results": _store(state["results"], finished, live, _positions(newly_done)),
         "memory": _keep_rows(state["memory"], memory_rows, shrinks),
     }
-    new_state.update(tf.nest.map_structure(lambda t: tf.gather(t, stay), carried))
-    return new_state, stay, shrinks
+    new_state.update(tf.nest.map_structure(lambda t: tf.gather(t, keep), carried))
+    return new_state, keep, shrinks
 
 
 def _while_live(step_fn: Callable[[dict], dict], state: dict, shapes: dict) -> dict:
     """Runs `state = step_fn(state)` in one `tf.while_loop` until no example is live.
 
     `shapes` are the shape invariants of the search's own entries of the state; those of
-    "step", "live", "cache" and "memory" are added here (`_loose_shape` for the last two).
+    "step", "live", "rider", "cache" and "memory" are added here (`_loose_shape` for the last
+    two).
     """
     invariants = {
         "step": tf.TensorShape([]),
         "live": tf.TensorShape([None]),
+        "rider": tf.TensorShape([None]),
         "cache": tf.nest.map_structure(_loose_shape, state["cache"]),
         "memory": tf.nest.map_structure(_loose_shape, state["memory"]),
         **shapes,
@@ -297,6 +330,7 @@ class _BeamSearch:
     eos_id: int
     prefix: Optional[tf.Tensor]
     normalize: bool
+    round_rows: bool
 
     @classmethod
     def create(cls, model: Callable, vocab_size: int, batch_size: tf.Tensor, max_len: tf.Tensor,
@@ -335,7 +369,7 @@ class _BeamSearch:
             "lengths": tf.zeros([batch_size, beam], tf.int32),
         }
         live = tf.range(batch_size)
-        start = {"live": live, "results": empty,
+        start = {"live": live, "rider": tf.zeros([batch_size], tf.bool), "results": empty,
                  "memory": tf.nest.map_structure(lambda t: _expand_to_beam(t, beam), memory)}
         alive = {"seq": start_seq, "log_probs": tf.tile(first_beam, [batch_size, 1]),
                  "parents": tf.zeros([batch_size, beam], tf.int32) + tf.range(beam)[None, :]}
@@ -457,8 +491,9 @@ class _BeamSearch:
         """
         done = self._done_examples(step, alive["log_probs"], finished, own)
         carried = {"alive_seq": alive["seq"], "alive_log_probs": alive["log_probs"], "finished": finished}
-        new_state, stay, _ = _leave_batch(state, step, done, finished, carried, beam=self.beam)
-        rows = _beam_rows(stay, tf.gather(alive["parents"], stay), self.beam)
+        new_state, keep, _ = _leave_batch(state, step, done, finished, carried, beam=self.beam,
+                                          round_rows=self.round_rows)
+        rows = _beam_rows(keep, tf.gather(alive["parents"], keep), self.beam)
         new_state["cache"] = tf.nest.map_structure(lambda t: _gather_beams(t, rows), cache)
         return new_state
 
@@ -489,6 +524,7 @@ def beam_search(
     memory: Any = None,
     prefix: Optional[tf.Tensor] = None,
     normalize: bool = True,
+    round_rows: bool = True,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Beam search with the GNMT length penalty (paper section 6.1: beam 4, alpha 0.6).
 
@@ -528,6 +564,8 @@ def beam_search(
             prefix longer than the example's max_decode_length is cut there.
         normalize: True: `symbols_to_logits_fn` returns logits, and each step takes their
             log-softmax; False: it returns log-probabilities (module docstring).
+        round_rows: True: the examples searched are rounded up to a power of two with done
+            ones (module docstring); False: exactly the live ones. The results are the same.
 
     Returns:
         sequences: int32 (B, n_best, T), best first, without the start token; each holds its
@@ -549,7 +587,7 @@ def beam_search(
     initial_ids, initial_cache, model, memory, batch_size, max_len = _prepare(
         symbols_to_logits_fn, initial_ids, initial_cache, memory, max_decode_length)
     search = _BeamSearch.create(model, vocab_size, batch_size, max_len, beam_size, alpha, n_best, eos_id=eos_id,
-                                prefix=prefix, normalize=normalize)
+                                prefix=prefix, normalize=normalize, round_rows=round_rows)
     return search.search(initial_ids, initial_cache, memory)
 
 
@@ -595,8 +633,8 @@ def greedy_search(
 
     def leave(state, step, hypotheses, done, cache):
         """The next loop state: the `done` examples written to the results and out of the batch."""
-        new_state, stay, shrinks = _leave_batch(state, step, done, hypotheses, {"hypotheses": hypotheses})
-        new_state["cache"] = _keep_rows(cache, stay, shrinks)  # never reordered otherwise
+        new_state, keep, shrinks = _leave_batch(state, step, done, hypotheses, {"hypotheses": hypotheses})
+        new_state["cache"] = _keep_rows(cache, keep, shrinks)  # never reordered otherwise
         return new_state
 
     def step_fn(state):
@@ -623,7 +661,8 @@ def greedy_search(
         "log_probs": tf.zeros([batch_size], tf.float32),
         "lengths": tf.zeros([batch_size], tf.int32),
     }
-    state = {"live": tf.range(batch_size), "results": start, "memory": memory}
+    state = {"live": tf.range(batch_size), "rider": tf.zeros([batch_size], tf.bool), "results": start,
+             "memory": memory}
     # Examples with limit 0 are done before the first step.
     state = leave(state, tf.constant(0, tf.int32), start, max_len <= 0, initial_cache)
     shapes = {"seq": tf.TensorShape([None, None]), "log_probs": tf.TensorShape([None]),

@@ -473,3 +473,72 @@ def test_an_example_that_leaves_keeps_its_result_whatever_the_order():
                             max_decode_length=limits[b], n_best=2)
         assert unpad(seqs[b]) == unpad(alone[0][0])
         np.testing.assert_allclose(scores[b], alone[1][0], rtol=1e-6)
+
+
+def test_power_of_two_at_least_and_the_rows_kept():
+    got = [int(bs._power_of_two_at_least(tf.constant(n))) for n in range(0, 70)]
+    assert got == [0, 1, 2, 4, 4] + [8] * 4 + [16] * 8 + [32] * 16 + [64] * 32 + [128] * 5
+    assert int(bs._power_of_two_at_least(tf.constant(2**30 - 1))) == 2**30
+    done = tf.constant([True, False, True, True, False, True, False])  # 3 stay: 4 rows, the first done rides
+    np.testing.assert_array_equal(bs._rounded_rows(done), [True, True, False, False, True, False, True])
+    np.testing.assert_array_equal(bs._rounded_rows(tf.constant([True, False, False])), [False, True, True])
+    np.testing.assert_array_equal(bs._rounded_rows(tf.constant([True, False, False, False, True])),
+                                  [True, True, True, True, False])  # 3 stay: 4 rows
+    np.testing.assert_array_equal(bs._rounded_rows(tf.constant([True, False, False, False])), [True] * 4)  # no shrink
+    np.testing.assert_array_equal(bs._rounded_rows(tf.constant([True, True])), [False, False])  # all done
+    np.testing.assert_array_equal(bs._rounded_rows(tf.constant([False, True, True, True])), [True, False, False, False])
+
+
+@pytest.mark.parametrize("per_example", [False, True])
+def test_rounded_rows_give_the_results_of_exact_rows(per_example):
+    # Done examples ride along to keep the row count a power of two: their rows are computed,
+    # their results are those they had when done, and nobody else's change.
+    vocab, keys, size = 13, 97, 11
+    rng = np.random.default_rng(4)
+    states = tf.constant(rng.integers(0, keys, size), tf.int32)
+    limits = tf.constant(rng.integers(1, 12, size), tf.int32)
+    settings = dict(beam_size=4, alpha=0.6, n_best=2)
+    if per_example:
+        settings = dict(beam_size=tf.constant(rng.integers(1, 6, size), tf.int32),
+                        alpha=tf.constant(rng.uniform(0, 1.5, size), tf.float32))
+        settings["n_best"] = tf.maximum(settings["beam_size"] - 1, 1)
+    results, rows = {}, {}
+    for round_rows in (False, True):
+        history = random_history_fn(vocab, keys, seed=5)
+        seen = rows[round_rows] = []
+
+        def fn(ids, step, cache, history=history, seen=seen):
+            seen.append(int(tf.shape(ids)[0]))
+            return history(ids, step, cache)
+
+        results[round_rows] = beam_search(fn, tf.fill([size], BOS), {"state": states}, vocab,
+                                          max_decode_length=limits, round_rows=round_rows, **settings)
+    np.testing.assert_array_equal(results[True][0], results[False][0])
+    # The log-softmax of a row may round its last bit differently where the row sits elsewhere
+    # in the (rows, V) matrix (vectorized kernels): the scores are equal to float32 rounding.
+    np.testing.assert_allclose(results[True][1], results[False][1], rtol=1e-6)
+    beam = 4 if not per_example else int(tf.reduce_max(settings["beam_size"]))
+    examples = [r // beam for r in rows[True]]
+    assert examples[0] == size and all(n == size or n & (n - 1) == 0 for n in examples)  # 11, then powers of two
+    assert examples == sorted(examples, reverse=True) and examples[-1] == 1
+    assert len(set(examples)) < len(set(r // beam for r in rows[False]))
+    assert sum(rows[True]) > sum(rows[False])  # the riders' rows, computed
+
+
+def test_riders_keep_their_memory_aligned_and_their_results():
+    # Limits 1, 2, 3, 4, 5, 7 and no EOS: 6 examples, then 5 live (8 > 6: all 6 kept, one
+    # riding), 4, 3 (4 kept), 2, 1, 1; each reads its own table through the memory.
+    no_eos_b = _table({t: {A: 0.2, B: 0.5, C: 0.3} for t in (BOS, A, B, C)})
+    tables, table_ids, limits = [NO_EOS, no_eos_b], [1, 0, 1, 1, 0, 0], [1, 2, 3, 4, 5, 7]
+    ids, cache = markov_inputs(table_ids)
+    outputs = {}
+    for round_rows, expected_rows in ((True, [24, 24, 16, 16, 8, 4, 4]), (False, [24, 20, 16, 12, 8, 4, 4])):
+        rows_seen = []
+        outputs[round_rows] = beam_search(table_memory_fn(tables, rows_seen), ids, cache, V, max_decode_length=limits,
+                                          memory=cache, round_rows=round_rows)
+        assert rows_seen == expected_rows
+    for x, y in zip(outputs[True], outputs[False]):
+        np.testing.assert_array_equal(x, y)
+    for example, (table, limit) in enumerate(zip(table_ids, limits)):
+        expected = brute_force(markov_log_probs(tables[table]), limit, 0.6, 4)
+        assert unpad(outputs[True][0][example])[: len(expected)] == [s for _, s in expected]
