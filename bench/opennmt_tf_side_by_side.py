@@ -55,8 +55,9 @@ gives one) for speed: a few hundred updates, and that short-trained model for de
 model that short may not translate yet: the table's serving rows say when the toolkits' outputs
 differ in length, so that their sentences/s time different searches; --parts=serving alone
 trains a model of each toolkit for it, --serving_steps updates with a --serving_warmup warm-up,
-ours in its recommended precision, so that both translate); it refuses --parts=quality with one
-`error:` line before any work.
+ours in its recommended precision and with the peer's LayerNorm placement (pre-LN by default:
+the same architecture, and one that translates after a few hundred updates); it refuses
+--parts=quality with one `error:` line before any work.
 
 It prints the versions of both toolkits (the project's Python and packages, the peer venv's
 as its check found them) and a Markdown table (ours, OpenNMT-tf, ours / OpenNMT-tf;

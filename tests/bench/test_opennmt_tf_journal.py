@@ -458,7 +458,7 @@ def test_serving_and_its_short_models_from_the_journal(tmp_path):
     models = serve_runs.short_models(space, 200, 80, 50, 1)  # trained: two runs, each a unit
     assert calls == serve_runs.serving_model_units() and models["peer"].peer_files is not None
     ours = commands[journal.serving_model_key("ours")]  # its warm-up, in its recommended precision
-    assert {"--train_steps=200", "--warmup_steps=80", "--precision=auto"} <= set(ours)
+    assert {"--train_steps=200", "--warmup_steps=80", "--precision=auto", "--layer_norm=pre"} <= set(ours)
     peer = yaml.safe_load(pathlib.Path(models["peer"].peer_files.config).read_text())
     assert peer["params"]["decay_params"]["warmup_steps"] == 80 and peer["train"]["max_step"] == 200
     served = {"sentences": 1000, "engines": {"ours_saved_model": {"sentences_per_second": 50.0}}}
