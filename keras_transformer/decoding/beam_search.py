@@ -47,7 +47,7 @@ finished hypotheses, 2 * beam candidates per step, early stopping bound) follows
 Model Garden `official/nlp/modeling/ops/beam_search.py` and flax `examples/wmt/decode.py`, and so
 do the names of its steps (`_BeamSearch`: `_grow_alive_seq`, `_get_new_alive_state`,
 `_get_new_finished_state`). Greedy search shares the ends of the loop with it: the arguments
-as tensors (`_prepare`), done examples leaving the batch (`_leave_batch`), the `tf.while_loop`
+as tensors (`_prepare`), done examples leaving the batch (`_batch_start`, `_leave_batch`), the `tf.while_loop`
 (`_while_live`) and the outputs without the start token (`_outputs`).
 
 Lengths: the length |Y| of a hypothesis is the number of generated tokens, the EOS included and
@@ -234,6 +234,13 @@ def _prepare(symbols_to_logits_fn: SymbolsToLogitsFn, initial_ids, initial_cache
     return initial_ids, initial_cache, model, memory, batch_size, _per_example_limit(max_decode_length, batch_size)
 
 
+def _batch_start(batch_size: tf.Tensor, results: dict, memory: Any) -> dict:
+    """The entries of a loop state that `_leave_batch` keeps, before the first step: every
+    example live, none riding, `results` empty."""
+    return {"live": tf.range(batch_size), "rider": tf.zeros([batch_size], tf.bool), "results": results,
+            "memory": memory}
+
+
 def _leave_batch(state: dict, step: tf.Tensor, done: tf.Tensor, finished: dict, carried: dict,
                  beam: Optional[LengthLike] = None, round_rows: bool = False) -> Tuple[dict, tf.Tensor, tf.Tensor]:
     """The next loop state of either search, but its cache: the `done` examples out of the batch.
@@ -368,13 +375,11 @@ class _BeamSearch:
             "flags": tf.zeros([batch_size, beam], tf.bool),
             "lengths": tf.zeros([batch_size, beam], tf.int32),
         }
-        live = tf.range(batch_size)
-        start = {"live": live, "rider": tf.zeros([batch_size], tf.bool), "results": empty,
-                 "memory": tf.nest.map_structure(lambda t: _expand_to_beam(t, beam), memory)}
+        start = _batch_start(batch_size, empty, tf.nest.map_structure(lambda t: _expand_to_beam(t, beam), memory))
         alive = {"seq": start_seq, "log_probs": tf.tile(first_beam, [batch_size, 1]),
                  "parents": tf.zeros([batch_size, beam], tf.int32) + tf.range(beam)[None, :]}
         cache = tf.nest.map_structure(lambda t: _expand_to_beam(t, beam), initial_cache)
-        return self._leave(start, tf.constant(0, tf.int32), alive, empty, cache, self._live_settings(live))
+        return self._leave(start, tf.constant(0, tf.int32), alive, empty, cache, self._live_settings(start["live"]))
 
     def _shape_invariants(self) -> dict:
         """The shapes of the loop state's hypotheses: the beam axis is static for a shared beam."""
@@ -565,7 +570,8 @@ def beam_search(
         normalize: True: `symbols_to_logits_fn` returns logits, and each step takes their
             log-softmax; False: it returns log-probabilities (module docstring).
         round_rows: True: the examples searched are rounded up to a power of two with done
-            ones (module docstring); False: exactly the live ones. The results are the same.
+            ones (module docstring); False: exactly the live ones. The sequences are the same,
+            the scores to float32 rounding.
 
     Returns:
         sequences: int32 (B, n_best, T), best first, without the start token; each holds its
@@ -661,8 +667,7 @@ def greedy_search(
         "log_probs": tf.zeros([batch_size], tf.float32),
         "lengths": tf.zeros([batch_size], tf.int32),
     }
-    state = {"live": tf.range(batch_size), "rider": tf.zeros([batch_size], tf.bool), "results": start,
-             "memory": memory}
+    state = _batch_start(batch_size, start, memory)
     # Examples with limit 0 are done before the first step.
     state = leave(state, tf.constant(0, tf.int32), start, max_len <= 0, initial_cache)
     shapes = {"seq": tf.TensorShape([None, None]), "log_probs": tf.TensorShape([None]),
