@@ -42,7 +42,7 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m keras_transformer.train --flagfile=configs/demo.flags --model_dir=$(RUN_DIR) $(DEMO_ARGS)
-	$(PY) -m export --model_dir=$(RUN_DIR) --export_dir=$(EXPORT_DIR)
+	$(PY) -m keras_transformer.export --model_dir=$(RUN_DIR) --export_dir=$(EXPORT_DIR)
 	$(PY) -m keras_transformer.translate --export_dir=$(EXPORT_DIR) \
 		--input=configs/demo_sentences.en --reference=configs/demo_sentences.de
 

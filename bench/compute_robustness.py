@@ -35,7 +35,7 @@ and 4B updates follow one path until each one's cool-down starts at its budget -
 4. the table (printed, and OUT_DIR/table.md): multiple, updates, training minutes, validation and
    test_2016_flickr BLEU cased and lowercased Moses-tokenized, and the two checks above.
 
-Every run is `python -m keras_transformer.train` in a child process (`tasks.training_process`),
+Every run is `python -m keras_transformer.train` in a child process (`keras_transformer.tasks.training_process`),
 its command the first line of OUT_DIR/xm.log, so a user can repeat it. A branch is the shorter
 run as it would be had it stopped at its branch point and been resumed: a fresh run of its
 budget has its dev figures up to the branch point to the last digit, and after it differs by
@@ -224,7 +224,7 @@ class Stopped(Exception):
 def train(out_dir: str, run: Run, args: Sequence[str], log: Callable[[str], None]) -> Optional[dict]:
     """`run`'s training command (resumes, or trains nothing when finished), its lines appended to
     OUT_DIR/<name>.log after its command line, and passed to `log`; its summary line's JSON."""
-    from tasks import training_process  # pylint: disable=g-import-not-at-top
+    from keras_transformer.tasks import training_process  # pylint: disable=g-import-not-at-top
 
     command = [*args, f"--seed={FLAGS.seed}", *data_flags(), f"--model_dir={os.path.join(out_dir, run.name)}"]
     log_path = os.path.join(out_dir, run.name + ".log")

@@ -26,7 +26,7 @@ import time
 
 from absl import app, flags
 
-from tasks import flags as task_flags
+from keras_transformer.tasks import flags as task_flags
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 

@@ -18,7 +18,7 @@ engine's translations the same way.
 work/<name>.json` for it: a fresh interpreter that loads that one engine and nothing else, then
 answers requests until its stdin closes. A spec is a JSON object:
 
-    engine        "saved_model": a SavedModel's `serving_default` (`export.client.load_translate_fn`),
+    engine        "saved_model": a SavedModel's `serving_default` (`keras_transformer.export.client.load_translate_fn`),
                   strings in and out;
                   "export_path": `ctranslate2_model.translate_pieces` on source pieces (the
                   project's decoding with CTranslate2: outputs re-ranked by `rescore`), pieces out;
@@ -200,7 +200,7 @@ def _ctranslate2_translator(spec: dict[str, Any]):
     """The export's `Ctranslate2Translator` (TensorFlow started first: its tokenizers need it) and
     `ctranslate2_system` of its load (sentencepiece's INFO lines as the tokenizers load are caught too)."""
     start_tensorflow(spec["threads"])
-    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import ctranslate2_model  # pylint: disable=g-import-not-at-top
 
     return ctranslate2_loaded(lambda: ctranslate2_model.Ctranslate2Translator(spec["path"], _decoding(spec),
                                                                               **_translator_options(spec)))
@@ -210,7 +210,7 @@ def saved_model_engine(spec: dict[str, Any]) -> Engine:
     """A SavedModel's `serving_default` (the batches' tensors are made before timing), float32 or
     bfloat16 as exported."""
     tf = start_tensorflow(spec["threads"])
-    from export import client, serving_module, versions  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import client, serving_module, versions  # pylint: disable=g-import-not-at-top
     from keras_transformer import cli  # pylint: disable=g-import-not-at-top
 
     with cli.silence_native_stderr():
@@ -239,7 +239,7 @@ class CountingTranslator:
 def export_path_engine(spec: dict[str, Any]) -> Engine:
     """The export path: `translate_pieces` with a `Ctranslate2Translator`'s model on sources
     tokenized beforehand; outputs stay pieces."""
-    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import ctranslate2_model  # pylint: disable=g-import-not-at-top
 
     (ct2, system), decoding, batches = _ctranslate2_translator(spec), _decoding(spec), spec["batches"]
 
@@ -473,7 +473,7 @@ def read_corpus(input_path: str, reference_path: Optional[str], sentences: int
     references that do not match the input line for line are a one-line ValueError.
     """
     from keras_transformer.files import command_files  # pylint: disable=g-import-not-at-top  (no TensorFlow)
-    from pipelines import text_files  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import text_files  # pylint: disable=g-import-not-at-top
 
     command_files.check_input_file(input_path, "input")
     command_files.check_input_file(reference_path, "reference")
@@ -488,7 +488,7 @@ def read_corpus(input_path: str, reference_path: Optional[str], sentences: int
 
 def sentence_batches(lines: list[str], batch_size: int) -> list[list[int]]:
     """The indices of `lines` in batches of at most `batch_size` sentences of similar length,
-    longest first (`sorted_batches.length_sorted_batches` on the key `export.client.translate_lines`
+    longest first (`sorted_batches.length_sorted_batches` on the key `keras_transformer.export.client.translate_lines`
     sorts by: words, then bytes): the same batches for every engine and every model."""
     from keras_transformer.decoding import sorted_batches  # pylint: disable=g-import-not-at-top
 
@@ -501,7 +501,7 @@ def export_tokenizers(path: str):
     """The `Ctranslate2Translator` of the CTranslate2 export at `path`, for its `tokenize` and
     `detokenize` (the export's own tokenizers) only: its model is unloaded at once, so the
     calling process holds no engine."""
-    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import ctranslate2_model  # pylint: disable=g-import-not-at-top
     from keras_transformer import cli  # pylint: disable=g-import-not-at-top
 
     with cli.silence_native_stderr():  # sentencepiece's INFO lines as the tokenizers load

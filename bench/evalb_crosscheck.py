@@ -1,4 +1,4 @@
-"""Cross-checks `tasks.parsing.evalb` against a compiled EVALB on random tree pairs.
+"""Cross-checks `keras_transformer.tasks.parsing.evalb` against a compiled EVALB on random tree pairs.
 
     python bench/evalb_crosscheck.py --evalb=EVALB/evalb --prm=EVALB/COLLINS.prm
     python bench/evalb_crosscheck.py --evalb=EVALB/evalb --prm=EVALB/COLLINS.prm --pairs=2000 --seeds=5
@@ -17,7 +17,7 @@ few sentences of punctuation only (EVALB's skipped sentences). Each test tree is
 tree with random edits (nodes dropped, relabelled, wrapped in a unary) or an unrelated random tree
 over the same words. Both are written in EVALB's input format (tags put back, under TOP; the
 test side with the gold tags) and scored by the binary twice: with --prm (labelled) and with a
-copy of it saying LABELED 0 (unlabelled), written to a temporary folder. `tasks.parsing.evalb`
+copy of it saying LABELED 0 (unlabelled), written to a temporary folder. `keras_transformer.tasks.parsing.evalb`
 scores the same trees without the tag level, under a root of TOP, ROOT or "" (all three are no
 constituent there).
 
@@ -25,9 +25,9 @@ Compared, for both runs: every sentence's length, status (0, or 2 for a skipped 
 matched, gold and test brackets; and both summaries ("All" and "len<=40"): the numbers of
 sentences, error, skipped and valid sentences, recall, precision, F-measure and complete match,
 as EVALB prints them (two decimals). The F-measure may differ by 0.01: EVALB computes 2PR/(P+R),
-`tasks.parsing.evalb` 200 matched/(gold + test), which can round the other way; and EVALB prints
-nan where nothing matches, `tasks.parsing.evalb` 0. --prm must hold COLLINS.prm's settings
-(`tasks.parsing.evalb.COLLINS`).
+`keras_transformer.tasks.parsing.evalb` 200 matched/(gold + test), which can round the other way; and EVALB prints
+nan where nothing matches, `keras_transformer.tasks.parsing.evalb` 0. --prm must hold COLLINS.prm's settings
+(`keras_transformer.tasks.parsing.evalb.COLLINS`).
 
 Prints one line per seed, then `agree: N pairs`, or the first mismatches and exits with status 1.
 """
@@ -45,7 +45,7 @@ import tempfile
 from absl import app, flags
 from nltk import Tree
 
-from tasks.parsing import evalb
+from keras_transformer.tasks.parsing import evalb
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("evalb", None, "The compiled EVALB binary (evalb.c of EVALB, built with make).")
@@ -156,7 +156,7 @@ def random_pair(rng: random.Random, max_words: int) -> tuple:
 # EVALB -------------------------------------------------------------------------------------------
 
 def read_prm(text: str) -> evalb.EvalbParams:
-    """The settings of a .prm file that `tasks.parsing.evalb` knows, with the roots it deletes beside TOP."""
+    """The settings of a .prm file that `keras_transformer.tasks.parsing.evalb` knows, with the roots it deletes beside TOP."""
     values = {}
     for key, value in re.findall(r"^(DELETE_LABEL_FOR_LENGTH|DELETE_LABEL|EQ_LABEL|CUTOFF_LEN)[ \t]+(.*?)\s*$",
                                  text, re.M):

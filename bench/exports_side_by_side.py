@@ -4,9 +4,9 @@ the same outputs? how fast, each against the other?
     .venv/bin/python bench/exports_side_by_side.py --before=/tmp/old/1 --after=/tmp/new/1 \\
         --input=../shared/data/multi30k/val.en.gz --batch_size=32 --repeats=3
 
-Both exports are loaded in this process (`export.client.load_translate_fn`, `tf.saved_model.load`:
+Both exports are loaded in this process (`keras_transformer.export.client.load_translate_fn`, `tf.saved_model.load`:
 their `serving_default`, strings in, strings out) and translate every line of --input in the
-same length-sorted batches (`export.client.translate_lines`). Each warms up on one batch; then
+same length-sorted batches (`keras_transformer.export.client.translate_lines`). Each warms up on one batch; then
 in each of --repeats rounds both translate everything, the order swapped every round, and each
 export's best round gives its sentences/s. Printed: how many translations are identical, the
 largest score difference over them, the first differing sentences, the times and after's speed
@@ -19,12 +19,12 @@ TensorFlow's threads compute and spin, not the time they wait for a core). Print
 export's best round by both measures and the median over rounds of after's speed over
 before's within a round (wall and CPU).
 
-A float32 and a bfloat16 export of the same checkpoint (`python -m export --precision`), each
+A float32 and a bfloat16 export of the same checkpoint (`python -m keras_transformer.export --precision`), each
 export's precision printed from its export.json; their translations are expected to differ on
 some sentences (exit status 1), and the share of identical ones is what to report:
 
-    .venv/bin/python -m export --model_dir=RUN --export_dir=/tmp/f32 --precision=float32
-    .venv/bin/python -m export --model_dir=RUN --export_dir=/tmp/bf16 --precision=bfloat16
+    .venv/bin/python -m keras_transformer.export --model_dir=RUN --export_dir=/tmp/f32 --precision=float32
+    .venv/bin/python -m keras_transformer.export --model_dir=RUN --export_dir=/tmp/bf16 --precision=bfloat16
     .venv/bin/python bench/exports_side_by_side.py --before=/tmp/f32 --after=/tmp/bf16 \\
         --input=../shared/data/multi30k/val.en.gz --batch_size=32 --repeats=3
 """
@@ -55,8 +55,8 @@ def _paired_median(seconds: dict) -> float:
 def main(argv):
     del argv
     cli.start_tensorflow()
-    from export import client, versions  # pylint: disable=g-import-not-at-top
-    from pipelines import text_files  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import client, versions  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import text_files  # pylint: disable=g-import-not-at-top
 
     lines = [line.encode("utf-8") for line in text_files.read_lines(FLAGS.input)]
     engines, precisions = {}, {}

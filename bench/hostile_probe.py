@@ -301,7 +301,7 @@ def parse(*args):
 
 
 def export(*args):
-    return ["-m", "export", *args]
+    return ["-m", "keras_transformer.export", *args]
 
 
 def train(*args, flagfile=TINY):
@@ -321,7 +321,7 @@ def variations(*args):
 
 
 def pipelines(*args):
-    return ["-m", "pipelines", *args]
+    return ["-m", "keras_transformer.pipelines", *args]
 
 
 # Fixtures ----------------------------------------------------------------------------------------
@@ -390,7 +390,7 @@ class Fixtures:
 # Writes a small parallel corpus (embedded corpus pairs) for --dataset=files: data/{split}.{en,de}.
 CORPUS = """
 import os, sys
-from pipelines import sources
+from keras_transformer.pipelines import sources
 folder = sys.argv[1]
 os.makedirs(folder, exist_ok=True)
 for split, count in (("train", 400), ("validation", 20), ("test", 20)):

@@ -1,7 +1,7 @@
 """The input pipeline on corpora larger than RAM: speed and memory by corpus size and cache mode.
 
 The paper trained on 4.5M (WMT 2014 English-German) and 36M (English-French) sentence
-pairs (section 5.1). The in-memory cache of `pipelines.batching.make_dataset` holds every
+pairs (section 5.1). The in-memory cache of `keras_transformer.pipelines.batching.make_dataset` holds every
 tokenized pair, so its memory grows with the corpus; this measures, for corpora of 1M, 3M
 and 10M pairs, what each cache mode ("none", "disk", "memory") costs in speed and memory,
 and whether the pipeline still outruns training.
@@ -124,8 +124,8 @@ def write_shard(tables, shard: int, lines: int, paths) -> None:
 
 def make_corpus(size: int, tables) -> str:
     """Writes (or reuses) FOLDER/SIZE/train-NNN.{en,de}; returns what was done."""
-    from pipelines import text_files  # pylint: disable=g-import-not-at-top
-    from pipelines.errors import DataError  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import text_files  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines.errors import DataError  # pylint: disable=g-import-not-at-top
 
     folder = corpus_dir(size)
     os.makedirs(folder, exist_ok=True)
@@ -151,7 +151,7 @@ def make_corpus(size: int, tables) -> str:
 def load_tokenizer(pairs=None):
     """The shared BPE tokenizer in FOLDER/tokenizer, trained on `pairs` if not saved yet."""
     from keras_transformer import cli  # pylint: disable=g-import-not-at-top
-    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
     with cli.silence_native_stderr():  # sentencepiece's C++ INFO lines
         tokenizer, _, trained = tokenizers.load_or_train_pair(
@@ -172,7 +172,7 @@ def memory_mb() -> dict:
 
 def build_pipeline(size: int, mode: str, cache_path=None):
     """The training input pipeline over the shards of FOLDER/SIZE, as training builds it."""
-    from pipelines import batching, text_files  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import batching, text_files  # pylint: disable=g-import-not-at-top
 
     tokenizer, _ = load_tokenizer()
     source_glob, target_glob = shard_paths(size)
@@ -285,7 +285,7 @@ def main(argv):
         print(f"skipped: {source_file} and {target_file} are needed to build the corpora")
         return 0
     from keras_transformer import cli  # pylint: disable=g-import-not-at-top
-    from pipelines import text_files  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import text_files  # pylint: disable=g-import-not-at-top
 
     cli.start_tensorflow()  # quietly, for the tokenizer
     command = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable), *sys.argv])

@@ -15,7 +15,7 @@ kill left half-written (TensorFlow's `ckpt-N_temp/` folders, `.tmp-*` files) and
 tokenizer/ (tokenizer.json written last). A last start with --train_steps=<last saved step
 + 3> must run to that step and exit 0, leaving no leftover.
 
-Export: `python -m export --model_dir=MODEL_DIR --export_dir=WORK_DIR/export` is started
+Export: `python -m keras_transformer.export --model_dir=MODEL_DIR --export_dir=WORK_DIR/export` is started
 --export_kills times and SIGKILLed --export_min_seconds to --export_max_seconds after each
 start (tracing, saving into a hidden `.tmp-<version>-<host>-<pid>-<hex>/` folder, the op check
 in a child interpreter, the rename to `<version>/`). The kill ends the exporter first, as
@@ -43,9 +43,9 @@ from typing import Optional
 
 from absl import app, flags
 
-from export import versions
+from keras_transformer.export import versions
 from keras_transformer.run_dir import layout
-from pipelines import tokenizers
+from keras_transformer.pipelines import tokenizers
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("kills", 20, "Training starts to SIGKILL.", lower_bound=0)
@@ -442,7 +442,7 @@ def main(argv):
     with open(recipe, "w", encoding="utf-8") as file:
         file.write(RECIPE)
     train = [sys.executable, "-m", "keras_transformer.train", f"--flagfile={recipe}", f"--model_dir={model_dir}"]
-    export = [sys.executable, "-m", "export", f"--model_dir={model_dir}", f"--export_dir={export_dir}"]
+    export = [sys.executable, "-m", "keras_transformer.export", f"--model_dir={model_dir}", f"--export_dir={export_dir}"]
     print("command: python bench/kill_and_resume.py " + " ".join(sys.argv[1:]), flush=True)
     print(f"training: {' '.join(train[1:])} (cwd {ROOT}, TF_CPP_MIN_LOG_LEVEL=3)\nexport: {' '.join(export[1:])}\n"
           f"recipe: {' '.join(line for line in RECIPE.splitlines() if line.startswith('--'))}", flush=True)
@@ -468,7 +468,7 @@ def main(argv):
     print("\n| export | kills | finished before the kill | complete versions published | incomplete versions "
           "visible | temp folders right after kills | temp folders after the final export | final export |")
     print("|---|---:|---:|---:|---:|---:|---:|---|")
-    print(f"| `python -m export` | {e['kills']} | {e['finished']} | {e['published']} | {e['incomplete']} | "
+    print(f"| `python -m keras_transformer.export` | {e['kills']} | {e['finished']} | {e['published']} | {e['incomplete']} | "
           f"{e['temp_after_kill']} | {e['temp_after_final']} | exit {e['final_status']} |")
     if failures:
         print("\nFAILED:\n" + "\n".join(f"- {failure}" for failure in failures))

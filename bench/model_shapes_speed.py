@@ -20,7 +20,7 @@ is given), per model:
 
 * the SavedModel (`serving_module.export_saved_model`) with the beam search of --beam_size,
   --alpha (or the model's own from --alphas) and --max_extra_length
-  (`tasks.flags.define_decoding_flags`, as every command);
+  (`keras_transformer.tasks.flags.define_decoding_flags`, as every command);
 * a CTranslate2 model with float32 weights (`ctranslate2_model.convert`), run with compute type
   float32.
 
@@ -90,8 +90,8 @@ import engine_process
 import serving_flags
 from keras_transformer import cli
 from keras_transformer.files import command_files
-from tasks import flags as task_flags
-from training_directory import TrainingDirectory
+from keras_transformer.tasks import flags as task_flags
+from keras_transformer.training_directory import TrainingDirectory
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("model_dirs", None, "LABEL:TRAINING_DIRECTORY pairs, comma-separated; the first is the baseline "
@@ -197,7 +197,7 @@ def restore(models: list[tuple[str, str]], decoding, shortlists: Optional[dict[s
     entry of `alphas`, if any) and its checkpoint, checked to be one CTranslate2 can express
     (`ctranslate2_model.build_spec`): every training directory read before anything is written,
     so that a bad one ends the command with nothing exported."""
-    from export import ctranslate2_model, serving_module  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import ctranslate2_model, serving_module  # pylint: disable=g-import-not-at-top
 
     restored = []
     for label, path in models:
@@ -220,7 +220,7 @@ def write_exports(translator, checkpoint: str, folder: str, shortlist: Optional[
     model object, not its directory: the same weights for both, even while a run writes new
     checkpoints), in `folder`: {engine: path}. With `shortlist` (the file the translator read),
     the CTranslate2 model keeps it as its vmap."""
-    from export import ctranslate2_model, serving_module  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import ctranslate2_model, serving_module  # pylint: disable=g-import-not-at-top
 
     tokenizers = (translator.source_tokenizer, translator.target_tokenizer)
     with cli.silence_native_stderr():  # sentencepiece's INFO lines as the tokenizers load
@@ -428,7 +428,7 @@ def print_markdown(record: dict[str, Any]) -> None:
 def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
-    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top  (no TensorFlow)
+    from keras_transformer.export import ctranslate2_model  # pylint: disable=g-import-not-at-top  (no TensorFlow)
 
     ctranslate2_model.check_quantization(None)  # ctranslate2 4.x is installed
     models = parse_model_dirs(FLAGS.model_dirs)

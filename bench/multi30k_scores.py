@@ -84,7 +84,7 @@ def _run_facts(model_dir: str, train_log: str | None) -> dict:
             best = min(evaluations, key=lambda e: e["loss"])
             facts["best_dev_loss"] = (best["step"], round(best["loss"], 4))
     if train_log:
-        from tasks.training_process import SUMMARY_PREFIXES  # pylint: disable=g-import-not-at-top
+        from keras_transformer.tasks.training_process import SUMMARY_PREFIXES  # pylint: disable=g-import-not-at-top
 
         with open(train_log, encoding="utf-8", errors="replace") as f:
             summaries = [(prefix, json.loads(line[len(prefix):])) for line in f
@@ -105,7 +105,7 @@ def main(argv):
     from keras_transformer import cli  # pylint: disable=g-import-not-at-top
 
     cli.start_tensorflow()
-    from export import client  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import client  # pylint: disable=g-import-not-at-top
     from keras_transformer import metrics  # pylint: disable=g-import-not-at-top
     from keras_transformer.config import DecodingConfig  # pylint: disable=g-import-not-at-top
 

@@ -42,15 +42,15 @@ from absl import app, flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import engine_process  # noqa: E402  pylint: disable=wrong-import-position  (bench/, the script's folder)
-from tasks import flags as task_flags  # noqa: E402  pylint: disable=wrong-import-position  (no TensorFlow)
+from keras_transformer.tasks import flags as task_flags  # noqa: E402  pylint: disable=wrong-import-position  (no TensorFlow)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("prepare", False, "Tokenize --input and write --batches, then exit.")
 flags.DEFINE_enum("engine", None, ["ctranslate2", "saved_model"], "The engine to time alone.")
 flags.DEFINE_string("input", None, "Source sentences (plain or gzipped UTF-8), for --prepare.")
 flags.DEFINE_string("batches", None, "The JSON file of batches (--prepare writes it).")
-flags.DEFINE_string("ctranslate2_dir", None, "A `python -m export --format=ctranslate2` folder.")
-flags.DEFINE_string("export_dir", None, "A SavedModel version folder (`python -m export`).")
+flags.DEFINE_string("ctranslate2_dir", None, "A `python -m keras_transformer.export --format=ctranslate2` folder.")
+flags.DEFINE_string("export_dir", None, "A SavedModel version folder (`python -m keras_transformer.export`).")
 flags.DEFINE_string("compute_type", "float32", "CTranslate2's compute_type.")
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch (length-sorted, longest first).")
 # CTranslate2's beam, length_penalty and output limit (longest source + max_extra_length); the
@@ -61,8 +61,8 @@ flags.DEFINE_integer("repeats", 3, "Timed passes over all batches.")
 
 
 def prepare():
-    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top  (TensorFlow)
-    from pipelines import text_files  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import ctranslate2_model  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    from keras_transformer.pipelines import text_files  # pylint: disable=g-import-not-at-top
 
     lines = [line.decode("utf-8") if isinstance(line, bytes) else line for line in text_files.read_lines(FLAGS.input)]
     translator = ctranslate2_model.Ctranslate2Translator(FLAGS.ctranslate2_dir)

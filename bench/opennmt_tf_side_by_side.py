@@ -95,7 +95,7 @@ quality runs' folders and logs (kept in the work folder; seeds run before every 
 kept may find the slower toolkit's checkpoint at T rotated away).
 
 Same for both: the Multi30k sentences (plain text, each line stripped); ONE SentencePiece model,
-trained once by the project's command (`python -m pipelines train_tokenizer`, the recipe's
+trained once by the project's command (`python -m keras_transformer.pipelines train_tokenizer`, the recipe's
 tokenizer flags) and used by every run of both toolkits, in the peer's graph by its
 `SentencePieceTokenizer` (OpenNMT-tf's vocabulary file lists the model's pieces, its four special
 ones replaced by OpenNMT-tf's: as many ids as ours); N, d_model, h, d_ff, P_drop (0.3 on sub-layer
@@ -158,7 +158,7 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/: engine_process, opennmt_tf
 
-from tasks import flags as task_flags  # noqa: E402  pylint: disable=wrong-import-position  (no TensorFlow)
+from keras_transformer.tasks import flags as task_flags  # noqa: E402  pylint: disable=wrong-import-position  (no TensorFlow)
 from opennmt_tf.journal import SPEED_DEFAULTS, SPEED_FLAGS  # noqa: E402  pylint: disable=wrong-import-position
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -6,7 +6,7 @@
 Both files hold one tree per line for the sentences of --treebank_split, in order, as
 `python -m keras_transformer.parse --output=...` writes them (no tag level; the gold tags are
 the treebank's). Each sentence's labelled brackets are counted once against its gold tree
-(`tasks.parsing.evalb.sentence_scores`, COLLINS.prm); then --samples times the sentences are
+(`keras_transformer.tasks.parsing.evalb.sentence_scores`, COLLINS.prm); then --samples times the sentences are
 drawn with replacement, the same draw for both parsers, and each draw's corpus F1 is computed from
 its summed counts (as EVALB sums over a file, not a mean of sentence F1s). Printed: both parsers' F1,
 the difference (system - baseline), the 95% interval of the drawn differences, and the share of
@@ -29,8 +29,8 @@ import numpy as np  # noqa: E402  pylint: disable=wrong-import-position
 from absl import flags  # noqa: E402  pylint: disable=wrong-import-position
 
 from keras_transformer import cli  # noqa: E402  pylint: disable=wrong-import-position
-from pipelines import text_files  # noqa: E402  pylint: disable=wrong-import-position
-from pipelines.errors import DataError  # noqa: E402  pylint: disable=wrong-import-position
+from keras_transformer.pipelines import text_files  # noqa: E402  pylint: disable=wrong-import-position
+from keras_transformer.pipelines.errors import DataError  # noqa: E402  pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
 
@@ -91,8 +91,8 @@ def paired_bootstrap(baseline: np.ndarray, system: np.ndarray, samples: int = 10
 
 def sentence_counts(gold_sentences: Sequence, trees: Sequence) -> np.ndarray:
     """[sentences, 3]: matched, gold and test labelled brackets of each tree against its gold
-    `pipelines.treebank.ParsedSentence` (EVALB's skipped sentences count 0, as EVALB does)."""
-    from tasks.parsing import evalb  # pylint: disable=import-outside-toplevel
+    `keras_transformer.pipelines.treebank.ParsedSentence` (EVALB's skipped sentences count 0, as EVALB does)."""
+    from keras_transformer.tasks.parsing import evalb  # pylint: disable=import-outside-toplevel
 
     rows = []
     for gold, tree in zip(gold_sentences, trees):
@@ -123,7 +123,7 @@ def read_trees(path: str, words: Sequence[Sequence[str]]) -> list:
 
 def main(argv):
     del argv
-    from pipelines import treebank  # pylint: disable=import-outside-toplevel
+    from keras_transformer.pipelines import treebank  # pylint: disable=import-outside-toplevel
 
     gold = treebank.read_split(FLAGS.data_dir, FLAGS.treebank_split)
     words = [sentence.words for sentence in gold]

@@ -1,6 +1,6 @@
 """Tokens per second the input pipeline delivers, against what a training step consumes.
 
-The pipeline must never starve training: this measures `pipelines.batching.make_dataset`
+The pipeline must never starve training: this measures `keras_transformer.pipelines.batching.make_dataset`
 on Multi30k train (or the embedded corpus when ../shared/data is absent) at a token
 budget, then, if `keras_transformer` imports, times a training step (forward,
 backward and Adam under `tf.function`) at the same budget on batches from that
@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from tasks import flags as task_flags  # noqa: E402
+from keras_transformer.tasks import flags as task_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 DEFAULT_SHARED_DATA = os.environ.get(
@@ -44,13 +44,13 @@ def define_flags():
 
 
 def load_pairs():
-    from pipelines import text_files  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import text_files  # pylint: disable=g-import-not-at-top
     folder = os.path.join(FLAGS.shared_data, "multi30k")
     if os.path.isdir(folder):
         pairs = text_files.read_parallel_pairs(os.path.join(folder, "train.en.gz"),
                                                os.path.join(folder, "train.de.gz"))
         return "multi30k train en-de", pairs
-    from pipelines import sources  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import sources  # pylint: disable=g-import-not-at-top
     return "embedded train", sources.load_pair_list("embedded", "train")
 
 
@@ -61,7 +61,7 @@ def count(batch):
 
 
 def time_pipeline(pairs, tokenizer):
-    from pipelines import batching  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import batching  # pylint: disable=g-import-not-at-top
     ds = batching.make_dataset(pairs, tokenizer, FLAGS.batch_tokens, FLAGS.max_length,
                                shuffle=True, seed=0, repeat=False, cache="memory")
     seconds = []
@@ -117,7 +117,7 @@ def time_step(batches, vocab_size, steps, *, num_layers, d_model, d_ff, num_head
 
 def main(argv):
     del argv
-    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import tokenizers  # pylint: disable=g-import-not-at-top
     name, pairs = load_pairs()
     tokenizer, _ = tokenizers.train_pair(
         pairs, tokenizers.TokenizerConfig(type="bpe", vocab_size=FLAGS.vocab_size))
@@ -134,7 +134,7 @@ def main(argv):
     except ImportError as e:
         print(f"training step: pending (keras_transformer does not import: {e})")
         return
-    from pipelines import batching  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import batching  # pylint: disable=g-import-not-at-top
     ds = batching.make_dataset(pairs, tokenizer, FLAGS.batch_tokens, FLAGS.max_length,
                                shuffle=True, seed=1)
     batches = list(ds.take(2 + FLAGS.steps))

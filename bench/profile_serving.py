@@ -5,7 +5,7 @@
 
 Loads the export with the TF1 Session loader (TF Serving's), runs `serving_default` once on
 each of --batches length-sorted batches of --batch_size sentences (the first lines of
---input, longest first, as `export.client.translate_lines` batches them) to warm up, then
+--input, longest first, as `keras_transformer.export.client.translate_lines` batches them) to warm up, then
 again with `RunOptions.FULL_TRACE`, and adds up the executed nodes' times (`StepStats`, which
 also records the nodes of the functions and loops inside the signature) by op type, or with
 --group_by=node by node name (which MatMul, which gather: summed over the loop's iterations). Prints
@@ -25,7 +25,7 @@ from absl import app, flags
 from keras_transformer import cli
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("export_dir", None, "A SavedModel from `python -m export` (version or base folder).")
+flags.DEFINE_string("export_dir", None, "A SavedModel from `python -m keras_transformer.export` (version or base folder).")
 flags.DEFINE_string("input", None, "Source sentences, one per line, plain or gzipped.")
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
 flags.DEFINE_integer("batches", 4, "Batches traced (the longest first).", lower_bound=1)
@@ -40,9 +40,9 @@ def main(argv):
     tf = cli.start_tensorflow()
     import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
 
-    from export import versions  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import versions  # pylint: disable=g-import-not-at-top
     from keras_transformer.decoding import sorted_batches  # pylint: disable=g-import-not-at-top
-    from pipelines import text_files  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import text_files  # pylint: disable=g-import-not-at-top
 
     lines = [line.encode("utf-8") for line in text_files.read_lines(FLAGS.input)]
     order = sorted_batches.length_sorted_batches([(len(line.split()), len(line)) for line in lines],

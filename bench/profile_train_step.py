@@ -6,12 +6,12 @@
 
 The step profiled is the project's own: the trainer is built by
 `keras_transformer.training.trainer.build_trainer` (model, Adam on equation (3), step counter,
-checkpoints in a temporary folder that is never written to) as `tasks.training.train` builds
+checkpoints in a temporary folder that is never written to) as `keras_transformer.tasks.training.train` builds
 it, and each step is `Trainer.train_step(iterator)`, the compiled `update` function the training
 loop calls once per update (forward, label-smoothed loss by XLA as a run computes it after its
 first `trainer.COMPILE_LOSS_AFTER` updates, backward, Adam), on the default
 strategy, as on a CPU host. The batches are real Multi30k en-de training batches from the
-project's input pipeline (`pipelines.batching.make_input_fn` over the raw train.en.gz /
+project's input pipeline (`keras_transformer.pipelines.batching.make_input_fn` over the raw train.en.gz /
 train.de.gz of --data_dir, the files the recipe's tensorflow-datasets builder reads; shuffled,
 length-bucketed to --batch_tokens per side, cached in memory, repeated), fed through
 `strategy.distribute_datasets_from_function` as `Trainer.train` feeds them. The tokenizer is
@@ -54,7 +54,7 @@ import time
 from absl import app, flags
 
 from keras_transformer import cli
-from tasks import flags as task_flags
+from keras_transformer.tasks import flags as task_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("data_dir", "../shared/data/multi30k", "The Multi30k raw .gz files (train.en.gz, train.de.gz).")
@@ -122,9 +122,9 @@ def build(model_dir: str):
     real batches."""
     from keras_transformer.config import TrainingConfig, TransformerConfig  # pylint: disable=g-import-not-at-top
     from keras_transformer.training import distribution, trainer as trainer_lib  # pylint: disable=g-import-not-at-top
-    from pipelines import batching, tokenizers  # pylint: disable=g-import-not-at-top
-    from pipelines.data_config import DataConfig  # pylint: disable=g-import-not-at-top
-    from training_directory.vocabulary import sized_model  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import batching, tokenizers  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines.data_config import DataConfig  # pylint: disable=g-import-not-at-top
+    from keras_transformer.training_directory.vocabulary import sized_model  # pylint: disable=g-import-not-at-top
 
     data = DataConfig(dataset="files", data_dir=FLAGS.data_dir, source_file=f"train.{FLAGS.source_lang}.gz",
                       target_file=f"train.{FLAGS.target_lang}.gz", tokenizer="bpe", vocab_size=FLAGS.vocab_size,

@@ -13,7 +13,7 @@ current directory's code, it:
    the event files as float32 (exact, unlike the console's 4 decimals);
 2. translates the embedded corpus' validation split greedily (`--evaluate_only
    --eval_beam_size=1`) and keeps the translations;
-3. exports the run (`python -m export`) and runs the SavedModel's `serving_default` on the
+3. exports the run (`python -m keras_transformer.export`) and runs the SavedModel's `serving_default` on the
    same validation sources in a fresh process: translations and scores (float32, as hex).
 
 Writes one JSON file; equal files mean equal per-step losses, greedy translations and
@@ -81,10 +81,10 @@ def main(argv):
     with open(greedy_file, encoding="utf-8") as file:
         greedy = file.read().splitlines()
     sources_file = os.path.join(work, "validation.en")
-    _run("-c", "import sys; from pipelines import sources; "
+    _run("-c", "import sys; from keras_transformer.pipelines import sources; "
          "open(sys.argv[1], 'w', encoding='utf-8').writelines(s + '\\n' for s, _ in "
          "sources.load_pair_list('embedded', 'validation'))", sources_file)
-    _run("-m", "export", f"--model_dir={model_dir}", f"--export_dir={export_dir}", "--version=1")
+    _run("-m", "keras_transformer.export", f"--model_dir={model_dir}", f"--export_dir={export_dir}", "--version=1")
     exported = json.loads(_run("-c", _EXPORT_OUTPUTS, os.path.join(export_dir, "1"), sources_file))
     record = {"steps": FLAGS.steps, "losses": _step_losses(os.path.join(model_dir, "train")),
               "greedy_validation": greedy, "export": exported}

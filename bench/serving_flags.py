@@ -7,14 +7,14 @@
 (several models, two engines each) read the same sentences, cut them into the same kind of
 batches and time their engines the same way (`engine_process`); one definition of those flags
 keeps their meaning and defaults the same. The decoding flags are the commands' own
-(`tasks.flags.define_decoding_flags`: --beam_size 4, --alpha 0.6, --max_extra_length 50, section 6.1).
+(`keras_transformer.tasks.flags.define_decoding_flags`: --beam_size 4, --alpha 0.6, --max_extra_length 50, section 6.1).
 """
 
 from __future__ import annotations
 
 from absl import flags
 
-from tasks import flags as task_flags
+from keras_transformer.tasks import flags as task_flags
 
 
 def define(batches: str) -> None:

@@ -6,7 +6,7 @@
 Same model, same sentences, same decoding settings (beam 4, alpha 0.6, source length + 50) on
 three paths:
 
-* in-process: `export.serving_module.Translator.serving_default`, the `tf.function` that
+* in-process: `keras_transformer.export.serving_module.Translator.serving_default`, the `tf.function` that
   the export saves (strings in, strings out), called in the process that built it;
 * SavedModel, `tf.saved_model.load`: the export reloaded, its `serving_default` signature;
 * SavedModel, TF1 Session: `tf.compat.v1.saved_model.loader.load` + `Session.run`, the
@@ -30,7 +30,7 @@ import time
 
 from absl import app, flags
 
-from tasks import flags as task_flags
+from keras_transformer.tasks import flags as task_flags
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
@@ -44,9 +44,9 @@ flags.DEFINE_integer("vocab_size", 8000, "Tokenizer vocabulary (an upper bound) 
 
 
 def random_translator(decoding_config):
-    from export import serving_module  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import serving_module  # pylint: disable=g-import-not-at-top
     from keras_transformer import Transformer, TransformerConfig  # pylint: disable=g-import-not-at-top
-    from pipelines import grammar_corpus, tokenizers  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import grammar_corpus, tokenizers  # pylint: disable=g-import-not-at-top
 
     pairs = grammar_corpus.generate_pairs(20000, seed=0)
     tokenizer = tokenizers.train(
@@ -66,8 +66,8 @@ def main(argv):
     del argv
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    from export import serving_module  # pylint: disable=g-import-not-at-top
-    from pipelines import grammar_corpus  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import serving_module  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import grammar_corpus  # pylint: disable=g-import-not-at-top
 
     decoding_config = task_flags.decoding_config()
     scratch = None

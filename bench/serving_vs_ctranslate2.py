@@ -16,16 +16,16 @@ and translation use (averaged/, else the newest readable one; or --checkpoint) o
 * two SavedModels (`serving_module.export_saved_model`): one with the beam search of
   --beam_size, --alpha and --max_extra_length, one greedy (beam 1);
 * with --bfloat16 (the default), a third: the beam-search SavedModel of the same weights
-  rounded once to bfloat16 (`decoding.precision.decoding_model`, what `python -m export
+  rounded once to bfloat16 (`decoding.precision.decoding_model`, what `python -m keras_transformer.export
   --precision=bfloat16` writes). It runs on any CPU, natively where the CPU multiplies in
   bfloat16 (AVX512_BF16, AMX), slower than float32 elsewhere; --nobfloat16 leaves it out.
 
 It tokenizes the first --sentences lines of --input (plain or gzipped UTF-8, read by
-`pipelines.text_files.read_lines`) into source pieces once, with the export's tokenizer
+`keras_transformer.pipelines.text_files.read_lines`) into source pieces once, with the export's tokenizer
 (`Ctranslate2Translator.tokenize`; that translator's model is unloaded at once, it is used for
 its tokenizers only), and cuts them into the same batches for every engine: at most
 --batch_size sentences of similar length, longest first (`sorted_batches.length_sorted_batches`
-on the key `export.client.translate_lines` sorts by: words, then bytes). Every engine then runs
+on the key `keras_transformer.export.client.translate_lines` sorts by: words, then bytes). Every engine then runs
 in a fresh worker process of its own (`bench/engine_process.py`, started with the sentences or
 pieces of its batches in a JSON file): one SavedModel or one `ctranslate2.Translator` per
 process, never two, the process loading only its engine. The workers stay alive across rounds,
@@ -52,7 +52,7 @@ and no engine in the process that starts them.
    and on a CPU where CTranslate2 as installed multiplies with Intel MKL six more (below):
    * SavedModel, float32 and bfloat16: its `serving_default` (tokenization, search and
      detokenization in the graph), loaded with `tf.saved_model.load` and called through that
-     signature (`export.client.load_translate_fn`): strings in, strings out;
+     signature (`keras_transformer.export.client.load_translate_fn`): strings in, strings out;
    * CTranslate2 float32 and int8, export path: `ctranslate2_model.translate_pieces` on the
      source pieces; outputs stay pieces. It makes one `translate_batch` call per batch with the
      batch's largest output limit, and one more per source length for the sources whose output
@@ -138,13 +138,13 @@ from engine_process import (CT2_INTER_THREADS, PIECES_OUT, as_texts, engine_spec
 from keras_transformer import cli
 from keras_transformer.config import TransformerConfig
 from keras_transformer.files import command_files
-from tasks import flags as task_flags
+from keras_transformer.tasks import flags as task_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory (model_config.json, tokenizer/, checkpoints/).")
 flags.DEFINE_string("checkpoint", None, "Checkpoint prefix (default: averaged/, else the latest).")
 serving_flags.define("every engine gets the same length-sorted batches")
-flags.DEFINE_bool("bfloat16", True, "Also time a bfloat16 SavedModel of the same weights (`python -m export "
+flags.DEFINE_bool("bfloat16", True, "Also time a bfloat16 SavedModel of the same weights (`python -m keras_transformer.export "
                   "--precision=bfloat16`); it runs on any CPU, natively with AVX512_BF16 or AMX.")
 flags.mark_flags_as_required(["model_dir", "input"])
 
@@ -186,7 +186,7 @@ def write_exports(translator, greedy_decoding, checkpoint: str, work: str, bfloa
     """The CTranslate2 models (float32, int8) and the SavedModels (beam search, greedy, and with
     `bfloat16` beam search in bfloat16) of the model of `translator` (the float32
     `serving_module.Translator` with the beam search), in `work`."""
-    from export import ctranslate2_model, serving_module  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import ctranslate2_model, serving_module  # pylint: disable=g-import-not-at-top
     from keras_transformer.decoding import precision  # pylint: disable=g-import-not-at-top
 
     paths = {}
@@ -199,7 +199,7 @@ def write_exports(translator, greedy_decoding, checkpoint: str, work: str, bfloa
     greedy = serving_module.Translator(translator.model, translator.source_tokenizer, translator.target_tokenizer,
                                        greedy_decoding)
     modules = {"saved_model": translator, "saved_model_greedy": greedy}
-    if bfloat16:  # the float32 weights rounded once, as `python -m export --precision=bfloat16` does
+    if bfloat16:  # the float32 weights rounded once, as `python -m keras_transformer.export --precision=bfloat16` does
         modules[BFLOAT16] = serving_module.Translator(
             precision.decoding_model(translator.model, "bfloat16"), translator.source_tokenizer,
             translator.target_tokenizer, translator.decoding_config)
@@ -570,7 +570,7 @@ def print_markdown(record: dict[str, Any]) -> None:
 def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
-    from export import ctranslate2_model  # pylint: disable=g-import-not-at-top  (no TensorFlow)
+    from keras_transformer.export import ctranslate2_model  # pylint: disable=g-import-not-at-top  (no TensorFlow)
 
     ctranslate2_model.check_quantization("int8")  # ctranslate2 4.x is installed
     if not os.path.isdir(FLAGS.model_dir):
@@ -588,7 +588,7 @@ def main(argv):
           f"command: {command}", flush=True)
 
     tf = engine_process.start_tensorflow(threads)
-    from export import serving_module  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import serving_module  # pylint: disable=g-import-not-at-top
 
     # A training directory without a checkpoint or tokenizer fails here, and a model CTranslate2
     # cannot express (d_k != d_v, another activation, special pieces named differently on the two

@@ -22,7 +22,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 project = "keras_transformer"
 author = "the keras_transformer authors"
 copyright = "the keras_transformer authors"  # pylint: disable=redefined-builtin
-release = version = "0.1.0"
+release = version = re.search(r'^__version__ = "([^"]+)"', (REPO / "keras_transformer" / "__init__.py").read_text(
+    encoding="utf-8"), re.MULTILINE).group(1)  # written once, in the package
 
 extensions = [
     "myst_nb",

@@ -1,6 +1,6 @@
 """Strings in, strings out: the SavedModel that stock TF Serving loads.
 
-`python -m export --model_dir=DIR --export_dir=OUT` turns a training directory into
+`python -m keras_transformer.export --model_dir=DIR --export_dir=OUT` turns a training directory into
 `OUT/<version>/`:
 
   serving_module  the `tf.Module` (`Translator`: tokenizer + beam search in the graph), its
@@ -13,12 +13,12 @@
   warmup          TF Serving's warm-up file (PredictionLog records of sample requests),
                   written into every version folder; the gRPC client shares its request builder.
   ops             the check that only core TF and tensorflow-text ops are in the graph, read
-                  in a fresh interpreter by servable_ops (`python -m export.servable_ops`).
+                  in a fresh interpreter by servable_ops (`python -m keras_transformer.export.servable_ops`).
   ctranslate2_model  the same model as a CTranslate2 model (`--format=ctranslate2`), decoded
                   as the project decodes.
 """
 
 from keras_transformer import command_start
 
-command_start.guard()  # Ctrl-C while `python -m export` starts: one line
+command_start.guard()  # Ctrl-C while `python -m keras_transformer.export` starts: one line
 

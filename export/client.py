@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional, Sequence, Union
 
-from export.versions import N_BEST_SIGNATURE, PREFIX_SIGNATURE, SAMPLED_SIGNATURE
+from keras_transformer.export.versions import N_BEST_SIGNATURE, PREFIX_SIGNATURE, SAMPLED_SIGNATURE
 from keras_transformer import cli
 from keras_transformer.config import DecodingConfig, SamplingConfig
 
@@ -90,7 +90,7 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
     if (model_dir is None) == (export_dir is None):
         raise ValueError("give exactly one of model_dir and export_dir")
     if model_dir:
-        from export import serving_module  # pylint: disable=g-import-not-at-top  (TensorFlow)
+        from keras_transformer.export import serving_module  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
         decoding = dataclasses.replace(decoding, n_best=n_best)  # checked against its beam_size
         translator, source = serving_module.from_model_dir(model_dir, decoding, checkpoint,
@@ -115,7 +115,7 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
             return translator.serving_default(sentences)
 
         return serving_default, source
-    from export import versions  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import versions  # pylint: disable=g-import-not-at-top
 
     source = versions.saved_model_path(export_dir)
     name = (SAMPLED_SIGNATURE if sampling is not None else PREFIX_SIGNATURE if prefixed
@@ -168,7 +168,7 @@ def check_export_signature(export_dir: str, name: str) -> None:
     """A one-line `ValueError` unless the export (a version folder or its base folder) has the
     signature `name` (older exports lack the newer ones, an export by `--signatures` those it
     left out). Reads export.json only."""
-    from export import versions  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import versions  # pylint: disable=g-import-not-at-top
 
     source = versions.saved_model_path(export_dir)
     _check_signature(versions.read_settings(source), source, name)
@@ -203,7 +203,7 @@ def load_saved_model(source: str):
             reason = f"{type(error).__name__}: {reason}; its files are damaged or cut short"
         raise ValueError(f"{source}: not a readable SavedModel ({reason}); export the model again") from None
     if "serving_default" not in loaded.signatures:
-        raise ValueError(f"{source}: a SavedModel without a serving_default signature; not made by python -m export")
+        raise ValueError(f"{source}: a SavedModel without a serving_default signature; not made by python -m keras_transformer.export")
     return loaded
 
 
@@ -213,7 +213,7 @@ def check_export_n_best(export_dir: str, n_best: int) -> Optional[DecodingConfig
     does not) and its beam keeps `n_best` hypotheses (then its `DecodingConfig`, with `n_best`;
     else None).
     Reads files only: a command calls it before TensorFlow starts."""
-    from export import versions  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import versions  # pylint: disable=g-import-not-at-top
 
     source = versions.saved_model_path(export_dir)
     if n_best == 1:
@@ -227,7 +227,7 @@ def check_export_n_best(export_dir: str, n_best: int) -> Optional[DecodingConfig
 def _exported_decoding(settings: dict, n_best: int, source: str) -> DecodingConfig:
     """The `DecodingConfig` of an export's export.json `settings` with `n_best`: a one-line
     `ValueError` naming the export unless its beam keeps that many (`DecodingConfig`'s check)."""
-    from export import versions  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import versions  # pylint: disable=g-import-not-at-top
 
     try:
         exported = DecodingConfig(**settings.get("decoding", {}))
@@ -274,7 +274,7 @@ def translate_grpc(sentences: Sequence[Union[str, bytes]], target: str = f"local
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     from tensorflow_serving.apis import prediction_service_pb2_grpc  # pylint: disable=g-import-not-at-top
 
-    from export import serving_module, warmup  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import serving_module, warmup  # pylint: disable=g-import-not-at-top
 
     request = warmup.predict_request(warmup.DEFAULT_SIGNATURE, {serving_module.SIGNATURE_INPUT: list(sentences)},
                                      model_name=model_name, version=version)

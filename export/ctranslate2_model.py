@@ -1,7 +1,7 @@
 """A trained Transformer as a CTranslate2 model: the same weights, run by CTranslate2 4.x.
 
 For users who serve on CPU outside TF Serving (CTranslate2 runs the same network in C++, with
-int8 weights if asked). Written by `python -m export --format=ctranslate2 [--quantization=int8]`,
+int8 weights if asked). Written by `python -m keras_transformer.export --format=ctranslate2 [--quantization=int8]`,
 or in Python:
 
     path, _ = convert("runs/base", "out/ct2")                  # averaged/ else latest checkpoint
@@ -13,7 +13,7 @@ or in Python:
 
 `output_dir` holds what `ctranslate2.Translator` loads (model.bin, config.json,
 shared_vocabulary.json or source_/target_vocabulary.json), the run's tokenizer folder
-(`tokenizer/`, the layout of MODEL_DIR/tokenizer, so `pipelines.tokenizers.load_pair` reads it)
+(`tokenizer/`, the layout of MODEL_DIR/tokenizer, so `keras_transformer.pipelines.tokenizers.load_pair` reads it)
 and `export.json` (model and decoding settings, checkpoint, quantization). It appears whole or
 not at all: everything is written into a hidden folder beside it and renamed at the end.
 
@@ -58,7 +58,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from export import versions
+from keras_transformer.export import versions
 from keras_transformer.config import DecodingConfig, SamplingConfig, TransformerConfig
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
@@ -101,7 +101,7 @@ def check_quantization(quantization: Optional[str]) -> None:
 # Vocabularies --------------------------------------------------------------------------------
 
 def vocabulary(tokenizer) -> list[str]:
-    """A `pipelines.tokenizers.Tokenizer`'s pieces in id order: what CTranslate2 reads and writes.
+    """A `keras_transformer.pipelines.tokenizers.Tokenizer`'s pieces in id order: what CTranslate2 reads and writes.
 
     SentencePiece: `id_to_piece(i)` for every id ("<pad>", "<unk>", "<s>", "</s>", byte pieces
     "<0x00>".., then "▁the", ...). WordPiece: the lines of vocab.txt ("[PAD]", "[UNK]", "[BOS]",
@@ -214,26 +214,15 @@ def _set_feed_forward(spec, feed_forward, norm) -> None:
 def position_table(model, positions, rows: int) -> np.ndarray:
     """`rows` position encodings of `model.source_positions` or `model.target_positions`,
     float32 (rows, d_model); row p is what the model adds at position p (0 = the first token
-    of a source, BOS of a target).
-
-    Sinusoids come from the project's own `sinusoids` (interleaved sin/cos from position 0),
-    which CTranslate2's built-in table is not (src/layers/common.cc: positions from 1,
-    log(10000) / (d/2 - 1), sin and cos concatenated). A learned table has `max_length` rows
-    and the model clips later positions to its last row; repeating that row reproduces the
-    clipping, since CTranslate2 rejects positions past its table.
+    of a source, BOS of a target). The model's kind of positions writes it
+    (`keras_transformer.position_encodings.PositionEncoding.ctranslate2_table`): sinusoids the
+    project's own (interleaved sin/cos from position 0), which CTranslate2's built-in table is
+    not (src/layers/common.cc: positions from 1, log(10000) / (d/2 - 1), sin and cos
+    concatenated); a learned table with its last row repeated, as the model clips later
+    positions to it and CTranslate2 rejects positions past its table. A kind without a table
+    is a one-line ValueError.
     """
-    from keras_transformer.layers.position_encoding import (  # pylint: disable=g-import-not-at-top
-        LearnedPositionEmbedding, sinusoids)
-
-    if isinstance(positions, LearnedPositionEmbedding):
-        table = _array(positions.position_embeddings)  # (max_length, d_model)
-        extra = max(rows - table.shape[0], 0)
-        return np.concatenate([table, np.repeat(table[-1:], extra, axis=0)])[: max(rows, table.shape[0])]
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-    d_model = model.config.d_model
-    return np.ascontiguousarray(sinusoids(tf.range(rows), d_model, positions.max_wavelength).numpy(),
-                                dtype=np.float32)
+    return model.config.positions.ctranslate2_table(positions, rows, model.config)
 
 
 def default_max_positions(config: TransformerConfig, decoding: DecodingConfig) -> int:
@@ -258,6 +247,10 @@ def _check_supported(model) -> None:
         if layer.feed_forward.activation != "relu":
             problems.append(f"feed-forward activation {layer.feed_forward.activation!r} (only relu)")
             break
+    try:  # CTranslate2 adds a table of encodings per position
+        position_table(model, model.source_positions, 1)
+    except ValueError as error:
+        problems.append(str(error))
     if problems:
         raise ValueError(f"the model cannot be converted to CTranslate2: {'; '.join(problems)}")
 
@@ -323,8 +316,8 @@ def build_spec(model, source_pieces: Sequence[str], target_pieces: Sequence[str]
 # Writing -------------------------------------------------------------------------------------
 
 def _copy_tokenizers(source, target, directory: str) -> None:
-    """The tokenizer pair in `directory`, laid out as `pipelines.tokenizers.save_pair` does."""
-    from pipelines import tokenizers as tokenizers_lib  # pylint: disable=g-import-not-at-top
+    """The tokenizer pair in `directory`, laid out as `keras_transformer.pipelines.tokenizers.save_pair` does."""
+    from keras_transformer.pipelines import tokenizers as tokenizers_lib  # pylint: disable=g-import-not-at-top
 
     saved = {id(t): t.asset_path for t in (source, target)}
     try:
@@ -352,7 +345,7 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
         output_dir: the CTranslate2 model folder to create (must not exist).
         quantization: None (float32 weights) or a CTranslate2 type such as "int8", "int16",
             "float16", "int8_float16" (`check_quantization`).
-        tokenizers: (source, target) `pipelines.tokenizers.Tokenizer`s; default the training
+        tokenizers: (source, target) `keras_transformer.pipelines.tokenizers.Tokenizer`s; default the training
             directory's (required with a model).
         checkpoint: a checkpoint prefix instead of the default one (training directory only).
         decoding_config: recorded in export.json (CTranslate2 decodes as each call says; see
@@ -376,7 +369,7 @@ def convert(model_dir_or_model: Union[str, Any], output_dir: str, quantization: 
     from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
 
     if isinstance(model_dir_or_model, str):  # the SavedModel export's reading and checks
-        from export import serving_module  # pylint: disable=g-import-not-at-top
+        from keras_transformer.export import serving_module  # pylint: disable=g-import-not-at-top
 
         translator, checkpoint = serving_module.from_model_dir(model_dir_or_model, decoding_config, checkpoint,
                                                                shortlist_file=shortlist_file)  # read before the model
@@ -443,8 +436,8 @@ def export_model_dir(model_dir: str, export_dir: str, decoding_config: DecodingC
                      checkpoint: Optional[str] = None, version: Optional[int] = None,
                      quantization: Optional[str] = None, log: Callable[[str], None] = print,
                      shortlist_file: Optional[str] = None) -> tuple[str, Optional[str]]:
-    """`python -m export --format=ctranslate2`: EXPORT_DIR/<version>/ (the SavedModel export's
-    layout, `export.versions`) holding a CTranslate2 model. Returns (version folder, checkpoint)."""
+    """`python -m keras_transformer.export --format=ctranslate2`: EXPORT_DIR/<version>/ (the SavedModel export's
+    layout, `keras_transformer.export.versions`) holding a CTranslate2 model. Returns (version folder, checkpoint)."""
     versions.check_export_dir(export_dir, version)
     check_quantization(quantization)
     os.makedirs(export_dir, exist_ok=True)
@@ -491,7 +484,7 @@ def translation_options(decoding: DecodingConfig, config: TransformerConfig, sou
     """
     source_tokens = min(source_length, config.max_length - 1) + 1
     limit = source_tokens + decoding.max_extra_length
-    if config.positional_encoding == "learned":
+    if config.positions.bounded:  # learned positions end at max_length
         limit = min(limit, config.max_length)
     options = dict(
         beam_size=decoding.beam_size,
@@ -606,7 +599,7 @@ class Ctranslate2Translator:
         translator.translate(["A dog runs."])  # [[("Ein Hund läuft.", -1.23)]]
 
     Sentences are stripped and tokenized by the export's own tokenizers
-    (`pipelines.tokenizers`, in-graph as in the SavedModel), so the pieces are the SavedModel's.
+    (`keras_transformer.pipelines.tokenizers`, in-graph as in the SavedModel), so the pieces are the SavedModel's.
 
     Args:
         path: a folder written by `convert` (a version folder of the export).
@@ -617,7 +610,7 @@ class Ctranslate2Translator:
 
     def __init__(self, path: str, decoding: Optional[DecodingConfig] = None, **translator_kwargs):
         from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
-        from pipelines import tokenizers as tokenizers_lib  # pylint: disable=g-import-not-at-top
+        from keras_transformer.pipelines import tokenizers as tokenizers_lib  # pylint: disable=g-import-not-at-top
 
         with open(os.path.join(path, versions.SETTINGS_FILE), encoding="utf-8") as file:
             settings = json.load(file)

@@ -8,7 +8,7 @@ next-token probabilities id by id: its members must read the same ids and mean t
 by each id. Each run's model_config.json is read as JSON (`TrainingDirectory.settings`, no TensorFlow) and compared with
 --model_dir's (`check_members`):
 
-* the tokenizer: the fingerprint the runs recorded (`pipelines.tokenizers.fingerprint`, in
+* the tokenizer: the fingerprint the runs recorded (`keras_transformer.pipelines.tokenizers.fingerprint`, in
   model_config.json's "tokenizer" section), or, for a run that recorded none, the bytes of
   its tokenizer/ folder (`check_same_vocabulary`);
 * the vocabulary of the model: `config.VOCABULARY_FIELDS` (sizes, shared embeddings, PAD id;
@@ -17,13 +17,13 @@ by each id. Each run's model_config.json is read as JSON (`TrainingDirectory.set
   (`DATA_SETTINGS`, the "data" section; a run without them, e.g. a translation run, has the
   defaults) and, with predicted tags, its tagger (MODEL_DIR/tagger.json). The input is tagged
   once, by --model_dir's tagger, and every member reads it. A tagger is trained
-  deterministically on the treebank's training split (`pipelines.pos_tags.train_tagger`), so
+  deterministically on the treebank's training split (`keras_transformer.pipelines.pos_tags.train_tagger`), so
   runs of one treebank that differ in their seed hold the same one; another tagger means a
   member trained on other tags (another split or treebank), which would read tags unlike those
   it learned from, so it is refused rather than accepted in silence.
 
 Shapes (layers, d_model, heads, positions) may differ. Opening each run afterwards
-(`training_directory.TrainingDirectory.open`) checks its tokenizer against its own record, as for a single model.
+(`keras_transformer.training_directory.TrainingDirectory.open`) checks its tokenizer against its own record, as for a single model.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ import os
 from typing import Optional
 
 from keras_transformer.config import VOCABULARY_FIELDS
-from pipelines import pos_tags
-from training_directory import TrainingDirectory
+from keras_transformer.pipelines import pos_tags
+from keras_transformer.training_directory import TrainingDirectory
 
 # The data settings that change what a model reads or writes, and their value in a run that
-# recorded none (`pipelines.data_config.DataConfig`'s defaults: words alone, trees of words).
+# recorded none (`keras_transformer.pipelines.data_config.DataConfig`'s defaults: words alone, trees of words).
 DATA_SETTINGS = {"source_tags": "none", "tree_targets": "words"}
 
 
@@ -90,7 +90,7 @@ def _data(settings: dict) -> dict:
 
 
 def _tagger(model_dir: str):
-    """The saved tagger of a run (`pipelines.pos_tags.save`'s JSON), as read."""
+    """The saved tagger of a run (`keras_transformer.pipelines.pos_tags.save`'s JSON), as read."""
     path = os.path.join(model_dir, pos_tags.TAGGER_FILE)
     try:
         with open(path, encoding="utf-8") as file:

@@ -8,7 +8,7 @@ package's own TF op), and XLA-only ops have no CPU kernel there. An op is servab
 * it has a CPU kernel;
 * it is not one of the Python ops or an `Xla*` op.
 
-The registry is read in a fresh interpreter (`python -m export.servable_ops SAVED_MODEL_DIR`,
+The registry is read in a fresh interpreter (`python -m keras_transformer.export.servable_ops SAVED_MODEL_DIR`,
 which imports only tensorflow and tensorflow_text), so ops that other imports of the calling
 process registered cannot slip through. The command prints one offender per line and exits 1
 if there is any; `unservable_ops(path)` runs it and returns the offenders.
@@ -57,7 +57,7 @@ def check(saved_model_dir: str) -> dict:
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=path)
     result = subprocess.run(
-        [sys.executable, "-m", "export.servable_ops", "--json", saved_model_dir],
+        [sys.executable, "-m", "keras_transformer.export.servable_ops", "--json", saved_model_dir],
         capture_output=True, text=True, env=env, check=False,
     )
     if result.returncode not in (0, 1):

@@ -1,8 +1,8 @@
-"""Classifies a SavedModel's ops in this (fresh) interpreter: `python -m export.servable_ops DIR`.
+"""Classifies a SavedModel's ops in this (fresh) interpreter: `python -m keras_transformer.export.servable_ops DIR`.
 
 Imports tensorflow, reads the op registry, then tensorflow_text, and reads it again, so
 each op of the SavedModel is known as core TensorFlow, tensorflow-text, or neither (see
-`export.ops`, which runs this command and reads its `--json` report). Prints one line per
+`keras_transformer.export.ops`, which runs this command and reads its `--json` report). Prints one line per
 op stock TF Serving cannot run and exits 1 if there is any.
 """
 
@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from export import ops
+from keras_transformer.export import ops
 
 
 def _registered_ops() -> set[str]:
@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
     as_json = "--json" in argv
     paths = [a for a in argv if a != "--json"]
     if len(paths) != 1:
-        print("usage: python -m export.servable_ops [--json] SAVED_MODEL_DIR", file=sys.stderr)
+        print("usage: python -m keras_transformer.export.servable_ops [--json] SAVED_MODEL_DIR", file=sys.stderr)
         return 2
     report = _classify(ops.saved_model_op_types(paths[0]))
     if as_json:

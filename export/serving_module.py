@@ -67,7 +67,7 @@ What happens to each sentence, all in the graph with core TF and tensorflow-text
 An empty or whitespace-only sentence decodes nothing: translation "" and score 0.0. An empty
 batch returns empty outputs.
 
-A bfloat16 export (`from_model_dir(..., precision="bfloat16")`, `python -m export
+A bfloat16 export (`from_model_dir(..., precision="bfloat16")`, `python -m keras_transformer.export
 --precision=bfloat16`) holds the model of `keras_transformer.decoding.precision.decoding_model`:
 its matrix weights are bfloat16 variables, rounded once at export, and its matrix products run
 in bfloat16 while softmax, layer normalization, log-softmax, beam scores and length penalty
@@ -75,7 +75,7 @@ stay float32. The signatures, their dtypes and the ops' kinds are the float32 ex
 CPU without native bfloat16 it runs correctly, but slower than float32. export.json records
 the precision.
 
-An ensemble export (`from_model_dir(..., ensemble_model_dirs=[...])`, `python -m export
+An ensemble export (`from_model_dir(..., ensemble_model_dirs=[...])`, `python -m keras_transformer.export
 --ensemble_model_dirs`) holds a `keras_transformer.decoding.ensemble.Ensemble` as its model: the
 same signatures and ops, each search step the log of the mean of the members' probabilities,
 `score` the log-probability under that mean, `translate_with_attention` the first member's
@@ -98,8 +98,8 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from export import ensemble_members, ops, versions, warmup
-from export.versions import (ATTENTION_SIGNATURE, N_BEST_SIGNATURE, PREFIX_SIGNATURE, SAMPLED_SIGNATURE,
+from keras_transformer.export import ensemble_members, ops, versions, warmup
+from keras_transformer.export.versions import (ATTENTION_SIGNATURE, N_BEST_SIGNATURE, PREFIX_SIGNATURE, SAMPLED_SIGNATURE,
                              SCORE_SIGNATURE)
 from keras_transformer.decoding import beam_search, ensemble, search, sequence_scores
 from keras_transformer.decoding import precision as precision_lib
@@ -107,9 +107,9 @@ from keras_transformer.decoding import shortlist as shortlist_lib
 from keras_transformer.config import DecodingConfig, SamplingConfig
 from keras_transformer.model import Transformer
 from keras_transformer.special_ids import EOS_ID
-from pipelines import linearized_trees, pos_tags, sources
-from pipelines import tokenizers as tokenizers_lib
-from training_directory import TrainingDirectory
+from keras_transformer.pipelines import linearized_trees, pos_tags, sources
+from keras_transformer.pipelines import tokenizers as tokenizers_lib
+from keras_transformer.training_directory import TrainingDirectory
 
 SIGNATURE_INPUT = "sentences"
 EOS_LABEL = "</s>"
@@ -147,21 +147,21 @@ class Translator(tf.Module):
     Args:
         model: a built `Transformer` (weights restored), float32 or its bfloat16 copy
             (`keras_transformer.decoding.precision.decoding_model`).
-        source_tokenizer: a `pipelines.tokenizers.Tokenizer`.
+        source_tokenizer: a `keras_transformer.pipelines.tokenizers.Tokenizer`.
         target_tokenizer: the target side's, or None for a shared vocabulary.
         decoding_config: a `keras_transformer.config.DecodingConfig` (n_best is ignored:
             the signatures return the best hypothesis).
-        source_tags: a parsing model's source tags (`pipelines.pos_tags`: "none", "predicted",
+        source_tags: a parsing model's source tags (`keras_transformer.pipelines.pos_tags`: "none", "predicted",
             "gold"): its inputs are then tagged sentences, "The <DT> dog <NN> ...", which the
             client tags (the tagger is Python; `python -m keras_transformer.parse` tags with
             the tagger this export holds in assets.extra), and the tree constraint skips the tags.
-        tree_targets: a parsing model's targets (`pipelines.linearized_trees.TREE_TARGETS`):
+        tree_targets: a parsing model's targets (`keras_transformer.pipelines.linearized_trees.TREE_TARGETS`):
             "words", or "placeholders", whose outputs write each word as "XX" (the tree
             constraint writes one per input word; `python -m keras_transformer.parse` puts the
             input's words back, as `linearized_trees.to_tree` does for any client).
         shortlist: a `keras_transformer.decoding.shortlist.Shortlist` the searches are
             restricted by (held as constants in the graph).
-        signatures: the signatures the module holds (`export.versions.chosen_signatures`:
+        signatures: the signatures the module holds (`keras_transformer.export.versions.chosen_signatures`:
             default every one; `serving_default` always). The others are None here, so the
             saver does not trace them: a SavedModel of `serving_default` alone holds a sixth
             of the functions and loads in less memory.
@@ -381,7 +381,7 @@ class Translator(tf.Module):
         return {name: getattr(self, name) for name in versions.SIGNATURES if getattr(self, name) is not None}
 
     def warmup_batches(self) -> list:
-        """What the export's warm-up file asks (`export.warmup`, replayed by TF Serving when it
+        """What the export's warm-up file asks (`keras_transformer.export.warmup`, replayed by TF Serving when it
         loads the version): `serving_default` with 1, 8 and 32 sentences of mixed lengths, and
         `translate_n_best`, `translate_sampled` (every option given: a warm-up record must feed
         every input), `score` and `translate_with_prefix` with 8, each when the module holds it
@@ -439,7 +439,7 @@ def from_model_dir(
 
     With `ensemble_model_dirs`, the model is an `ensemble.Ensemble` of `model_dir`'s and theirs
     (each its averaged, else best, else latest checkpoint), which read and write alike
-    (`export.ensemble_members.check_members`: vocabulary, a parsing run's source tags, tagger
+    (`keras_transformer.export.ensemble_members.check_members`: vocabulary, a parsing run's source tags, tagger
     and tree targets; checked before any model is built); the source tags, tree targets and
     tagger are `model_dir`'s. The checkpoint path returned names them all, joined by ",".
     """
@@ -487,7 +487,7 @@ def export_saved_model(
     """Saves `module` as `export_dir/<version>/` (TF Serving's layout), atomically.
 
     The version folder holds TF Serving's warm-up file, `assets.extra/tf_serving_warmup_requests`
-    (`Translator.warmup_batches`, written by `export.warmup`): the server replays it when it
+    (`Translator.warmup_batches`, written by `keras_transformer.export.warmup`): the server replays it when it
     loads the version, so the first client request after a version swap is not the slow one.
     Its largest request has 32 sentences: with `--enable_batching`, `max_batch_size` must be at
     least that, or TF Serving refuses the version.
@@ -556,7 +556,7 @@ def export_model_dir(
     shortlist_file: Optional[str] = None,
     signatures: Optional[Sequence[str]] = None,
 ) -> tuple[str, str, Translator]:
-    """A training directory's model as `export_dir/<version>/` (what `python -m export` does).
+    """A training directory's model as `export_dir/<version>/` (what `python -m keras_transformer.export` does).
 
     Args:
         model_dir: the training directory (model_config.json, tokenizer/, checkpoints/).

@@ -9,7 +9,7 @@
 at (a version folder, or a base folder whose highest complete version is used). Hidden
 folders such as the exporter's temporaries are never versions.
 
-The exporter (`export.serving_module.export_saved_model`) writes a version into
+The exporter (`keras_transformer.export.serving_module.export_saved_model`) writes a version into
 `temporary_folder(OUT, version)`, `.tmp-<version>-<host>-<pid>-<token>`, and `publish_version`
 renames it to its number, claimed at that moment: the rename never replaces a version, and
 when another export took the number meanwhile, the next free one is taken. Two exports started
@@ -38,15 +38,15 @@ SAVED_MODEL_FILE = "saved_model.pb"
 ASSETS_EXTRA = "assets.extra"  # a version's folder for files beside the SavedModel (TF Serving reads its warm-up here)
 SETTINGS_FILE = "export.json"  # an export's model and decoding settings (SavedModel: in assets.extra/)
 # Signatures by name, for commands that ask an export for one before TensorFlow starts (export.json
-# lists an export's signatures): `export.serving_module` defines them under these names.
+# lists an export's signatures): `keras_transformer.export.serving_module` defines them under these names.
 N_BEST_SIGNATURE = "translate_n_best"
 SAMPLED_SIGNATURE = "translate_sampled"
 PREFIX_SIGNATURE = "translate_with_prefix"
 ATTENTION_SIGNATURE = "translate_with_attention"
 SCORE_SIGNATURE = "score"
-# TensorFlow's DEFAULT_SERVING_SIGNATURE_DEF_KEY, spelled here as in `export.warmup` (a test checks).
+# TensorFlow's DEFAULT_SERVING_SIGNATURE_DEF_KEY, spelled here as in `keras_transformer.export.warmup` (a test checks).
 DEFAULT_SIGNATURE = "serving_default"
-# Every signature an export can hold, in the order `python -m export --help` lists them; an
+# Every signature an export can hold, in the order `python -m keras_transformer.export --help` lists them; an
 # export holds them all unless `--signatures` names fewer (serving_default always).
 SIGNATURES = (DEFAULT_SIGNATURE, ATTENTION_SIGNATURE, N_BEST_SIGNATURE, SCORE_SIGNATURE, SAMPLED_SIGNATURE,
               PREFIX_SIGNATURE)
@@ -90,12 +90,12 @@ def read_settings(saved_model_dir: str) -> dict:
     """What an export was made with: its `assets.extra/export.json` (`serving_module.export_saved_model`).
 
     Raises:
-        FileNotFoundError: the version folder has no such file (not made by `python -m export`).
+        FileNotFoundError: the version folder has no such file (not made by `python -m keras_transformer.export`).
         ValueError: the file is not a JSON object whose sections are objects (damaged).
     """
     path = settings_path(saved_model_dir)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: not found; was {saved_model_dir} made by python -m export?")
+        raise FileNotFoundError(f"{path}: not found; was {saved_model_dir} made by python -m keras_transformer.export?")
     settings = json_files.read_json(path, "an export's settings", advice="; export the model again")
     damaged = [name for name, value in (settings.items() if isinstance(settings, dict) else [])
                if name in ("decoding", "model", "source_tokenizer", "target_tokenizer") and not isinstance(value, dict)]

@@ -68,7 +68,7 @@ from typing import Iterable, Mapping, Optional, Sequence, Union
 import numpy as np
 import tensorflow as tf
 
-# TF Serving's folder; the same as `export.versions.ASSETS_EXTRA` (a test checks), spelled
+# TF Serving's folder; the same as `keras_transformer.export.versions.ASSETS_EXTRA` (a test checks), spelled
 # here because this module imports nothing of the project (serving_module imports it).
 ASSETS_EXTRA = "assets.extra"
 

@@ -9,6 +9,8 @@ package's library modules import none of those (docs/architecture.md).
 
   config, special_ids, model, losses, metrics   the model core: settings, special ids, the
                Transformer (section 3), its loss (5.4), corpus BLEU and chrF (6.1).
+  registry, position_encodings
+               a seam's `Registry`; the kinds of position encoding (3.5): sinusoidal, learned.
   layers/      the Keras layers, one concept per module (section 3).
   decoding/    ids in, ids out: `decoding.search.translate_ids`, the one decoding entry point.
   training/    the custom training loop of section 5 and its parts.
@@ -29,7 +31,7 @@ from keras_transformer import command_start
 
 command_start.guard()  # Ctrl-C while `python -m keras_transformer.<command>` starts: one line
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one place it is written: setup.py, docs/conf.py and --version read it (CHANGELOG.md)
 
 _EXPORTS = {
     "TABLE3": "keras_transformer.config",

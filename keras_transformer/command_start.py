@@ -1,6 +1,6 @@
 """Ctrl-C in a command: one `error: interrupted` line and exit 130, never a traceback.
 
-`python -m keras_transformer.<command>` (or `python -m export`, `python -m pipelines`) spends its
+`python -m keras_transformer.<command>` (or `python -m keras_transformer.export`, `python -m keras_transformer.pipelines`) spends its
 first tenth of a second importing modules, before `keras_transformer.cli.run` turns a
 KeyboardInterrupt into one line. The packages' `__init__` call `guard()` first: when Python is
 starting a module with `-m` (`sys.argv[0]` is "-m" while the module is being located), SIGINT
@@ -33,9 +33,10 @@ def raise_interrupt(signum, frame):  # pylint: disable=unused-argument
     raise KeyboardInterrupt
 
 
-def guard() -> None:
-    """Installs the start-up SIGINT handler when a `-m` command is starting (see the module docstring)."""
-    if sys.argv[:1] == ["-m"] and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+def guard(starting: bool = False) -> None:
+    """Installs the start-up SIGINT handler when a `-m` command is starting (see the module docstring), or
+    when `starting` says a command is (a console script: `keras_transformer.commands.launch`)."""
+    if (starting or sys.argv[:1] == ["-m"]) and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 

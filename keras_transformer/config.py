@@ -21,14 +21,12 @@ import math
 import os
 from typing import Any, Optional
 
+from keras_transformer import dev_metrics
+from keras_transformer import position_encodings
 from keras_transformer.special_ids import PAD_ID
 
-POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
 LAYER_NORMS = ("post", "pre")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
-# The dev metrics that may rank checkpoints (`run_dir.best_checkpoints.METRICS` says which way is better):
-# BLEU (section 6.1), the dev loss, and a parsing run's labelled EVALB F1 (section 6.3).
-BEST_CHECKPOINT_METRICS = ("bleu", "loss", "f1")
 # The longest output beyond its source a search may make (section 6.3 uses 300): beyond this, a
 # typo such as 1000000000 would run (and size the CTranslate2 export's position table) unbounded.
 MAX_EXTRA_LENGTH = 4096
@@ -112,8 +110,9 @@ class TransformerConfig:
             target embedding and the pre-softmax projection (section 3.4). With
             `False` the source embedding is separate and the target embedding
             stays tied to the pre-softmax projection.
-        positional_encoding: "sinusoidal" (section 3.5) or "learned" (Table 3,
-            row (E)).
+        positional_encoding: the name of a registered position encoding
+            (`keras_transformer.position_encodings`; `positions` is its kind): "sinusoidal"
+            (section 3.5) or "learned" (Table 3, row (E)).
         layer_norm: "post", the paper's LayerNorm(x + Dropout(Sublayer(x))), or
             "pre", x + Dropout(Sublayer(LayerNorm(x))) with a final LayerNorm.
         layer_norm_epsilon: epsilon of every LayerNormalization.
@@ -169,11 +168,7 @@ class TransformerConfig:
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")
         if self.layer_norm_epsilon <= 0:
             raise ValueError(f"layer_norm_epsilon must be positive, got {self.layer_norm_epsilon!r}")
-        if self.positional_encoding not in POSITIONAL_ENCODINGS:
-            raise ValueError(
-                f"positional_encoding must be one of {POSITIONAL_ENCODINGS}, "
-                f"got {self.positional_encoding!r}"
-            )
+        position_encodings.lookup(self.positional_encoding)  # a ValueError naming the registered kinds
         if self.layer_norm not in LAYER_NORMS:
             raise ValueError(f"layer_norm must be one of {LAYER_NORMS}, got {self.layer_norm!r}")
         if self.share_embeddings and self.target_vocab_size not in (None, self.vocab_size):
@@ -195,7 +190,7 @@ class TransformerConfig:
         sizes = ["num_layers", *STACK_DEPTHS, "d_model", "d_ff", "num_heads", "d_k", "d_v", "vocab_size"]
         if self.target_vocab_size is not None:
             sizes.append("target_vocab_size")
-        if self.positional_encoding == "learned":
+        if self.positions.fixed_max_length:
             sizes.append("max_length")
         given = ", ".join(f"{name}={getattr(self, name)}" for name in sizes
                           if getattr(self, name) is not None)
@@ -239,6 +234,12 @@ class TransformerConfig:
         return self.target_vocab_size or self.vocab_size
 
     @property
+    def positions(self) -> position_encodings.PositionEncoding:
+        """The registered kind of `positional_encoding` (section 3.5): its layers, its length
+        limit, its weights (`keras_transformer.position_encodings.lookup`)."""
+        return position_encodings.lookup(self.positional_encoding)
+
+    @property
     def num_parameters(self) -> int:
         """The number of weights of `model.Transformer(self)` (its `count_params()` once built),
         counted from the sizes alone, without TensorFlow: `encoder_parameters` +
@@ -250,8 +251,9 @@ class TransformerConfig:
         LayerNorm. An encoder layer has one attention, one feed-forward network and two
         LayerNorms; a decoder layer two attentions, one feed-forward network and three
         LayerNorms; pre-LN stacks end with one more LayerNorm each. One shared embedding matrix
-        (section 3.4), or a source and a target matrix; learned positions (Table 3, row E) add
-        a max_length x d_model table per side.
+        (section 3.4), or a source and a target matrix; the position encoding's weights
+        (`PositionEncoding.num_parameters`: learned positions, Table 3 row E, add a
+        max_length x d_model table per side).
         """
         return self.encoder_parameters + self.decoder_parameters + self.embedding_parameters
 
@@ -281,11 +283,11 @@ class TransformerConfig:
 
     @property
     def embedding_parameters(self) -> int:
-        """The embedding matrices (one shared, or a source and a target one) and learned position tables."""
+        """The embedding matrices (one shared, or a source and a target one) and the position
+        encoding's weights (learned position tables)."""
         d = self.d_model
         embeddings = self.output_vocab_size * d + (0 if self.share_embeddings else self.vocab_size * d)
-        positions = 2 * self.max_length * d if self.positional_encoding == "learned" else 0
-        return embeddings + positions
+        return embeddings + self.positions.num_parameters(self)
 
     @property
     def weight_bytes(self) -> int:
@@ -394,7 +396,7 @@ class DecodingConfig:
     export's beam), `search.translate_ids` (its Python-valued overrides) and the export build a
     `DecodingConfig` (or `dataclasses.replace` one) rather than compare values themselves, and
     `beam_search` takes them as checked. A SavedModel request's per-sentence options are
-    tensors, bounded in its graph (`export.serving_module`).
+    tensors, bounded in its graph (`keras_transformer.export.serving_module`).
     """
 
     beam_size: int = 4
@@ -437,7 +439,7 @@ class SamplingConfig:
         seed: in [0, 2**32): the same seed, sentences and batches give the same samples.
 
     The fields may also be tensors, one request's options in a SavedModel
-    (`export.serving_module`), which checks them in the graph; Python values are checked here.
+    (`keras_transformer.export.serving_module`), which checks them in the graph; Python values are checked here.
     """
 
     topk: int = 0
@@ -509,8 +511,9 @@ class TrainingConfig:
             `average_last` of them instead of the last ones, and translation and export use
             the best one when nothing is averaged (fairseq `--keep-best-checkpoints`).
         best_checkpoint_metric: the dev metric that ranks checkpoints and early stopping
-            watches: "bleu" (higher is better), "loss" (the dev loss, lower is better) or "f1"
-            (a parsing run's labelled EVALB F1 of its dev trees, section 6.3; higher is better).
+            watches, a name of `keras_transformer.dev_metrics`: "bleu" (higher is better),
+            "loss" (the dev loss, lower is better) or "f1" (a parsing run's labelled EVALB F1
+            of its dev trees, section 6.3; higher is better).
         max_train_minutes: stop cleanly (and checkpoint) after this much training time in
             this process (0: no limit).
         log_every_steps: console lines and TensorBoard scalars every this many updates.
@@ -573,9 +576,7 @@ class TrainingConfig:
             raise ValueError(f"learning_rate_scale must be positive, got {self.learning_rate_scale}")
         if self.precision not in PRECISIONS + ("auto",):
             raise ValueError(f"precision must be \"auto\" or one of {PRECISIONS}, got {self.precision!r}")
-        if self.best_checkpoint_metric not in BEST_CHECKPOINT_METRICS:
-            raise ValueError(f"best_checkpoint_metric must be one of {', '.join(BEST_CHECKPOINT_METRICS)}, got "
-                             f"{self.best_checkpoint_metric!r}")
+        dev_metrics.lookup(self.best_checkpoint_metric)  # "best_checkpoint_metric must be one of bleu, ..."
         kept, flag = ((self.keep_best_checkpoints, "keep_best_checkpoints") if self.keep_best_checkpoints
                       else (self.keep_checkpoints, "keep_checkpoints"))
         if self.average_last > kept:

@@ -1,7 +1,7 @@
 """Whether this machine's CPU computes faster in bfloat16: the CPU's rule for `--precision=auto`.
 
 Training on a CPU (`training.distribution.resolve_precision`: no GPUs, or `--num_gpus=0`) and
-decoding (`decoding.precision.resolve`, `python -m export --precision=auto`) follow this one rule:
+decoding (`decoding.precision.resolve`, `python -m keras_transformer.export --precision=auto`) follow this one rule:
 
     choice, reason = choose()        # ("mixed_bfloat16" or "float32", why), Keras policy names
     log(auto_line(choice, reason))   # "precision auto: float32 (this CPU has no AVX512_BF16 or AMX: ...)"

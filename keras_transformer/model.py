@@ -31,7 +31,6 @@ from keras_transformer.layers.encoder_layer import EncoderLayer
 from keras_transformer.layers.layer_norm import LayerNormalization
 from keras_transformer.layers.masks import causal_mask, padding_mask
 from keras_transformer.layers.multi_head_attention import attention_bias, cached_key_length
-from keras_transformer.layers.position_encoding import LearnedPositionEmbedding, SinusoidalPositionEncoding
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -81,13 +80,8 @@ class Transformer(keras.Model):
             if c.share_embeddings
             else SharedEmbedding(c.vocab_size, c.d_model, dtype=policy, name="source_embedding")
         )
-        # Section 3.5 / Table 3 (E).
-        if c.positional_encoding == "learned":
-            self.source_positions = LearnedPositionEmbedding(c.max_length, dtype=policy, name="source_positions")
-            self.target_positions = LearnedPositionEmbedding(c.max_length, dtype=policy, name="target_positions")
-        else:
-            self.source_positions = SinusoidalPositionEncoding(dtype=policy, name="source_positions")
-            self.target_positions = self.source_positions
+        # Section 3.5 / Table 3 (E): the layers of the config's kind (`keras_transformer.position_encodings`).
+        self.source_positions, self.target_positions = c.positions.make_layers(c, policy)
         # Section 5.4: dropout on the sums of embeddings and positional encodings.
         self.source_dropout = Dropout(c.dropout_rate, name="source_dropout")
         self.target_dropout = Dropout(c.dropout_rate, name="target_dropout")

@@ -20,20 +20,20 @@ target tokens. The modules, upstream to downstream:
                made of tensorflow-text ops, with training, save and load.
   batching     token-budget length bucketing, `make_dataset`, `make_input_fn`.
   data_config  `DataConfig`: a run's data set, tokenizer and batching in one frozen
-               dataclass (what the training command and `python -m pipelines` share).
+               dataclass (what the training command and `python -m keras_transformer.pipelines` share).
 
 The special ids (PAD, UNK, BOS, EOS) are the model's (`keras_transformer.special_ids`);
 the tokenizers reserve them. From the rest of `keras_transformer/` only what a pipeline
 shares with the commands is imported: atomic writes (`keras_transformer.files.atomic`), the quiet
-start-up (`cli`) and the tree constraint's grammar (`decoding.tree_constraint`); never the
-model.
+start-up (`cli`), the registry of data sources (`registry`) and the tree constraint's grammar
+(`decoding.tree_constraint`); never the model.
 
-This file imports nothing heavy on purpose: `python -m pipelines` validates its
+This file imports nothing heavy on purpose: `python -m keras_transformer.pipelines` validates its
 inputs before TensorFlow is imported. Import the submodules directly, e.g.
-`from pipelines import batching, sources, tokenizers`.
+`from keras_transformer.pipelines import batching, sources, tokenizers`.
 """
 
 from keras_transformer import command_start
 
-command_start.guard()  # Ctrl-C while `python -m pipelines` starts: one line
+command_start.guard()  # Ctrl-C while `python -m keras_transformer.pipelines` starts: one line
 

@@ -34,10 +34,10 @@ import numpy as np
 import tensorflow as tf
 
 from keras_transformer.special_ids import PAD_ID
-from pipelines import corpora
-from pipelines import tokenizers as tokenizers_lib
-from pipelines.data_config import check_batch_tokens
-from pipelines.errors import DataError
+from keras_transformer.pipelines import corpora
+from keras_transformer.pipelines import tokenizers as tokenizers_lib
+from keras_transformer.pipelines.data_config import check_batch_tokens
+from keras_transformer.pipelines.errors import DataError
 
 PairsLike = Union[Sequence[tuple[str, str]], tf.data.Dataset]
 TOKENIZE_BATCH = 1024
@@ -73,7 +73,7 @@ def bucket_batch_sizes(boundaries: Sequence[int], batch_tokens: int, max_length:
 def _as_dataset(pairs: PairsLike) -> tf.data.Dataset:
     if isinstance(pairs, tf.data.Dataset):
         return pairs
-    from pipelines.sources import pairs_dataset  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines.sources import pairs_dataset  # pylint: disable=g-import-not-at-top
     return pairs_dataset(list(pairs))
 
 
@@ -149,7 +149,7 @@ def make_dataset(pairs: Union[PairsLike, corpora.Mixture], tokenizer: tokenizers
 
     Args:
         pairs: (source, target) str pairs, a `tf.data.Dataset` of string pairs, or a
-            `pipelines.corpora.Mixture` of several corpora: each is tokenized, cached,
+            `keras_transformer.pipelines.corpora.Mixture` of several corpora: each is tokenized, cached,
             shuffled and repeated on its own, then every pair is drawn from corpus i with
             probability `weights[i]` (`tf.data.Dataset.sample_from_datasets`), and the
             mixture's `counter` counts the pairs batched from each.

@@ -3,8 +3,8 @@
 Provilkov et al. (2020), "BPE-Dropout: Simple and Effective Subword Regularization": while
 training, each merge of the byte-pair encoding (section 5.1's vocabulary) is skipped with
 probability p, so every epoch sees the same text in another segmentation; translation uses the
-plain one. `pipelines.tokenizers.Tokenizer.tokenize(..., bpe_dropout=p)` draws the segmentations,
-`pipelines.batching.make_dataset(..., bpe_dropout=p)` caches the text and segments it each epoch,
+plain one. `keras_transformer.pipelines.tokenizers.Tokenizer.tokenize(..., bpe_dropout=p)` draws the segmentations,
+`keras_transformer.pipelines.batching.make_dataset(..., bpe_dropout=p)` caches the text and segments it each epoch,
 and `DataConfig.bpe_dropout` carries p from `--bpe_dropout`.
 """
 

@@ -11,8 +11,8 @@ and a small in-domain set. `--train_files` names them, one entry per corpus:
 
 An entry is `[NAME:]CORPUS[:WEIGHT]`. CORPUS is either a path pattern whose one `{SOURCE,TARGET}`
 brace group names the two sides (shell brace style; globs select shards, paired as in
-`pipelines.text_files.parallel_shards`), or the name of a registered data set
-(`pipelines.sources.DATASETS`: embedded, multi30k_en_de, wmt14_en_de, ...; its files are found
+`keras_transformer.pipelines.text_files.parallel_shards`), or the name of a registered data set
+(`keras_transformer.pipelines.sources.DATASETS`: embedded, multi30k_en_de, wmt14_en_de, ...; its files are found
 with the run's --data_dir / --tfds_dir). NAME defaults to the data set name or the file stem;
 WEIGHT (default 1) is the corpus' share of the sampled pairs after normalising the weights.
 The flag may be repeated (one line per corpus in a flagfile); commas inside braces do not split.
@@ -39,8 +39,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from pipelines import sources
-from pipelines.errors import DataError
+from keras_transformer.pipelines import sources
+from keras_transformer.pipelines.errors import DataError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*$")
 _BRACES = re.compile(r"\{([^{},]*),([^{},]*)\}")

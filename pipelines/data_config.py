@@ -2,7 +2,7 @@
 
 Section 5.1 of "Attention Is All You Need": sentence pairs, a shared byte-pair vocabulary,
 batches of about 25,000 source and 25,000 target tokens. One frozen dataclass names all of
-it, so the training command, `python -m pipelines` and a notebook describe data the same way:
+it, so the training command, `python -m keras_transformer.pipelines` and a notebook describe data the same way:
 
     data = DataConfig(dataset="multi30k_en_de", data_dir="../shared/data/multi30k")
     data.check_inputs("train")                   # files and folders; no TensorFlow import
@@ -14,7 +14,7 @@ files, the tensorflow-datasets folder of wmt14, the folder `files` paths are rel
 This module imports no TensorFlow.
 
 At scale (the paper's 4.5M and 36M pairs), `train_files` replaces the training split with one
-or more corpora mixed by weight (`pipelines.corpora`; dev and test still come from `dataset`),
+or more corpora mixed by weight (`keras_transformer.pipelines.corpora`; dev and test still come from `dataset`),
 file paths may be glob patterns of shards, and `cache` says where the tokenized pairs are kept
 between epochs: "memory" (fastest, grows with the corpus), "disk" (a `tf.data` file cache in
 the training directory), "none" (read and tokenize again each epoch; memory stays flat), or
@@ -29,12 +29,11 @@ import os
 from typing import Optional
 
 from keras_transformer.config import check_seed
-from pipelines import corpora as corpora_lib
-from pipelines.bpe_dropout import check_bpe_dropout
-from pipelines import sources
-from pipelines.errors import DataError
+from keras_transformer.pipelines import corpora as corpora_lib
+from keras_transformer.pipelines.bpe_dropout import check_bpe_dropout
+from keras_transformer.pipelines import sources
+from keras_transformer.pipelines.errors import DataError
 
-DATASET_KINDS = ("embedded", "multi30k", "wmt14", "ptb", "files")
 CACHE_MODES = ("auto", "memory", "disk", "none")
 # "auto" keeps a corpus in memory up to this much text (source + target, uncompressed): about
 # 0.9M sentence pairs of 25-27 words a side (300 bytes a pair), whose tokenized cache takes
@@ -44,10 +43,12 @@ CACHE_MEMORY_TEXT_BYTES = 256 << 20
 
 
 def dataset_name(dataset: str, source_lang: str = "en", target_lang: str = "de") -> str:
-    """A registered data set: "multi30k" with en, de -> "multi30k_en_de"; full names pass through."""
-    name = f"{dataset}_{source_lang}_{target_lang}" if dataset in ("multi30k", "wmt14") else dataset
+    """A registered data set: "multi30k" with en, de -> "multi30k_en_de" (a kind named by languages,
+    `sources.DataSource.by_languages`); full names pass through."""
+    by_languages = dataset in sources.kinds() and sources.lookup(dataset).by_languages
+    name = f"{dataset}_{source_lang}_{target_lang}" if by_languages else dataset
     if name not in sources.DATASETS:
-        raise DataError(f"unknown dataset {name!r}; choose {', '.join(DATASET_KINDS)} or one of "
+        raise DataError(f"unknown dataset {name!r}; choose {', '.join(sources.short_names())} or one of "
                         f"{', '.join(sources.DATASETS)}")
     return name
 
@@ -72,12 +73,12 @@ class DataConfig:
     """The data of a run (section 5.1).
 
     Attributes:
-        dataset: a key of `pipelines.sources.DATASETS` ("embedded", "multi30k_en_de",
+        dataset: a key of `keras_transformer.pipelines.sources.DATASETS` ("embedded", "multi30k_en_de",
             "wmt14_en_de", "files", ...); see `dataset_name` for the short forms.
         data_dir: where the data set's files are: Multi30k's original .gz files (required for
             multi30k), wmt14's tensorflow-datasets folder, or the folder `files` paths are
             relative to. A folder name, never a pattern: glob characters in it are its own
-            (`pipelines.text_files.glob_pattern`).
+            (`keras_transformer.pipelines.text_files.glob_pattern`).
         tfds_dir: where tensorflow-datasets prepares multi30k (None: ~/tensorflow_datasets).
         source_file, target_file: dataset "files": parallel text, "{split}" replaced by the split.
         dev_split: the split evaluated during training (never test when tuning).
@@ -90,20 +91,20 @@ class DataConfig:
         batch_tokens: source (and target) tokens of one update, padding included (paper: 25,000).
         max_length: longest pair, in tokens with EOS, on either side; longer pairs are dropped.
         seed: the embedded corpus' generator seed and the tokenizer's sampling seed.
-        train_files: training corpora (`pipelines.corpora.Corpus`) that replace the training
+        train_files: training corpora (`keras_transformer.pipelines.corpora.Corpus`) that replace the training
             split of `dataset`, mixed by their weights; () uses `dataset`'s.
         cache: "auto", "memory", "disk" or "none": where tokenized training pairs are kept
             between epochs (`cache_mode`).
         shuffle_buffer: training pairs shuffled at a time (per corpus), each held in memory.
         source_tags: a treebank's source sentences with part-of-speech tags after the words
-            (`pipelines.pos_tags`): "none", "predicted" (a tagger trained on the training
+            (`keras_transformer.pipelines.pos_tags`): "none", "predicted" (a tagger trained on the training
             split) or "gold" (the treebank's; an upper bound only).
         tagger_file: with "predicted", the saved tagger to use, trained on the training split
             and saved there when the file does not exist yet (a run's MODEL_DIR/tagger.json);
             None: trained in memory.
         tree_targets: a treebank's target trees with their words ("words") or each word
             written as the placeholder "XX" ("placeholders", Vinyals et al. 2015;
-            `pipelines.linearized_trees`), which the tokenizer then keeps one piece.
+            `keras_transformer.pipelines.linearized_trees`), which the tokenizer then keeps one piece.
         bpe_dropout: the training pairs segmented anew in every epoch, each BPE merge skipped
             with this probability (Provilkov et al., 2020; 0: the one segmentation of section
             5.1). Both sides; dev, test, translation and export keep the plain segmentation.
@@ -133,34 +134,23 @@ class DataConfig:
     bpe_dropout: float = 0.0
 
     def __post_init__(self):
-        kind = sources.spec(self.dataset).kind
-        if kind == "multi30k" and not self.data_dir:
-            raise DataError(f"dataset {self.dataset} needs data_dir, the folder of the original Multi30k .gz files")
-        if kind == "treebank":
-            from pipelines import treebank  # pylint: disable=g-import-not-at-top
-
-            if not self.data_dir:
-                raise DataError(f"dataset {self.dataset} needs data_dir, {treebank.DATA_DIR_IS}")
-            if self.lowercase:
-                raise ValueError(f"lowercase with dataset {self.dataset}: it would fold the trees' labels and "
-                                 "the placeholder XX, which must stay as they are")
-        from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
+        source = self.data_source
+        source.check_config(self)  # e.g. the folder or files its kind needs
+        from keras_transformer.pipelines import pos_tags  # pylint: disable=g-import-not-at-top
 
         if self.source_tags not in pos_tags.SOURCE_TAGS:
             raise ValueError(f"source_tags must be one of {', '.join(pos_tags.SOURCE_TAGS)}, got {self.source_tags!r}")
-        if self.source_tags != "none" and kind != "treebank":
-            raise DataError(f"source_tags={self.source_tags}: part-of-speech tags come from a treebank (dataset ptb), "
-                            f"not dataset {self.dataset}")
-        from pipelines import linearized_trees  # pylint: disable=g-import-not-at-top
+        if self.source_tags != "none" and not source.trees:
+            raise DataError(f"source_tags={self.source_tags}: part-of-speech tags come from a treebank (dataset "
+                            f"{_treebanks()}), not dataset {self.dataset}")
+        from keras_transformer.pipelines import linearized_trees  # pylint: disable=g-import-not-at-top
 
         if self.tree_targets not in linearized_trees.TREE_TARGETS:
             raise ValueError(f"tree_targets must be one of {', '.join(linearized_trees.TREE_TARGETS)}, got "
                              f"{self.tree_targets!r}")
-        if self.tree_targets != "words" and kind != "treebank":
+        if self.tree_targets != "words" and not source.trees:
             raise DataError(f"tree_targets={self.tree_targets}: the targets are trees only with a treebank (dataset "
-                            f"ptb), not dataset {self.dataset}")
-        if kind == "files" and not (self.source_file and self.target_file):
-            raise DataError("dataset 'files' needs both source_file and target_file")
+                            f"{_treebanks()}), not dataset {self.dataset}")
         if self.max_length < 1 or self.vocab_size < 1:
             raise ValueError(f"max_length and vocab_size must be positive, got {self.max_length}, {self.vocab_size}")
         check_batch_tokens(self.batch_tokens, self.max_length)
@@ -170,7 +160,7 @@ class DataConfig:
             raise ValueError(f"shuffle_buffer must be positive, got {self.shuffle_buffer}")
         check_seed(self.seed)
         check_bpe_dropout(self.bpe_dropout, self.tokenizer)
-        if kind != "files" and self.dev_split.split("[")[0] not in sources.SPLITS:  # files: its file is checked
+        if source.named_splits and self.dev_split.split("[")[0] not in sources.SPLITS:  # files: its file is checked
             raise DataError(f"dev_split {self.dev_split!r}: dataset {self.dataset} has the splits "
                             f"{', '.join(sources.SPLITS)}")
         object.__setattr__(self, "train_files", tuple(
@@ -178,8 +168,8 @@ class DataConfig:
 
     def for_run(self, model_dir: str) -> "DataConfig":
         """This data as the run in `model_dir` reads it: with predicted source tags, by the
-        tagger saved there (`pipelines.pos_tags.TAGGER_FILE`, written by the first run)."""
-        from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
+        tagger saved there (`keras_transformer.pipelines.pos_tags.TAGGER_FILE`, written by the first run)."""
+        from keras_transformer.pipelines import pos_tags  # pylint: disable=g-import-not-at-top
 
         if self.source_tags != "predicted":
             return self
@@ -187,41 +177,39 @@ class DataConfig:
 
     @property
     def tagged(self) -> bool:
-        """Whether each source word is followed by its part-of-speech tag (`pipelines.pos_tags`)."""
+        """Whether each source word is followed by its part-of-speech tag (`keras_transformer.pipelines.pos_tags`)."""
         return self.source_tags != "none"
 
     @property
     def kind(self) -> str:
-        """"embedded", "multi30k", "wmt14", "treebank" or "files"."""
+        """The kind of `dataset`: "embedded", "multi30k", "wmt14", "treebank", "files", or one
+        registered later (`keras_transformer.pipelines.sources.kinds`)."""
         return sources.spec(self.dataset).kind
 
-    def _join(self, path: str) -> str:
+    @property
+    def data_source(self) -> "sources.DataSource":
+        """The `keras_transformer.pipelines.sources.DataSource` that reads `dataset`."""
+        return sources.source_of(self.dataset)
+
+    def in_data_dir(self, path: str) -> str:
+        """`path` under data_dir when it is relative and data_dir is given."""
         return os.path.join(self.data_dir, path) if self.data_dir else path
 
     def source_kwargs(self, dataset: Optional[str] = None) -> dict:
-        """Keyword arguments of `pipelines.sources.load_pairs` for this data set (or `dataset`, a
-        registered data set found with this run's data_dir and tfds_dir)."""
-        kind = sources.spec(dataset or self.dataset).kind
-        if kind == "files":
-            return dict(source_file=self._join(self.source_file), target_file=self._join(self.target_file))
-        if kind == "multi30k":
-            return dict(manual_dir=self.data_dir, data_dir=self.tfds_dir)
-        if kind == "wmt14":
-            return dict(data_dir=self.data_dir or self.tfds_dir)
-        if kind == "treebank":
-            return dict(data_dir=self.data_dir, source_tags=self.source_tags, tagger_file=self.tagger_file,
-                        tree_targets=self.tree_targets)
-        return dict(seed=self.seed)
+        """Keyword arguments of `keras_transformer.pipelines.sources.load_pairs` for this data set (or `dataset`, a
+        registered data set found with this run's data_dir and tfds_dir): its kind's
+        (`sources.DataSource.source_kwargs`)."""
+        return sources.source_of(dataset or self.dataset).source_kwargs(self)
 
     def corpus_files(self, corpus) -> tuple[str, str]:
         """A file corpus' source and target paths or patterns, relative ones under data_dir."""
-        return self._join(corpus.source), self._join(corpus.target)
+        return self.in_data_dir(corpus.source), self.in_data_dir(corpus.target)
 
     def check_inputs(self, split: str = "train") -> None:
         """Checks the named folders and files of `split` (no TensorFlow); `DataError` if unusable.
         With `train_files`, the training split is every corpus: each shard pair is read once
         (UTF-8, equal line counts)."""
-        from pipelines import text_files  # pylint: disable=g-import-not-at-top
+        from keras_transformer.pipelines import text_files  # pylint: disable=g-import-not-at-top
 
         if self.data_dir and not os.path.isdir(self.data_dir):
             raise DataError(f"data_dir {self.data_dir}: no such folder")
@@ -245,18 +233,16 @@ class DataConfig:
         each side: a pair with more than `max_length - 1` words on a side never fits, and
         training on files that hold only such pairs would find no batch. Reads up to the first
         pair that may fit (all of `split` only when none does). Registered data sets pass; their
-        tokenized pairs are checked once the tokenizer exists (`pipelines.batching.check_can_batch`).
+        tokenized pairs are checked once the tokenizer exists (`keras_transformer.pipelines.batching.check_can_batch`).
         """
-        from pipelines import text_files  # pylint: disable=g-import-not-at-top
+        from keras_transformer.pipelines import text_files  # pylint: disable=g-import-not-at-top
 
         if split == "train" and self.train_files:
             files = [(f"--train_files corpus {c.name}", self.corpus_files(c)) for c in self.train_files
                      if not c.dataset]
-        elif self.kind == "files":
-            files = [(f"the {split} split", tuple(sources.split_path(self._join(path), split)
-                                                 for path in (self.source_file, self.target_file)))]
         else:
-            files = []
+            paths = self.data_source.text_files(self, split)
+            files = [(f"the {split} split", paths)] if paths else []
         words = self.max_length - 1
         for what, (source, target) in files:
             if not text_files.any_parallel_line(source, target,
@@ -266,10 +252,7 @@ class DataConfig:
                                 "can be made; raise --max_length or give shorter pairs")
 
     def _check_dataset(self, dataset: str, split: str) -> None:
-        kwargs = self.source_kwargs(dataset)
-        checked = ("manual_dir", "source_file", "target_file") + (
-            ("data_dir",) if sources.spec(dataset).kind == "treebank" else ())
-        sources.check_inputs(dataset, split, **{k: v for k, v in kwargs.items() if k in checked})
+        sources.check_inputs(dataset, split, **self.source_kwargs(dataset))
 
     def load_pairs(self, split: str = "train"):
         """`tf.data.Dataset` of (source, target) `tf.string` pairs of `split`, in a fixed order.
@@ -283,12 +266,12 @@ class DataConfig:
         """One training corpus' pairs, one pass in a fixed order."""
         if corpus.dataset:
             return sources.load_pairs(corpus.dataset, "train", **self.source_kwargs(corpus.dataset))
-        from pipelines import text_files  # pylint: disable=g-import-not-at-top
+        from keras_transformer.pipelines import text_files  # pylint: disable=g-import-not-at-top
 
         return text_files.parallel_text_files(*self.corpus_files(corpus), validate=False)
 
     def training_mixture(self) -> "corpora_lib.Mixture":
-        """The training corpora as a `pipelines.corpora.Mixture` (one corpus: `dataset`'s train split)."""
+        """The training corpora as a `keras_transformer.pipelines.corpora.Mixture` (one corpus: `dataset`'s train split)."""
         chosen = self.train_files or (corpora_lib.Corpus(name=self.dataset, dataset=self.dataset),)
         return corpora_lib.mixture(chosen, self.load_corpus)
 
@@ -305,19 +288,15 @@ class DataConfig:
         """("memory" | "disk" | "none", why): `cache`, or what "auto" chose for the training data."""
         if self.cache != "auto":
             return self.cache, "--cache"
-        kinds = [sources.spec(c.dataset).kind if c.dataset else "files" for c in self.train_files] or [self.kind]
-        if "wmt14" in kinds:
-            return "none", "auto: WMT 2014 has millions of pairs"
-        from pipelines import text_files  # pylint: disable=g-import-not-at-top
+        datasets = [c.dataset for c in self.train_files] if self.train_files else [self.dataset]
+        many = [reason for reason in (sources.source_of(d).many_pairs for d in datasets if d) if reason]
+        if many:
+            return "none", f"auto: {many[0]}"
+        from keras_transformer.pipelines import text_files  # pylint: disable=g-import-not-at-top
 
-        text = 0
-        for corpus, kind in zip(self.train_files or (None,), kinds):
-            if kind != "files":
-                continue
-            files = (self.corpus_files(corpus) if corpus is not None else
-                     tuple(sources.split_path(p, "train") for p in (self._join(self.source_file),
-                                                                     self._join(self.target_file))))
-            text += text_files.text_bytes(*files)
+        files = [self.corpus_files(c) for c in self.train_files if not c.dataset] + [
+            sources.source_of(d).text_files(self, "train") for d in datasets if d]
+        text = sum(text_files.text_bytes(*paths) for paths in files if paths)
         limit = CACHE_MEMORY_TEXT_BYTES
         if text > limit:
             return "none", f"auto: {text / 2**20:,.0f} MiB of training text > {limit >> 20} MiB"
@@ -329,11 +308,16 @@ class DataConfig:
         return sources.load_pair_list(self.dataset, split, **self.source_kwargs())
 
     def tokenizer_config(self):
-        """The `pipelines.tokenizers.TokenizerConfig` to train this run's vocabulary with."""
-        from pipelines import linearized_trees, tokenizers  # pylint: disable=g-import-not-at-top  (TensorFlow)
+        """The `keras_transformer.pipelines.tokenizers.TokenizerConfig` to train this run's vocabulary with."""
+        from keras_transformer.pipelines import linearized_trees, tokenizers  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
         whole = (linearized_trees.PLACEHOLDER_PIECE,) if self.tree_targets == "placeholders" else ()
         return tokenizers.TokenizerConfig(type=self.tokenizer, vocab_size=self.vocab_size,
                                           shared=self.shared_vocab, lowercase=self.lowercase,
                                           split_by_script=self.split_by_script, seed=self.seed,
                                           user_defined_symbols=whole)
+
+
+def _treebanks() -> str:
+    """The registered data sets of gold trees ("ptb"), for the messages that need one."""
+    return " or ".join(name for name, data in sources.DATASETS.items() if sources.lookup(data.kind).trees)

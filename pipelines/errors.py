@@ -2,7 +2,7 @@
 
 A `DataError` carries a one-line message that names the offending file or folder
 (missing folder, parallel files whose line counts differ, an empty file). The
-command line (`python -m pipelines`) prints it as `error: <message>` on stderr and
+command line (`python -m keras_transformer.pipelines`) prints it as `error: <message>` on stderr and
 exits with status 2, without a traceback. This module imports no TensorFlow, so
 the checks that raise it can run before the (slow, noisy) TensorFlow import.
 """

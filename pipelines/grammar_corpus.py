@@ -46,7 +46,7 @@ import functools
 import itertools
 import random
 
-from pipelines import grammar_corpus_lexicon as lexicon
+from keras_transformer.pipelines import grammar_corpus_lexicon as lexicon
 
 CASES = ("nom", "acc", "dat")
 TENSES = ("present", "past", "perfect")

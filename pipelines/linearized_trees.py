@@ -165,7 +165,7 @@ def tree_grammar(pieces: Sequence[str], vocab_size: int, source_tags: bool = Fal
             with "\u2581" (sentencepiece's convention).
         vocab_size: the model's output vocabulary, >= len(pieces) (ids past the pieces are
             never allowed).
-        source_tags: the sources carry a part-of-speech tag after each word (`pipelines.pos_tags`),
+        source_tags: the sources carry a part-of-speech tag after each word (`keras_transformer.pipelines.pos_tags`),
             which the constraint does not copy.
         placeholders: the targets write each word as "XX" (`linearize(placeholders=True)`): the
             constraint writes the id of `PLACEHOLDER_PIECE` once per source word.

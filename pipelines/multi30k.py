@@ -16,14 +16,15 @@ and punctuation, each line stripped. Examples keep the files' line order.
             manual_dir="../shared/data/multi30k"))
     ds = builder.as_dataset(split="validation")  # {"en": ..., "de": ...}
 
-Or through `pipelines.sources.load_pairs("multi30k_en_de", "validation", ...)`.
+Or through `keras_transformer.pipelines.sources.load_pairs("multi30k_en_de", "validation", ...)`.
 """
 
 import os
 
 import tensorflow_datasets as tfds
+from etils import epath
 
-from pipelines import text_files
+from keras_transformer.pipelines import text_files
 
 RAW_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
 # tfds split name -> file stem in the Multi30k release.
@@ -71,6 +72,9 @@ class Multi30k(tfds.core.GeneratorBasedBuilder):
 
     VERSION = tfds.core.Version("1.0.0")
     RELEASE_NOTES = {"1.0.0": "Raw task 1 text; test = test_2016_flickr."}
+    # Where its metadata would sit: this file's folder (TFDS infers it from the module's name, which an installed
+    # name mapped onto another folder, keras_transformer.pipelines from pipelines/, would misplace).
+    pkg_dir_path = epath.Path(__file__).resolve().parent
     BUILDER_CONFIGS = [Multi30kConfig(language_pair=pair) for pair in LANGUAGE_PAIRS]
     MANUAL_DOWNLOAD_INSTRUCTIONS = """\
     Optional. Without it the files are downloaded from

@@ -6,7 +6,7 @@ small model would otherwise learn from few examples. Here each word of a source 
 followed by its tag written as one token of its own, `<TAG>` (`tag_token`), so that:
 
 * the targets do not change: the linearized tree is over the words only
-  (`pipelines.linearized_trees`);
+  (`keras_transformer.pipelines.linearized_trees`);
 * the tree constraint copies only the words: in a tagged source every second whitespace-
   separated token is a tag, and `keras_transformer.decoding.tree_constraint` skips the pieces
   of those tokens when it counts and copies source pieces (`TreeGrammar.source_tags`);
@@ -51,7 +51,7 @@ def tagged_source(words: Sequence[str], tags: Sequence[str]) -> str:
 
 
 def train_tagger(sentences):
-    """nltk's averaged perceptron tagger trained on `sentences` (`pipelines.treebank.ParsedSentence`s
+    """nltk's averaged perceptron tagger trained on `sentences` (`keras_transformer.pipelines.treebank.ParsedSentence`s
     whose words all have a tag), the same for the same sentences: nltk shuffles them between
     passes with Python's `random`, which is seeded here and left as it was."""
     from nltk.tag.perceptron import PerceptronTagger  # pylint: disable=g-import-not-at-top
@@ -94,7 +94,7 @@ def load(path: str):
     """The tagger `save` wrote; a one-line `DataError` for a file that is not one."""
     from nltk.tag.perceptron import PerceptronTagger  # pylint: disable=g-import-not-at-top
 
-    from pipelines.errors import DataError  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines.errors import DataError  # pylint: disable=g-import-not-at-top
 
     try:
         with open(path, encoding="utf-8") as file:

@@ -27,7 +27,7 @@ import re
 import zlib
 from typing import Callable, Iterator
 
-from pipelines.errors import DataError
+from keras_transformer.pipelines.errors import DataError
 
 _CHUNK = 1 << 20
 

@@ -51,7 +51,7 @@ from keras_transformer.files import json_files
 from keras_transformer.files.atomic import write_atomically
 from keras_transformer.cli import silence_native_stderr
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID, SPECIAL_IDS, UNK_ID
-from pipelines.bpe_dropout import check_bpe_dropout
+from keras_transformer.pipelines.bpe_dropout import check_bpe_dropout
 
 WORDPIECE_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[BOS]", "[EOS]")
 
@@ -91,7 +91,7 @@ class TokenizerConfig:
         num_threads: sentencepiece training threads.
         user_defined_symbols: pieces always kept whole, "\u2581" marking one that begins a word
             (sentencepiece's user_defined_symbols; a WordPiece vocabulary gets each as a word):
-            the placeholder "\u2581XX" of linearized trees (`pipelines.linearized_trees`).
+            the placeholder "\u2581XX" of linearized trees (`keras_transformer.pipelines.linearized_trees`).
     """
     type: str = "bpe"
     vocab_size: int = 37000
@@ -486,7 +486,7 @@ def save(tokenizer: Tokenizer, directory: str) -> str:
 
 def load(directory: str) -> Tokenizer:
     """Loads a tokenizer saved with `save` / `Tokenizer.save`."""
-    from pipelines.errors import DataError  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines.errors import DataError  # pylint: disable=g-import-not-at-top
     config_path = os.path.join(directory, CONFIG_FILE)
     if not os.path.isfile(config_path):
         raise DataError(f"{config_path}: no such file (not a saved tokenizer folder)")

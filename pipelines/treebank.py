@@ -16,7 +16,7 @@ with them every constituent left without a word; function tags and indices go
 (NP-SBJ-1 -> NP, PP-LOC=2 -> PP); the part-of-speech level is taken out of the tree (the model
 does not predict tags; the tags are kept beside it, since EVALB drops punctuation by its gold
 tag). The tree a model learns is the rest: phrase labels over the words, unary chains
-included. `pipelines.linearized_trees` owns how such a tree is written as a target sentence.
+included. `keras_transformer.pipelines.linearized_trees` owns how such a tree is written as a target sentence.
 
     sentences = treebank.read_split("../shared/data/ptb_sample", "test")
     sentences[0].words, sentences[0].tags, sentences[0].tree
@@ -31,7 +31,7 @@ import os
 import re
 from typing import Optional
 
-from pipelines.errors import DataError
+from keras_transformer.pipelines.errors import DataError
 
 SAMPLE_ZIP = "treebank.zip"
 # The NLTK sample: files wsj_0001..wsj_0199 (3,914 trees), split by file number.
@@ -177,10 +177,10 @@ def read_split(data_dir: str, split: str) -> tuple:
 
 @functools.lru_cache(maxsize=4)
 def tagger_for(data_dir: str, path: Optional[str] = None):
-    """The part-of-speech tagger of the treebank in `data_dir` (`pipelines.pos_tags`), trained on
+    """The part-of-speech tagger of the treebank in `data_dir` (`keras_transformer.pipelines.pos_tags`), trained on
     its training split only; with `path`, the one saved there, or trained and saved there if
     there is none yet (cached per process)."""
-    from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import pos_tags  # pylint: disable=g-import-not-at-top
 
     if path and os.path.isfile(path):
         return pos_tags.load(path)
@@ -193,17 +193,17 @@ def tagger_for(data_dir: str, path: Optional[str] = None):
 def pair_list(data_dir: str, split: str, source_tags: str = "none",
               tagger_file: Optional[str] = None, tree_targets: str = "words") -> list[tuple[str, str]]:
     """(sentence, linearized tree) str pairs of one split; with `source_tags` "predicted" or
-    "gold", each source word followed by its tag (`pipelines.pos_tags`; the tagger of
+    "gold", each source word followed by its tag (`keras_transformer.pipelines.pos_tags`; the tagger of
     `tagger_file`, trained on the training split if the file does not exist yet). The
     targets are the same whatever `source_tags` is; with `tree_targets` "placeholders", each
-    of their words is "XX" (`pipelines.linearized_trees`)."""
+    of their words is "XX" (`keras_transformer.pipelines.linearized_trees`)."""
     return list(_pairs(data_dir, split, source_tags, tagger_file, tree_targets))
 
 
 @functools.lru_cache(maxsize=16)
 def _pairs(data_dir: str, split: str, source_tags: str, tagger_file: Optional[str], tree_targets: str) -> tuple:
     """`pair_list`'s pairs, made once per process (tagging a split takes seconds)."""
-    from pipelines import linearized_trees, pos_tags  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import linearized_trees, pos_tags  # pylint: disable=g-import-not-at-top
 
     sentences = read_split(data_dir, split)
     targets = [linearized_trees.linearize(s.tree, placeholders=tree_targets == "placeholders") for s in sentences]

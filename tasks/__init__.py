@@ -2,7 +2,7 @@
 
 `pipelines/` (text -> ids), `keras_transformer/` (ids -> logits -> ids) and `export/`
 (strings -> strings) know nothing of each other's runs; a task puts them together, reading and
-writing a run through its one owner, `training_directory.TrainingDirectory`:
+writing a run through its one owner, `keras_transformer.training_directory.TrainingDirectory`:
 
   training        train (or resume) a model on a data set (sections 5, 6.1): `train`.
   fine_tuning     `InitSource`: a new run started from another run's model (`--init_from`).
@@ -19,6 +19,6 @@ writing a run through its one owner, `training_directory.TrainingDirectory`:
   parsing/        section 6.3, sentences -> trees: model, PCFG baseline, reranking, EVALB F1.
 
 Entry points (`python -m keras_transformer.train`, `... .translate`, `... .parse`, `... .score`,
-`python -m export`, `python -m pipelines`) parse flags and call one function here or in the
+`python -m keras_transformer.export`, `python -m keras_transformer.pipelines`) parse flags and call one function here or in the
 layer they serve.
 """

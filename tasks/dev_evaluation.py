@@ -15,8 +15,8 @@ from typing import Callable, Optional
 from keras_transformer import cli
 from keras_transformer.config import DecodingConfig, TransformerConfig
 from keras_transformer.run_dir import layout
-from pipelines import linearized_trees, sources
-from pipelines.data_config import DataConfig
+from keras_transformer.pipelines import linearized_trees, sources
+from keras_transformer.pipelines.data_config import DataConfig
 
 _print = functools.partial(print, flush=True)
 
@@ -27,7 +27,7 @@ def build_evaluator(data: DataConfig, decoding: DecodingConfig, model: Transform
     first `bleu_sentences` sentences (None: all; 0: no BLEU), decoded with `decoding` (its tree
     constraint too, over `target_tokenizer`'s pieces)."""
     from keras_transformer.training.evaluation import Evaluator  # pylint: disable=g-import-not-at-top
-    from pipelines import batching  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import batching  # pylint: disable=g-import-not-at-top
 
     pairs = data.load_pair_list(data.dev_split)
     loss_batches = batching.make_dataset(pairs, source_tokenizer, data.batch_tokens, data.max_length,
@@ -39,7 +39,7 @@ def build_evaluator(data: DataConfig, decoding: DecodingConfig, model: Transform
         rows = source_tokenizer.tokenize([s for s, _ in pairs], add_eos=True).to_list()
     task_scores = None
     if sources.spec(data.dataset).task == "parsing":  # section 6.3: EVALB F1 of the dev trees too
-        from tasks.parsing import parse_files  # pylint: disable=g-import-not-at-top
+        from keras_transformer.tasks.parsing import parse_files  # pylint: disable=g-import-not-at-top
 
         task_scores = parse_files.Gold.from_treebank(data.data_dir, data.dev_split).take(len(pairs)).dev_scores
     grammar = (linearized_trees.tree_grammar(target_tokenizer.pieces(), model.output_vocab_size,
@@ -60,7 +60,7 @@ def evaluate(model_dir: str, data: DataConfig, decoding: DecodingConfig, bleu_se
         {"loss", "nll", "perplexity", "tokens"} and, with BLEU, {"bleu", "signature", "chrf", "chrf++"}
         and the chrF signatures.
     """
-    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
+    from keras_transformer.training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
     if os.path.isdir(model_dir) and not os.path.isfile(os.path.join(model_dir, layout.CONFIG_FILE)):
         raise FileNotFoundError(f"{model_dir}: no {layout.CONFIG_FILE}; train first")

@@ -12,7 +12,7 @@ import os
 from typing import Callable, Optional
 
 from keras_transformer.run_dir import layout, readable_checkpoints
-from pipelines.data_config import DataConfig
+from keras_transformer.pipelines.data_config import DataConfig
 
 _print = functools.partial(print, flush=True)
 
@@ -30,7 +30,7 @@ def prepare_disk_cache(model_dir: str, data: DataConfig, fingerprint: str, log: 
     tf.data would find only mid-epoch, on every resume) is removed with a line saying so, and
     written again during the first epoch.
     """
-    from pipelines import text_files  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import text_files  # pylint: disable=g-import-not-at-top
 
     files = []
     for corpus in data.train_files:

@@ -18,9 +18,9 @@ from typing import Optional
 
 from keras_transformer.config import TransformerConfig
 from keras_transformer.run_dir import layout
-from pipelines.data_config import DataConfig
-from training_directory import TrainingDirectory
-from training_directory.vocabulary import check_placeholder, sized_model
+from keras_transformer.pipelines.data_config import DataConfig
+from keras_transformer.training_directory import TrainingDirectory
+from keras_transformer.training_directory.vocabulary import check_placeholder, sized_model
 
 
 # What may differ between a run and the model it starts from: training settings, not shapes.
@@ -74,7 +74,7 @@ class InitSource:
         (every tokenizer flag, `TrainingDirectory.check_tokenizer_flags`) of the model it starts
         from, whose run must be whole (`TrainingDirectory.open`: its tokenizer the one it recorded).
         Reads only; writes nothing in either directory."""
-        from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+        from keras_transformer.pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
         there_dir = TrainingDirectory(self.run_dir)
         run = there_dir.open()
@@ -96,7 +96,7 @@ class InitSource:
                              "--model_dir")
         there = run.config.resolved_dict()  # each stack's depth, however either run spelled it
         ours_model = sized_model(model, source, target).resolved_dict()
-        skip = set(TRAINING_ONLY_FIELDS) | ({"max_length"} if there["positional_encoding"] == "sinusoidal" else set())
+        skip = set(TRAINING_ONLY_FIELDS) | (set() if run.config.positions.fixed_max_length else {"max_length"})
         diff = [f"{k}={there[k]!r} (there) vs {ours_model[k]!r} (flags)" for k in sorted(there)
                 if k not in skip and there[k] != ours_model.get(k)]
         if diff:

@@ -1,13 +1,13 @@
 """The flags the commands share, defined once, and the frozen configs they parse into.
 
-    from tasks import flags as task_flags
+    from keras_transformer.tasks import flags as task_flags
     task_flags.define_decoding_flags()          # --beam_size --alpha --max_extra_length
     ...
     decoding = task_flags.decoding_config()     # keras_transformer.config.DecodingConfig
 
 Only entry points call these (the library never reads flags): training defines the
 decoding flags with the prefix "eval_" (its dev translations), translation and export
-without one; training and `python -m pipelines` share the data flags. Invalid values end
+without one; training and `python -m keras_transformer.pipelines` share the data flags. Invalid values end
 as one `error:` line (absl's bounds, or the configs' `ValueError`).
 """
 
@@ -17,7 +17,8 @@ from typing import Optional
 
 from absl import flags
 
-from pipelines import linearized_trees
+from keras_transformer.pipelines import linearized_trees
+from keras_transformer.pipelines import sources
 
 FLAGS = flags.FLAGS
 
@@ -139,14 +140,14 @@ def define_ensemble_flag(more_help: str = "") -> None:
 def ensemble_model_dirs(model_dir: Optional[str]) -> list[str]:
     """The folders of --ensemble_model_dirs ([] without it), refused with one line before TensorFlow
     starts when one is missing or reads or writes otherwise than `model_dir`
-    (`export.ensemble_members.check_members`: vocabulary, a parsing run's source tags, tagger and
+    (`keras_transformer.export.ensemble_members.check_members`: vocabulary, a parsing run's source tags, tagger and
     tree targets), or when there is no `model_dir` (an export, a baseline)."""
-    from export import ensemble_members  # pylint: disable=g-import-not-at-top  (no TensorFlow)
+    from keras_transformer.export import ensemble_members  # pylint: disable=g-import-not-at-top  (no TensorFlow)
 
     if not model_dir:
         if FLAGS.ensemble_model_dirs is not None:
             raise ValueError("--ensemble_model_dirs: only with --model_dir (an ensemble is of training directories; "
-                             "an export holds the one it was exported with: python -m export --ensemble_model_dirs)")
+                             "an export holds the one it was exported with: python -m keras_transformer.export --ensemble_model_dirs)")
         return []
     dirs = ensemble_members.parse_dirs(FLAGS.ensemble_model_dirs)
     if dirs:
@@ -189,9 +190,11 @@ def depth_flags() -> dict:
 
 
 def define_data_flags() -> None:
-    """The flags of `pipelines.data_config.DataConfig` (section 5.1), and --seed."""
-    flags.DEFINE_string("dataset", "embedded", "embedded, multi30k, wmt14, ptb (parsing, "
-                        "section 6.3), files, or a full pipelines.sources name such as multi30k_en_de.")
+    """The flags of `keras_transformer.pipelines.data_config.DataConfig` (section 5.1), and --seed."""
+    short_names = [name + (f" ({sources.task_of(name)})" if sources.task_of(name) != "translation" else "")
+                   for name in sources.short_names()]  # the registry's (`sources.register_source`)
+    flags.DEFINE_string("dataset", "embedded", f"{', '.join(short_names)}, or a full pipelines.sources name "
+                        "such as multi30k_en_de.")
     flags.DEFINE_string("source_lang", "en", "Source language (multi30k, wmt14).")
     flags.DEFINE_string("target_lang", "de", "Target language (multi30k, wmt14).")
     flags.DEFINE_string("data_dir", None, "Where the data set's files are: multi30k: the original .gz "
@@ -239,8 +242,8 @@ def define_data_flags() -> None:
 
 def data_config(dev_split: str = "validation", bpe_dropout: float = 0.0):
     """The `DataConfig` of the flags defined by `define_data_flags` (training adds its --bpe_dropout)."""
-    from pipelines import corpora  # pylint: disable=g-import-not-at-top
-    from pipelines import data_config as data_config_lib  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import corpora  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import data_config as data_config_lib  # pylint: disable=g-import-not-at-top
 
     return data_config_lib.DataConfig(
         dataset=data_config_lib.dataset_name(FLAGS.dataset, FLAGS.source_lang, FLAGS.target_lang),

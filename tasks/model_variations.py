@@ -1,6 +1,6 @@
 """Table 3 of "Attention Is All You Need" (section 6.2, "Model Variations") at a recipe's size:
 the rows scaled to the recipe's model, each trained by the training command, scored on the dev
-split. `python -m keras_transformer.variations` runs it; `tasks.variations_table` writes the table.
+split. `python -m keras_transformer.variations` runs it; `keras_transformer.tasks.variations_table` writes the table.
 
     rows = select_rows("A,C/N=4", seeds=2)   # ["base", "A/h=1", ..., "C/N=4", "base/seed+1"]
     records = run_table(out, rows, recipe_args, bleu_sentences=None)
@@ -46,7 +46,7 @@ Running, resuming
 -----------------
 Each row is one run of `python -m keras_transformer.train` (a child process; its flags are the
 recipe's followed by the row's changes and --model_dir=OUT/<row>), so a row resumes as any run
-does. When a row's run has ended, its model is scored here with `tasks.dev_evaluation.evaluate`
+does. When a row's run has ended, its model is scored here with `keras_transformer.tasks.dev_evaluation.evaluate`
 (what `--evaluate_only` runs: the averaged checkpoint, else the best, else the newest; beam 4,
 alpha 0.6, section 6.1) and OUT/rows/<row>.json is written: a row with that record is finished
 and never trained again. SIGINT or SIGTERM reach the row's run (which saves and stops) and then
@@ -64,7 +64,7 @@ import time
 from typing import Callable, Optional, Sequence
 
 from keras_transformer.config import STACK_DEPTHS, TABLE3, DecodingConfig, TransformerConfig
-from tasks import training_process
+from keras_transformer.tasks import training_process
 
 _print = functools.partial(print, flush=True)
 
@@ -232,7 +232,7 @@ def run_table(out: str, rows: Sequence[str], recipe_args: Sequence[str], bleu_se
         TableStopped: a row's run failed or was stopped by a signal.
     """
     from keras_transformer.files import json_files  # pylint: disable=g-import-not-at-top
-    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
+    from keras_transformer.training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
     os.makedirs(os.path.join(out, ROWS_DIR), exist_ok=True)
     records, minutes_per_row = [], []
@@ -321,8 +321,8 @@ def _train_and_score(out: str, row: str, variant: Optional[TransformerConfig], b
 def _copy_tokenizer(base_dir: str, model_dir: str) -> None:
     """The base row's tokenizer saved as `model_dir`'s, unless it has one (section 5.1: one vocabulary)."""
     from keras_transformer import cli  # pylint: disable=g-import-not-at-top
-    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
-    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+    from keras_transformer.training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
     ours = TrainingDirectory(model_dir).tokenizer_dir
     if not tokenizers.is_saved(ours):
@@ -334,9 +334,9 @@ def _score(model_dir: str, record: dict, bleu_sentences: Optional[int], log: Cal
     """The row's parameters (`model.count_params()`) and its dev perplexity and BLEU (beam 4,
     alpha 0.6), scored as `--evaluate_only` scores, on the data the run recorded."""
     from keras_transformer.model import Transformer  # pylint: disable=g-import-not-at-top
-    from pipelines.data_config import DataConfig  # pylint: disable=g-import-not-at-top
-    from tasks import dev_evaluation  # pylint: disable=g-import-not-at-top
-    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines.data_config import DataConfig  # pylint: disable=g-import-not-at-top
+    from keras_transformer.tasks import dev_evaluation  # pylint: disable=g-import-not-at-top
+    from keras_transformer.training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
     run = TrainingDirectory(model_dir)
     settings = run.settings()

@@ -15,7 +15,7 @@ command is for: filtering a corpus.
 The model is the training directory's averaged checkpoint, else its newest readable one (or
 `checkpoint`: `keras_transformer.run_dir.layout.restore_model`); the text goes through the run's
 tokenizer (MODEL_DIR/tokenizer), each side with EOS appended, after the surrounding
-whitespace of each line is stripped (as `pipelines.text_files` does for training). Pairs are
+whitespace of each line is stripped (as `keras_transformer.pipelines.text_files` does for training). Pairs are
 scored in length-sorted batches of at most `batch_tokens` tokens a side, padding included,
 and written in the input order.
 
@@ -32,19 +32,19 @@ Defined cases:
   an error naming the file, the first such line, its length, the limit and how many pairs
   are longer, raised before the model loads; the pair is refused, not cut, since the score
   of a cut target is not the pair's. Remove those pairs first (training drops pairs longer
-  than `max_length` the same way, `pipelines.batching`). A batch the machine has no memory
+  than `max_length` the same way, `keras_transformer.pipelines.batching`). A batch the machine has no memory
   for is a one-line error too (lower `batch_tokens`).
-* Bad input is a one-line `ValueError` / `FileNotFoundError` (`pipelines.errors.DataError`
+* Bad input is a one-line `ValueError` / `FileNotFoundError` (`keras_transformer.pipelines.errors.DataError`
   for the files), raised before the model loads, and nothing is written: a missing file, a
   folder, gzip-compressed text, an empty file, text that is not UTF-8 (naming the file and
-  line, `pipelines.text_files.check_file`), files whose line counts differ, an output that
+  line, `keras_transformer.pipelines.text_files.check_file`), files whose line counts differ, an output that
   is a folder, cannot be written or is one of the inputs, a missing training directory,
   model config (or one whose weights exceed the machine's memory), tokenizer or checkpoint,
   a tokenizer that is not the run's.
 * The output file is replaced atomically once every pair is scored
   (`keras_transformer.files.atomic`): a failed or interrupted run leaves an existing file as
   it was. On stderr: a first line naming the model, a progress bar only when stderr is a
-  terminal (as `export.client.translate_lines`), a last line with the time and speed.
+  terminal (as `keras_transformer.export.client.translate_lines`), a last line with the time and speed.
 
 Both files are read whole (their lines and ids are held in memory): split a very large
 corpus into parts. `check_inputs` imports no TensorFlow, so the command runs it before
@@ -61,8 +61,8 @@ from typing import Optional, Sequence
 from keras_transformer import cli
 from keras_transformer.files import command_files
 from keras_transformer.files import atomic
-from pipelines import text_files
-from pipelines.errors import DataError
+from keras_transformer.pipelines import text_files
+from keras_transformer.pipelines.errors import DataError
 
 TOKENIZE_CHUNK = 8192  # lines tokenized at once (bounds the tokenizer's intermediate tensors)
 
@@ -123,8 +123,8 @@ def tokenize_lines(tokenizer, lines: Sequence[str]):
 
 def check_lengths(config, source_ids, target_ids, source_name: str = "source", target_name: str = "target") -> None:
     """A one-line `ValueError` naming the first line the model cannot score, its length and the
-    limit (`keras_transformer.decoding.sequence_scores.too_long`: learned positions end at
-    `config.max_length`; sinusoids score up to `config.max_length` + `MAX_EXTRA_LENGTH` tokens,
+    limit (`keras_transformer.decoding.sequence_scores.too_long`: bounded positions, learned ones,
+    end at `config.max_length`; sinusoids score up to `config.max_length` + `MAX_EXTRA_LENGTH` tokens,
     the longest output a search of the model makes). Refused, not cut: the score of a cut
     target is not the pair's."""
     from keras_transformer.config import MAX_EXTRA_LENGTH  # pylint: disable=g-import-not-at-top
@@ -137,7 +137,8 @@ def check_lengths(config, source_ids, target_ids, source_name: str = "source", t
         i, limit = bad[0], sequence_scores.max_scorable_length(config)
         name, length = ((source_name, source_lengths[i]) if source_lengths[i] > limit
                         else (target_name, target_lengths[i]))
-        where = (f"the model's learned positions end at max_length={limit}" if config.positional_encoding == "learned"
+        where = (f"the model's {config.positional_encoding} positions end at max_length={limit}"
+                 if config.positions.bounded
                  else f"the model scores at most {limit} a side (its max_length={config.max_length} plus the longest "
                       f"extra length a search adds, {MAX_EXTRA_LENGTH})")
         raise ValueError(f"{name}: line {i + 1}: {length} tokens (EOS included), but {where}; {len(bad)} pair(s) are "
@@ -151,11 +152,11 @@ def score_lines(model, source_tokenizer, target_tokenizer, source_lines: Sequenc
 
     Args:
         model: a `Transformer` (e.g. from `keras_transformer.run_dir.layout.restore_model`).
-        source_tokenizer, target_tokenizer: the run's (`pipelines.tokenizers.load_pair`).
+        source_tokenizer, target_tokenizer: the run's (`keras_transformer.pipelines.tokenizers.load_pair`).
         source_lines, target_lines: one sentence per item, aligned.
         batch_tokens: the most tokens a side of one batch holds, padding included.
         progress: a `keras.utils.Progbar` on stderr; by default only when stderr is a terminal
-            (see `export.client.translate_lines`).
+            (see `keras_transformer.export.client.translate_lines`).
         names: the two inputs as error messages name them (the file paths).
 
     Raises:
@@ -207,8 +208,8 @@ def load_run(model_dir: str, checkpoint: Optional[str] = None):
     `(model, checkpoint_path, source_tokenizer, target_tokenizer)`. A missing directory,
     config, tokenizer or checkpoint, or a tokenizer that is not the one the run recorded, is a
     one-line error; the directory, config and tokenizer are checked before the model loads
-    (`training_directory.TrainingDirectory.open`)."""
-    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
+    (`keras_transformer.training_directory.TrainingDirectory.open`)."""
+    from keras_transformer.training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
     run = TrainingDirectory(model_dir).open()
     model, checkpoint = run.restore(checkpoint)
@@ -225,7 +226,7 @@ def score_files(model_dir: str, source_path: str, target_path: str, output_path:
     tokenizer, a pair too long for the model: `check_lengths`); the output file is replaced
     atomically at the end.
     """
-    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
+    from keras_transformer.training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
     check_inputs(source_path, target_path, output_path)  # the output too (`command_files.check_output_path`)
     start = time.perf_counter()

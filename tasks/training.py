@@ -3,7 +3,7 @@
     state = train(model_dir, data, model, training, decoding)
 
 `train` wires `pipelines/` (pairs -> tokenizer -> token-budget batches) to the custom loop
-of `keras_transformer.training.trainer` and the dev evaluation of `tasks.dev_evaluation`, and
+of `keras_transformer.training.trainer` and the dev evaluation of `keras_transformer.tasks.dev_evaluation`, and
 averages the last checkpoints at the end (section 6.1).
 
 Running `train` again on the same directory resumes: the tokenizer saved in
@@ -24,13 +24,13 @@ from typing import Callable, Optional
 
 from keras_transformer.config import DecodingConfig, TransformerConfig
 from keras_transformer.run_dir import layout
-from pipelines import corpora
-from pipelines.data_config import DataConfig, check_batch_tokens
-from tasks.dev_evaluation import build_evaluator
-from tasks.disk_cache import prepare_disk_cache
-from tasks.fine_tuning import InitSource, ignored_on_resume, recorded_init
-from training_directory import TrainingDirectory
-from training_directory.vocabulary import sized_model
+from keras_transformer.pipelines import corpora
+from keras_transformer.pipelines.data_config import DataConfig, check_batch_tokens
+from keras_transformer.tasks.dev_evaluation import build_evaluator
+from keras_transformer.tasks.disk_cache import prepare_disk_cache
+from keras_transformer.tasks.fine_tuning import InitSource, ignored_on_resume, recorded_init
+from keras_transformer.training_directory import TrainingDirectory
+from keras_transformer.training_directory.vocabulary import sized_model
 
 _print = functools.partial(print, flush=True)
 
@@ -59,7 +59,7 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
         log: where console lines go.
 
     The command checks `data`'s files before it calls this (`DataConfig.check_inputs`, a pass
-    over parallel text files), and `pipelines.sources.load_pairs` checks them again on reading.
+    over parallel text files), and `keras_transformer.pipelines.sources.load_pairs` checks them again on reading.
 
     The chief holds `run_lock.RunLock(model_dir)` throughout (a second trainer on the directory
     gets a one-line error) and first removes what a killed run left half-written. A run that
@@ -84,7 +84,7 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
     """
     from keras_transformer.training import distribution, run_lock  # pylint: disable=g-import-not-at-top
     from keras_transformer.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
-    from pipelines import batching, tokenizers  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import batching, tokenizers  # pylint: disable=g-import-not-at-top
 
     strategy = distribution.create_strategy(num_gpus, cpu_replicas)
     replicas = strategy.num_replicas_in_sync
@@ -166,7 +166,7 @@ def _tokenizers(run: TrainingDirectory, data: DataConfig, init: Optional[InitSou
     from (`init`), or one trained on the training split. Nothing is saved here (`_save_tokenizers`
     does, once every check has passed), so a start refused by a check leaves no tokenizer that the
     next start, with other flags, would take for the run's."""
-    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
     if tokenizers.is_saved(run.tokenizer_dir):
         source, target = run.load_tokenizers()
@@ -198,7 +198,7 @@ def _check_found_tokenizer(run: TrainingDirectory, data: DataConfig, source, tar
 def _save_tokenizers(run: TrainingDirectory, source, target) -> None:
     """Saves the tokenizers as the run's (MODEL_DIR/tokenizer), unless they are saved already."""
     from keras_transformer import cli  # pylint: disable=g-import-not-at-top
-    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
     if not tokenizers.is_saved(run.tokenizer_dir):
         with cli.silence_native_stderr():  # sentencepiece's C++ INFO lines
@@ -265,10 +265,10 @@ def _average_unless_interrupted(state, model_dir: str, training, log: Callable[[
 
 def check_can_batch(data: DataConfig, source_tokenizer, target_tokenizer) -> None:
     """A one-line `DataError` unless each training corpus and the dev split hold a pair of at most
-    `data.max_length` tokens a side (`pipelines.batching.check_can_batch`): else training finds
+    `data.max_length` tokens a side (`keras_transformer.pipelines.batching.check_can_batch`): else training finds
     no batch at its first step, or the dev evaluation none at the first evaluation. The command
     checks the text files first, by words (`DataConfig.check_can_batch`), before anything is written."""
-    from pipelines import batching  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import batching  # pylint: disable=g-import-not-at-top
 
     mixture = data.training_mixture()
     for name, load in zip(mixture.names, mixture.loaders):

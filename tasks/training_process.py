@@ -7,7 +7,7 @@ interpreter, the current folder), so it resumes, refuses bad flags and reports a
 does; the caller reads its `done:` (or `interrupted:`) line and its exit status. SIGINT and
 SIGTERM sent to the caller reach the run (which saves and stops), and a caller killed outright
 takes its run with it (Linux's PR_SET_PDEATHSIG): a chain stopped anywhere is started again with
-the same command. Used by `tasks.model_variations` (Table 3) and `bench/compute_robustness.py`.
+the same command. Used by `keras_transformer.tasks.model_variations` (Table 3) and `bench/compute_robustness.py`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Optional, Sequence
 
-from export import client
+from keras_transformer.export import client
 from keras_transformer.files import command_files
 from keras_transformer.config import DecodingConfig, SamplingConfig
 from keras_transformer.files import atomic
@@ -39,7 +39,7 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     cannot be written or is the input or the reference (`command_files.check_output_path`), a missing input
     or reference, a reference whose line count is not the input's. The output file is replaced
     at the end, atomically: a failure leaves an existing file as it was. `progress`: the progress
-    bar on stderr (default: when stderr is a terminal, see `export.client.translate_lines`); the
+    bar on stderr (default: when stderr is a terminal, see `keras_transformer.export.client.translate_lines`); the
     first and last lines on stderr (sentences and model, time and speed) are always written.
 
     With `n_best` > 1 (at most the beam size) each sentence gets up to `n_best` lines, best
@@ -136,7 +136,7 @@ def n_best_lines(translations: list[list[str]], scores: list[list[float]]) -> st
     """Moses n-best lines, `i ||| translation ||| score`, of every filled slot (score above
     `serving_module.NO_HYPOTHESIS_SCORE`), best first. A translation never holds a line break:
     the tokenizer's normalization turns whitespace into spaces."""
-    from export import serving_module  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import serving_module  # pylint: disable=g-import-not-at-top
 
     return "".join(f"{i} ||| {text} ||| {score:.6f}\n"
                    for i, (texts, values) in enumerate(zip(translations, scores))

@@ -1,4 +1,4 @@
-"""The Table 3 of a `tasks.model_variations` run: OUT/table.csv, OUT/table.md and OUT/table.png.
+"""The Table 3 of a `keras_transformer.tasks.model_variations` run: OUT/table.csv, OUT/table.md and OUT/table.png.
 
     write_table(out, records, recipe="configs/multi30k_en_de.flags")
 
@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 
 from keras_transformer.config import TABLE3, Table3Row, TransformerConfig
 from keras_transformer.files import atomic
-from tasks.model_variations import depth_column, is_base_seed
+from keras_transformer.tasks.model_variations import depth_column, is_base_seed
 
 CSV_FIELDS = ("row", "changes", "same_as", "N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "eps_ls",
               "positions", "params", "train_updates", "train_minutes", "dev_ppl", "dev_bleu", "bleu_change",
@@ -30,7 +30,7 @@ _NO_PAPER_ROW = Table3Row({}, None)
 
 
 def table_rows(records: Sequence[dict]) -> list[dict]:
-    """One dict of `CSV_FIELDS` per record (`tasks.model_variations.read_record`), the base first."""
+    """One dict of `CSV_FIELDS` per record (`keras_transformer.tasks.model_variations.read_record`), the base first."""
     base = next(r for r in records if r["row"] == "base")
     base_bleu = base["dev"].get("bleu")
     paper_base = TABLE3["base"].paper_bleu

@@ -11,6 +11,6 @@ The layer sits on the model core (`keras_transformer.run_dir`: the model's files
 no TensorFlow.
 """
 
-from training_directory.directory import OpenedRun, TrainingDirectory
+from keras_transformer.training_directory.directory import OpenedRun, TrainingDirectory
 
 __all__ = ["OpenedRun", "TrainingDirectory"]

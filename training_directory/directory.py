@@ -14,7 +14,7 @@ is built or a checkpoint read:
 * MODEL_DIR is a folder laid out as `keras_transformer.run_dir.layout` says (no file where a
   folder belongs) whose model_config.json holds a run's settings;
 * MODEL_DIR/tokenizer loads and is the tokenizer the run was trained with: the fingerprint
-  model_config.json recorded (`pipelines.tokenizers.fingerprint`, written by training) and no
+  model_config.json recorded (`keras_transformer.pipelines.tokenizers.fingerprint`, written by training) and no
   more ids than the model has embedding rows. A tokenizer swapped for another run's would make
   an export that fails at serving ("Invalid id: 322") or translations of other subwords;
 * the checkpoint (`restore`, `keras_transformer.run_dir.layout.restore_model`): a damaged one is
@@ -29,7 +29,7 @@ is built or a checkpoint read:
   recorded this run's tokenizer fingerprint: nothing outside the run is read as its own or deleted.
 
 The model's files (layout, settings, checkpoints) are the model core's
-(`keras_transformer.run_dir`); the tokenizers are `pipelines.tokenizers`'; a run is both, so its
+(`keras_transformer.run_dir`); the tokenizers are `keras_transformer.pipelines.tokenizers`'; a run is both, so its
 owner sits on both layers, below the export and the tasks that use it. Importing this module
 loads no TensorFlow: the commands check a --model_dir before TensorFlow starts.
 """
@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from keras_transformer.config import TransformerConfig
 from keras_transformer.run_dir import layout
-from training_directory import vocabulary
+from keras_transformer.training_directory import vocabulary
 
 if TYPE_CHECKING:
-    from pipelines.data_config import DataConfig
+    from keras_transformer.pipelines.data_config import DataConfig
 
 
 class TrainingDirectory:
@@ -212,7 +212,7 @@ class TrainingDirectory:
                 outside its folder (`layout.check_checkpoint_lists`), a tokenizer that does not
                 load or is not the one the run was trained with.
         """
-        from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+        from keras_transformer.pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
         if not os.path.isdir(self.path):
             raise FileNotFoundError(f"{self.path}: no such training directory")
@@ -245,7 +245,7 @@ class TrainingDirectory:
         lists of checkpoints name only checkpoints of their own folders
         (`layout.check_checkpoint_lists`).
         """
-        from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+        from keras_transformer.pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
         layout.check_checkpoint_lists(self.path)
         checkpoints = self.checkpoint_files()
@@ -265,7 +265,7 @@ class TrainingDirectory:
         """The command's model (and tokenizer, and with `data` its data set and tokenizer flags) must
         be the saved one: a mismatch is a one-line `ValueError`. A run started from another model
         and not yet saved (`starts_from_another_run`) may change its training settings
-        (`tasks.fine_tuning.InitSource.check` compares it with that model).
+        (`keras_transformer.tasks.fine_tuning.InitSource.check` compares it with that model).
 
         A resume goes on with the run's data set: another --dataset is refused (training on it is
         fine-tuning, a new run with --init_from); other --train_files corpora are accepted with one
@@ -323,7 +323,7 @@ class OpenedRun:
         config: the model's `TransformerConfig`.
         source_tokenizer, target_tokenizer: its tokenizers (one object when shared; None for
             a run without one opened with `need_tokenizer=False`).
-        fingerprint: their `pipelines.tokenizers.fingerprint`, the one the run recorded.
+        fingerprint: their `keras_transformer.pipelines.tokenizers.fingerprint`, the one the run recorded.
     """
 
     directory: TrainingDirectory

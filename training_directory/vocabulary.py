@@ -14,7 +14,7 @@ from keras_transformer import cli
 from keras_transformer.config import TransformerConfig
 
 if TYPE_CHECKING:
-    from pipelines.data_config import DataConfig
+    from keras_transformer.pipelines.data_config import DataConfig
 
 _print = functools.partial(print, flush=True)
 
@@ -29,7 +29,7 @@ def load_saved(tokenizer_dir: str):
     """`(source, target)` saved in `tokenizer_dir`; a damaged one is a one-line ValueError naming it."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
     try:
         with cli.silence_native_stderr():  # sentencepiece's C++ INFO lines
@@ -43,7 +43,7 @@ def load_saved(tokenizer_dir: str):
 def load_or_train(tokenizer_dir: str, data: "DataConfig", save: bool = True, log: Callable[[str], None] = _print):
     """`tokenizer_dir`'s tokenizers if saved, else trained on `data`'s training split (section 5.1)
     and saved there when `save`. Returns (source, target)."""
-    from pipelines import tokenizers  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import tokenizers  # pylint: disable=g-import-not-at-top
 
     started = time.time()
     with cli.silence_native_stderr():  # sentencepiece's C++ INFO lines
@@ -58,11 +58,11 @@ def load_or_train(tokenizer_dir: str, data: "DataConfig", save: bool = True, log
 
 def check_placeholder(tokenizer) -> None:
     """A one-line `ValueError` unless `tokenizer` writes the placeholder of tree targets, "XX"
-    (`pipelines.linearized_trees.WORD`), as one id of its own: else a target word is not one
+    (`keras_transformer.pipelines.linearized_trees.WORD`), as one id of its own: else a target word is not one
     token and the tree constraint cannot write it (a tokenizer trained before
     --tree_targets=placeholders existed, or taken from another run by --init_from)."""
     from keras_transformer.special_ids import UNK_ID  # pylint: disable=g-import-not-at-top
-    from pipelines import linearized_trees  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import linearized_trees  # pylint: disable=g-import-not-at-top
 
     ids = tokenizer.tokenize([linearized_trees.WORD]).to_list()[0]
     if len(ids) != 1 or ids[0] == UNK_ID:

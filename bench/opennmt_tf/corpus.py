@@ -5,10 +5,10 @@
     model.pieces(), model.tokenize(lines), model.detokenize(pieces)
 
 Multi30k's release files (`{train,val,test_2016_flickr}.{lang}.gz`, the names
-`pipelines.multi30k.SPLIT_FILES` reads) are written once as plain UTF-8, each line stripped as
+`keras_transformer.pipelines.multi30k.SPLIT_FILES` reads) are written once as plain UTF-8, each line stripped as
 the project's reader strips it (40 lines of train.de end in spaces), so OpenNMT-tf, which reads
 plain text files, gets the very sentences the project trains on. The tokenizer is the project's
-saved one (`pipelines.tokenizers`: tokenizer.json and tokenizer.model in one folder, shared by
+saved one (`keras_transformer.pipelines.tokenizers`: tokenizer.json and tokenizer.model in one folder, shared by
 both sides); the Python `sentencepiece` package reads it here (its pieces, the serving batches'
 source pieces, output lengths), as tensorflow-text runs it in both toolkits' graphs.
 """

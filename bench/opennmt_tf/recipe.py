@@ -31,7 +31,7 @@ TRAINING_FLAGS = ("train_steps", "warmup_steps", "learning_rate_scale", "cooldow
                   "accumulation_steps", "precision", "checkpoint_every_steps", "keep_checkpoints", "eval_every_steps",
                   "early_stopping_patience", "log_every_steps", "keep_best_checkpoints", "best_checkpoint_metric")
 TRAINING_RENAMES = {"average_checkpoints": "average_last"}  # flag -> TrainingConfig field
-# The data flags of the recipe that `python -m pipelines train_tokenizer` takes (tasks/flags.py
+# The data flags of the recipe that `python -m keras_transformer.pipelines train_tokenizer` takes (tasks/flags.py
 # `define_data_flags`): the tokenizer both toolkits share is trained with exactly these.
 TOKENIZER_FLAGS = ("dataset", "source_lang", "target_lang", "tokenizer", "vocab_size", "shared_vocab", "lowercase",
                    "split_by_script", "max_length")

@@ -6,9 +6,9 @@ fresh process of its own on the same batches.
 From one trained model per toolkit (`models`: the first quality seed's, else the float32 speed
 runs', else a short run made here, `short_models`):
 
-* exports, each a timed command in a process of its own: ours `python -m export
+* exports, each a timed command in a process of its own: ours `python -m keras_transformer.export
   --signatures=serving_default` (a SavedModel, tokenizer and beam search in its graph; its
-  `serving_default` alone, as OpenNMT-tf's export holds one signature) and `python -m export --format=ctranslate2`; the
+  `serving_default` alone, as OpenNMT-tf's export holds one signature) and `python -m keras_transformer.export --format=ctranslate2`; the
   peer's `onmt-main export` (`--format saved_model`, the in-graph SentencePiece tokenizer: strings
   in and out) and `onmt-main export --format ctranslate2` (CTranslate2's OpenNMT-tf converter in
   the peer's venv). Both SavedModels decode with the same beam size and alpha; the project's
@@ -71,7 +71,7 @@ class PeerEngineProcess(engine_process.EngineProcess):
 
 
 def version_folder(export_dir: str) -> str:
-    """The one numbered version folder `python -m export` wrote into `export_dir`."""
+    """The one numbered version folder `python -m keras_transformer.export` wrote into `export_dir`."""
     versions = [name for name in os.listdir(export_dir) if name.isdigit()]
     if len(versions) != 1:
         raise RuntimeError(f"{export_dir}: expected one version folder, found {versions}")

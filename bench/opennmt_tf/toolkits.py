@@ -84,10 +84,10 @@ class Commands:
         return [*shape, f"--data_dir={os.path.abspath(self.data_dir)}", f"--tfds_dir={os.path.abspath(self.tfds_dir)}"]
 
     def ours_tokenizer(self, folder: str) -> list[str]:
-        """`python -m pipelines train_tokenizer` with the recipe's tokenizer flags (the one
+        """`python -m keras_transformer.pipelines train_tokenizer` with the recipe's tokenizer flags (the one
         tokenizer every run of both toolkits uses)."""
         flags = [f"--{name}={value}" for name, value in self.recipe.tokenizer_flags().items()]
-        return [self.python, "-m", "pipelines", "train_tokenizer", *flags,
+        return [self.python, "-m", "keras_transformer.pipelines", "train_tokenizer", *flags,
                 f"--data_dir={os.path.abspath(self.data_dir)}", f"--tfds_dir={os.path.abspath(self.tfds_dir)}",
                 f"--tokenizer_dir={folder}"]
 
@@ -106,11 +106,11 @@ class Commands:
                 *([f"--checkpoint={checkpoint}"] if checkpoint else [])]
 
     def ours_export(self, run_dir: str, export_dir: str, decoding: DecodingConfig, format_: str) -> list[str]:
-        """`python -m export`: a SavedModel (`format_` "saved_model") of `serving_default` alone, as
+        """`python -m keras_transformer.export`: a SavedModel (`format_` "saved_model") of `serving_default` alone, as
         OpenNMT-tf's export holds its one signature (strings in, strings out), or a CTranslate2
         folder."""
         lean = ["--signatures=serving_default"] if format_ == "saved_model" else []
-        return [self.python, "-m", "export", f"--model_dir={run_dir}", f"--export_dir={export_dir}",
+        return [self.python, "-m", "keras_transformer.export", f"--model_dir={run_dir}", f"--export_dir={export_dir}",
                 *decoding_flags(decoding), f"--format={format_}", *lean]
 
     # The peer -----------------------------------------------------------------------------------

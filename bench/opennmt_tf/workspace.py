@@ -10,7 +10,7 @@
       journal.json the measurement's finished units, each one's result (`opennmt_tf.journal`)
       data/        the Multi30k splits as plain stripped text (`corpus.write_plain_splits`)
       tfds/        tensorflow-datasets' copy of Multi30k for the project's commands
-      tokenizer/   the project's tokenizer (`python -m pipelines train_tokenizer`), every run's
+      tokenizer/   the project's tokenizer (`python -m keras_transformer.pipelines train_tokenizer`), every run's
       runs/        one folder per training run: ours a training directory, the peer's its
                    config.yml, model.py, vocab.txt and run/ (its model_dir)
       exports/     the SavedModels and CTranslate2 folders of both toolkits

@@ -27,10 +27,12 @@ import string
 import subprocess
 import sys
 
+from keras_transformer.commands import COMMANDS as PACKAGE_COMMANDS
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PAGE = "reference/commands"
 BEGIN, END = "<!-- command-reference -->", "<!-- /command-reference -->"
-PROJECT_PACKAGES = ("keras_transformer", "pipelines", "training_directory", "export", "tasks")
+PROJECT_PACKAGES = ("keras_transformer",)  # the one import namespace
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,25 +42,22 @@ class Command:
     name: str  # the `##` heading, hence the anchor: commands.md#<name>
     module: str  # imported to read its flags and docstring
     usage: str  # the command line shown
+    runnable: str = ""  # `python -m RUNNABLE` runs it (the same as the console script of the usage line)
     note: str = ""  # Markdown added after the docstring's first paragraph
 
 
-COMMANDS = (
-    Command("train", "keras_transformer.train", "python -m keras_transformer.train [--flagfile=FILE] [--flag=value ...]"),
-    Command("translate", "keras_transformer.translate", "python -m keras_transformer.translate [--flag=value ...]"),
-    Command("score", "keras_transformer.score", "python -m keras_transformer.score [--flag=value ...]"),
-    Command("shortlist", "keras_transformer.shortlist", "python -m keras_transformer.shortlist [--flag=value ...]"),
-    Command("average_checkpoints", "keras_transformer.average_checkpoints",
-            "python -m keras_transformer.average_checkpoints [--flag=value ...]"),
-    Command("parse", "keras_transformer.parse", "python -m keras_transformer.parse [--flag=value ...]"),
-    Command("variations", "keras_transformer.variations",
-            "python -m keras_transformer.variations [--flagfile=FILE] [--flag=value ...]",
-            note="Flags it does not define are the training command's (see [train](#train)): each row's "
-                 "run of `python -m keras_transformer.train` gets them, then the row's changes."),
-    Command("summary", "keras_transformer.summary", "python -m keras_transformer.summary [--flag=value ...]"),
-    Command("export", "export.__main__", "python -m export [--flag=value ...]"),
-    Command("pipelines", "pipelines.__main__", "python -m pipelines {stats,train_tokenizer} [--flag=value ...]"),
-)
+# What each command's line shows after its name, and notes added after its docstring's first paragraph.
+_USAGE = {"train": "[--flagfile=FILE] [--flag=value ...]", "variations": "[--flagfile=FILE] [--flag=value ...]",
+          "pipelines": "{stats,train_tokenizer} [--flag=value ...]"}
+_NOTES = {"variations": "Flags it does not define are the training command's (see [train](#train)): each row's "
+                        "run of `python -m keras_transformer.train` gets them, then the row's changes."}
+
+# The package's commands (keras_transformer.commands.COMMANDS), in its order.
+COMMANDS = tuple(
+    Command(c.name, c.module, f"{c.script} {_USAGE.get(c.name, '[--flag=value ...]')}\n"
+                              f"python -m {c.runnable} {_USAGE.get(c.name, '[--flag=value ...]')}",
+            runnable=c.runnable, note=_NOTES.get(c.name, ""))
+    for c in PACKAGE_COMMANDS.values())
 
 # Run in the child process: import one module, print its project flags as JSON, in definition order.
 _DUMP_FLAGS = r"""
@@ -112,6 +111,8 @@ def command_flags(module: str) -> list[dict]:
 def first_paragraph(module: str) -> str:
     """The first paragraph of the module's docstring (read from its source, nothing imported), one line."""
     parts = module.split(".")
+    if (REPO / parts[1]).is_dir() and parts[1] != parts[0]:  # keras_transformer.export... lives in export/
+        parts = parts[1:]
     base = REPO.joinpath(*parts)
     path = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
     docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""

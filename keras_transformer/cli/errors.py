@@ -159,6 +159,14 @@ def fail(message: str, code: int = 2):
     sys.exit(code)
 
 
+def _adopt_key_flags(module: str) -> None:
+    """`--help` lists the program's key flags (absl: those of `sys.argv[0]`'s module); a command whose `main`
+    lives in an imported module (a console script, `python -m keras_transformer.train`) lends them its own."""
+    if module != "__main__" and sys.argv[:1]:
+        for flag in flags.FLAGS.get_key_flags_for_module(module):
+            flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+
 def run(main, known_only: bool = False):
     """`absl.app.run(main)` with one-line errors and exit code 2 for bad input.
 
@@ -169,6 +177,7 @@ def run(main, known_only: bool = False):
     """
     command_start.release()  # from here on, Ctrl-C is a KeyboardInterrupt (recorded) this function turns into one line
     silencer = NativeStderrSilencer()
+    _adopt_key_flags(getattr(main, "__module__", "__main__"))
 
     def parse_flags(argv):
         try:

@@ -544,7 +544,7 @@ def beam_search(
 
     The decoding settings are not checked here: Python values come checked from a
     `keras_transformer.config.DecodingConfig`, tensors from a request that the SavedModel
-    bounds in its graph (`export.serving_module`).
+    bounds in its graph (`keras_transformer.export.serving_module`).
 
     Args:
         symbols_to_logits_fn: the model, see the module docstring.

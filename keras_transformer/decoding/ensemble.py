@@ -16,8 +16,9 @@ outputs, cache and memory, nested under its index.
     sequences, scores = search.translate_ids(ensemble, source_ids, config)   # one beam search
 
 An `Ensemble` offers what `keras_transformer.decoding.search` and the export read of a model:
-`config` (the first member's, with the smallest `max_length`, learned positions if any member
-has them: the length rule then respects every member's position table), `encode`, `step_fn`
+`config` (the first member's, with the smallest `max_length` and, when some member's positions
+end at its `max_length` (learned ones), that member's kind: the length rule then respects every
+member's position table), `encode`, `step_fn`
 (the search's contract `fn(ids, step, cache, memory)` over the members' own step fns), a
 teacher-forced call (its "logits" the ensemble's log-probabilities, for `sequence_scores`),
 `cross_attention` (the first member's: attention maps of members of different shapes do not
@@ -65,9 +66,9 @@ class Ensemble:
             raise ValueError(f"the ensemble's models have different vocabularies: {problem}")
         self.members = list(members)
         configs = [m.config for m in members]
-        learned = any(c.positional_encoding == "learned" for c in configs)
+        bounded = [c for c in configs if c.positions.bounded]  # positions that end at max_length
         self.config = configs[0].replace(max_length=min(c.max_length for c in configs),
-                                         positional_encoding="learned" if learned else configs[0].positional_encoding)
+                                         positional_encoding=(bounded or configs)[0].positional_encoding)
 
     @property
     def variables(self) -> list:

@@ -1,4 +1,4 @@
-"""The precision a model decodes in: float32, or bfloat16 matrix products (`python -m export --precision`).
+"""The precision a model decodes in: float32, or bfloat16 matrix products (`python -m keras_transformer.export --precision`).
 
     model = decoding_model(model, "bfloat16")   # a copy whose matrices are bfloat16; "float32": model itself
     resolve("auto")                              # "bfloat16" where this CPU multiplies in bfloat16 faster

@@ -59,7 +59,7 @@ def max_decode_lengths(model: Transformer, source_ids, max_extra_length: int) ->
     """int32 `(B,)`: the largest |Y| (EOS included) of each row, by the length rule above."""
     lengths = source_lengths(model, source_ids)
     limits = lengths + max_extra_length
-    if model.config.positional_encoding == "learned":
+    if model.config.positions.bounded:  # learned positions end at max_length
         limits = tf.minimum(limits, model.config.max_length)
     return tf.where(lengths > 0, limits, 0)
 
@@ -159,7 +159,7 @@ def translate_ids(
     """Beam search (or greedy search for beam_size 1) over the Transformer.
 
     The one decoding entry point: dev evaluation (`keras_transformer.training.evaluation`),
-    `translate` and every signature of the SavedModel (`export.serving_module`) call it with
+    `translate` and every signature of the SavedModel (`keras_transformer.export.serving_module`) call it with
     their `DecodingConfig`, so a decoding setting works in all of them.
 
     Args:
@@ -169,7 +169,7 @@ def translate_ids(
         beam_size, alpha, max_extra_length, n_best: override the config's value when given;
             Python values are checked as the config's are (`DecodingConfig`). beam_size, alpha
             and n_best may also be tensors, int32 / float32 scalars or `(B,)`, one setting per
-            sentence (a served request's options, bounded by `export.serving_module` in its
+            sentence (a served request's options, bounded by `keras_transformer.export.serving_module` in its
             graph): each sentence is then searched as alone with its own settings
             (`beam_search`), beam search also for a beam of 1.
         max_decode_length: optional int or int32 `(B,)` overriding the length rule.
@@ -177,7 +177,7 @@ def translate_ids(
         grammar: None, or a `tree_constraint.TreeGrammar` of the output vocabulary: decode only
             linearized trees over the source's pieces (a parsing model, section 6.3). Required
             when `config.tree_constraint` is set (the caller builds it from its target
-            vocabulary, `pipelines.linearized_trees.tree_grammar`).
+            vocabulary, `keras_transformer.pipelines.linearized_trees.tree_grammar`).
         sampling: None to search, or a `keras_transformer.config.SamplingConfig` (its fields
             Python values or tensors, scalars or `(B,)`; the seed a scalar) to sample one
             output per sentence (n_best is then 1).

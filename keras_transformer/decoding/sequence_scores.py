@@ -27,7 +27,7 @@ of a length no decoding of the model reaches, and its attention needs memory for
 squared (a 600,001-token line: [1, h, 600001, 600001]). Learned positions (Table 3, row E) have
 `max_length` rows, and `LearnedPositionEmbedding` clips later positions to the last row: a
 score there would silently be of another input. `max_scorable_length` gives the limit and
-`too_long` the pairs past it, which the caller must refuse (see `tasks.scoring`).
+`too_long` the pairs past it, which the caller must refuse (see `keras_transformer.tasks.scoring`).
 
 This module knows no tokenizer and builds no model: the task layer restores the model
 (`keras_transformer.run_dir.layout.restore_model`) and tokenizes.
@@ -84,11 +84,12 @@ def make_score_fn(model):
 
 
 def max_scorable_length(config) -> int:
-    """The most tokens (EOS included) either side of a pair may hold to be scored: the rows of
-    learned position tables (`config.max_length`); with sinusoids, the longest output any search
-    of the model makes (`config.max_length` + `MAX_EXTRA_LENGTH`: a source as translation cuts
-    it, plus the most a decoding may add)."""
-    if config.positional_encoding == "learned":
+    """The most tokens (EOS included) either side of a pair may hold to be scored: where the
+    positions end when they are bounded (`PositionEncoding.bounded`: the rows of learned position
+    tables, `config.max_length`); otherwise (sinusoids) the longest output any search of the
+    model makes (`config.max_length` + `MAX_EXTRA_LENGTH`: a source as translation cuts it, plus
+    the most a decoding may add)."""
+    if config.positions.bounded:
         return config.max_length
     return config.max_length + MAX_EXTRA_LENGTH
 

@@ -8,7 +8,7 @@ lexical shortlists; CTranslate2's vocabulary map, "vmap"; the Bergamot students 
 * the special ids (PAD, UNK, BOS, EOS; PAD and BOS stay masked: never outputs);
 * the `frequent` target ids, candidates for every batch;
 * for every source id of the batch, its row of `table`: its best translations in a lexical
-  table (IBM Model 1 over the training pairs, `pipelines.word_alignment`;
+  table (IBM Model 1 over the training pairs, `keras_transformer.pipelines.word_alignment`;
   `python -m keras_transformer.shortlist` learns and writes one);
 * a forced target prefix's ids.
 

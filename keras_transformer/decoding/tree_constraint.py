@@ -1,7 +1,7 @@
 """Decoding that can only write a linearized tree over its input's words (section 6.3).
 
 A parsing model translates a sentence into its tree written as tokens, the words kept:
-`(S (NP The dog )NP (VP barks )VP . )S` (`pipelines.linearized_trees`). Decoded freely, it may
+`(S (NP The dog )NP (VP barks )VP . )S` (`keras_transformer.pipelines.linearized_trees`). Decoded freely, it may
 miscopy a word, skip one, or leave a bracket open, and the output then needs repair (most of a
 small model's outputs do, docs/results.md#parsing). With this constraint, beam search only extends
 a hypothesis by a token that keeps it the prefix of a well-formed tree over exactly the input's
@@ -26,7 +26,7 @@ begin a word) are taken out of the source before the rules see it: the rules bel
 and count the words' pieces alone.
 
 Targets may write each word as a placeholder, "XX" (`TreeGrammar.placeholder`, Vinyals et al.
-2015; `pipelines.linearized_trees`): `(S (NP XX XX )NP (VP XX )VP XX )S`. The source (its tags
+2015; `keras_transformer.pipelines.linearized_trees`): `(S (NP XX XX )NP (VP XX )VP XX )S`. The source (its tags
 taken out) is then replaced, before the rules see it, by one placeholder id per word (counted,
 as above, by the pieces that begin a word; pieces before the first such piece make one word):
 "the dog s bark ." (4 words) -> "XX XX XX XX". The rules below then copy one "XX" per word,
@@ -44,11 +44,11 @@ bracket the rules keep open, or to write another word, then loses nothing, and t
 model trained on a few thousand trees, finds trees the model itself rates far below the ones a
 treebank PCFG finds. With the model's own probabilities the constrained beam search ranks trees
 by the same log P(tree | sentence) as the `score` command and the PCFG reranker
-(`tasks.parsing.reranking`), and its scores are that quantity (divided by the length penalty); on the
+(`keras_transformer.tasks.parsing.reranking`), and its scores are that quantity (divided by the length penalty); on the
 treebank sample's validation split it parses more accurately (docs/results.md#parsing).
 
 The run of opening brackets before a word is bounded: a treebank's trees open a few
-constituents at once (`pipelines.linearized_trees.MAX_OPENING_RUN`), but a model lost in a long
+constituents at once (`keras_transformer.pipelines.linearized_trees.MAX_OPENING_RUN`), but a model lost in a long
 sentence could find an opening bracket, renormalized over the few tokens allowed, likelier than
 the next word again and again, `(QP (NP (QP (NP ...` up to the length limit (docs/results.md#parsing),
 and each such bracket costs precision. After `max_opening_run` in a row, the next token must be
@@ -64,7 +64,7 @@ and EOS within the limit) therefore always ends as a complete tree, never cut by
 brackets open.
 
 The rules are about token ids only: which ids are opening and closing brackets of which label
-and which start a word come from the vocabulary (`pipelines.linearized_trees.tree_grammar`), and
+and which start a word come from the vocabulary (`keras_transformer.pipelines.linearized_trees.tree_grammar`), and
 the state rides in the search's cache and memory, so it runs in `tf.function`, the SavedModel
 and TF Serving like the unconstrained search (`keras_transformer.decoding.search.translate_ids(grammar=)`).
 """
@@ -91,7 +91,7 @@ class TreeGrammar:
         max_opening_run: opening brackets in a row, between two pieces copied, at most
             (module docstring).
         source_tags: every second word of a source is a part-of-speech tag, not a word of
-            the tree (`pipelines.pos_tags`): it is never copied.
+            the tree (`keras_transformer.pipelines.pos_tags`): it is never copied.
         placeholder: -1 (the words are copied), or the id the targets write for every word
             ("XX"), a word start: written once per source word instead of the word's pieces.
     """

@@ -3,7 +3,7 @@ one of the inputs), and the lines of an input file or of stdin ("-"), gzip-compr
 Imports no TensorFlow.
 
 A training directory and its checkpoints are checked by their owner,
-`training_directory.TrainingDirectory.check_exists` and
+`keras_transformer.training_directory.TrainingDirectory.check_exists` and
 `keras_transformer.run_dir.layout.check_checkpoint_prefix`."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 def read_lines(path: str) -> list[bytes]:
     """The lines of a file, a stream (`is_stream`) or stdin ("-") as bytes, without line endings
     (invalid UTF-8 is kept). Gzip-compressed text (known by its first two bytes, whatever the
-    name, as training's `pipelines.text_files` knows it) is decompressed; a damaged one is a
+    name, as training's `keras_transformer.pipelines.text_files` knows it) is decompressed; a damaged one is a
     one-line `ValueError`."""
     if path == "-":
         data = sys.stdin.buffer.read()

@@ -22,9 +22,11 @@ at any point leaves a list whose every entry is whole; files it does not name (a
 are removed when the run resumes. Every entry names a checkpoint of the folder itself: one that
 leads elsewhere (`../other/checkpoints/ckpt-30`, an absolute path, a symbolic link) makes reading
 the list a one-line ValueError naming best.json, before anything is read or removed, and no file
-outside the folder is ever removed. A higher BLEU is better, a lower loss, a higher F1 (a parsing
-run's labelled EVALB F1 of its dev trees, section 6.3, which the dev evaluation of a treebank run
-computes: `tasks.parsing.parse_files.Gold.dev_scores`); ties keep the earlier step.
+outside the folder is ever removed. Which score is better is the metric's
+(`keras_transformer.dev_metrics`, the registry of metrics): a higher BLEU, a lower loss, a higher F1
+(a parsing run's labelled EVALB F1 of its dev trees, section 6.3, which the dev evaluation of a
+treebank run computes: `keras_transformer.tasks.parsing.parse_files.Gold.dev_scores`); ties keep
+the earlier step.
 """
 
 from __future__ import annotations
@@ -34,23 +36,25 @@ import os
 import shutil
 from typing import Callable, Iterable, Optional
 
+from keras_transformer import dev_metrics
 from keras_transformer.files import atomic
 from keras_transformer.run_dir import readable_checkpoints
 
 LIST_FILE = "best.json"
-# The sign that makes larger better, for each of `BEST_CHECKPOINT_METRICS`.
-METRICS = {"bleu": 1.0, "loss": -1.0, "f1": 1.0}
 
 
 def is_better(value: float, than: Optional[float], metric: str) -> bool:
-    """Whether `value` is strictly better than `than` (None: nothing yet) for `metric`."""
-    return than is None or METRICS[metric] * value > METRICS[metric] * than
+    """Whether `value` is strictly better than `than` (None: nothing yet) for `metric`, a
+    registered dev metric (`keras_transformer.dev_metrics`: its `sign`)."""
+    sign = dev_metrics.lookup(metric).sign
+    return than is None or sign * value > sign * than
 
 
 def metric_value(results: dict, metric: str) -> Optional[float]:
-    """The `metric` of a dev evaluation's results ("bleu", "loss" or "f1"), None if it was not computed."""
-    if metric not in METRICS:
-        raise ValueError(f"the selection metric must be one of {sorted(METRICS)}, got {metric!r}")
+    """The `metric` of a dev evaluation's results (a registered dev metric: "bleu", "loss", "f1", ...),
+    None if it was not computed."""
+    if metric not in dev_metrics.names():
+        raise ValueError(f"the selection metric must be one of {sorted(dev_metrics.names())}, got {metric!r}")
     value = results.get(metric)
     return None if value is None else float(value)
 
@@ -127,7 +131,8 @@ def copy_checkpoint(prefix: str, directory: str) -> str:
 
 def _ranked(entries: list[dict], metric: str) -> list[dict]:
     """`entries` best first by `metric`, ties to the earlier step."""
-    return sorted(entries, key=lambda e: (-METRICS[metric] * e["value"], e["step"]))
+    sign = dev_metrics.lookup(metric).sign
+    return sorted(entries, key=lambda e: (-sign * e["value"], e["step"]))
 
 
 def rebuild(directory: str, keep: int, metric: str, offers: Iterable[tuple[int, dict, str]]) -> list[dict]:
@@ -176,8 +181,9 @@ class BestCheckpoints:
     Args:
         directory: where the copies and best.json live (created on the first copy).
         keep: how many to keep (>= 1).
-        metric: "bleu" (higher is better), "loss" (the dev loss; lower is better) or "f1" (a
-            parsing run's dev EVALB F1; higher is better).
+        metric: a registered dev metric (`keras_transformer.dev_metrics`): "bleu" (higher is
+            better), "loss" (the dev loss; lower is better) or "f1" (a parsing run's dev EVALB F1;
+            higher is better).
         write: False on the workers of a cluster that are not the chief: they only read.
         log: where the line about each checkpoint entering the list goes.
     """

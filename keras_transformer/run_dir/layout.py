@@ -28,7 +28,7 @@ where a folder belongs: `check_layout`; a list of checkpoints, best.json or a `c
 state file, naming one outside its own folder: `check_checkpoint_lists`) is a one-line
 ValueError naming the path: a run reads, and training removes, only its own checkpoints. Reading a
 run as the commands see it, its tokenizer as well (its fingerprint checked), is
-`training_directory.TrainingDirectory`'s: it reads the model's part here.
+`keras_transformer.training_directory.TrainingDirectory`'s: it reads the model's part here.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def read_config(model_dir: str) -> TransformerConfig:
 
 
 def recorded_fingerprint(model_dir: str) -> Optional[str]:
-    """The tokenizer fingerprint (`pipelines.tokenizers.fingerprint`) the run recorded in its
+    """The tokenizer fingerprint (`keras_transformer.pipelines.tokenizers.fingerprint`) the run recorded in its
     model_config.json, None if it recorded none."""
     value = read_settings(model_dir).get("tokenizer", {}).get("sha256")
     if value is not None and not isinstance(value, str):
@@ -233,7 +233,7 @@ def check_checkpoint_prefix(prefix: str) -> None:
 def init_from_problem(path: str) -> Optional[str]:
     """None if `path` can name the model a new run starts from (`--init_from`): a folder, or a
     checkpoint prefix (its PATH.index is a file); else why not, in words. Only the name is looked
-    at, no TensorFlow (what that run holds is `tasks.fine_tuning.InitSource.resolve`'s check)."""
+    at, no TensorFlow (what that run holds is `keras_transformer.tasks.fine_tuning.InitSource.resolve`'s check)."""
     if os.path.isdir(path) or os.path.isfile(path + ".index"):
         return None
     return "no such training directory or checkpoint prefix (e.g. RUN/checkpoints/ckpt-1000)"

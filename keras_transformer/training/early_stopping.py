@@ -15,18 +15,18 @@ trainer brings the learning rate down over the next C updates and stops then
 (`exhausted_at`, the step of the evaluation where patience ran out, tells it where to start,
 also on resume).
 
-The metric is the one that ranks the best checkpoints (`run_dir.best_checkpoints`): dev BLEU,
-higher is better, the dev loss, lower is better, or a parsing run's dev EVALB F1 (section 6.3),
-higher is better.
+The metric is the one that ranks the best checkpoints (`run_dir.best_checkpoints`), a registered
+dev metric (`keras_transformer.dev_metrics`, which gives its direction and its name in the
+messages): dev BLEU, higher is better, the dev loss, lower is better, or a parsing run's dev
+EVALB F1 (section 6.3), higher is better.
 """
 
 from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from keras_transformer import dev_metrics
 from keras_transformer.run_dir.best_checkpoints import is_better, metric_value
-
-_NAMES = {"bleu": "BLEU", "loss": "loss", "f1": "F1"}
 
 
 class EarlyStopping:
@@ -37,7 +37,8 @@ class EarlyStopping:
         history: earlier evaluation records (`{"step", "bleu", "loss", ...}`, oldest first,
             e.g. MODEL_DIR/eval/history.json), replayed so that a resumed run keeps its best
             score and its count; records without the metric are skipped.
-        metric: "bleu" or "f1" (higher is better), or "loss" (lower is better).
+        metric: a registered dev metric: "bleu" or "f1" (higher is better), or "loss" (lower
+            is better).
 
     Attributes:
         best_value, best_step: the best score so far and its step (None before any).
@@ -78,16 +79,16 @@ class EarlyStopping:
         return bool(self.patience) and self.evaluations_since_best >= self.patience
 
     def _best(self) -> str:
-        return f"{self.best_value:.{4 if self.metric == 'loss' else 2}f} at step {self.best_step}"
+        return f"{dev_metrics.lookup(self.metric).format(self.best_value)} at step {self.best_step}"
 
     def describe_best(self) -> str:
         """e.g. "best BLEU 37.20 at step 2100"."""
-        return f"best {_NAMES[self.metric]} {self._best()}"
+        return f"best {dev_metrics.lookup(self.metric).display_name} {self._best()}"
 
     def ran_out(self) -> str:
         """e.g. "no better dev BLEU for 5 evaluations (best 37.20 at step 2100)"."""
-        return (f"no better dev {_NAMES[self.metric]} for {self.evaluations_since_best} evaluations "
-                f"(best {self._best()})")
+        return (f"no better dev {dev_metrics.lookup(self.metric).display_name} for {self.evaluations_since_best} "
+                f"evaluations (best {self._best()})")
 
     def message(self, step: int) -> str:
         """The console line announcing the stop at `step`."""

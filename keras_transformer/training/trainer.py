@@ -104,7 +104,8 @@ class LoopState:
             with `cooldown_steps`) or "interrupted".
         signal: the signal number that interrupted the run (SIGINT, SIGTERM), else None.
         evaluation: the last evaluation's results (empty if none).
-        best_metric: the dev metric that ranks checkpoints and early stopping watches ("bleu", "loss", "f1").
+        best_metric: the dev metric that ranks checkpoints and early stopping watches (a name of
+            `keras_transformer.dev_metrics`: "bleu", "loss", "f1", ...).
         best_value, best_step: the best dev score by it so far (resumes included).
         evaluations_since_best: evaluations without a better score since then.
         train_seconds: wall time of this call.
@@ -412,7 +413,7 @@ class Trainer:
 
         Args:
             input_fn: `InputContext -> tf.data.Dataset` of (source_ids, target_ids) batches,
-                repeated (e.g. `pipelines.batching.make_input_fn(..., repeat=True)`).
+                repeated (e.g. `keras_transformer.pipelines.batching.make_input_fn(..., repeat=True)`).
             evaluator: `model -> {"loss", "nll", "perplexity", ["bleu", "signature", "chrf", ...]}`, e.g. an
                 `evaluation.Evaluator`; None skips evaluation.
 

@@ -9,5 +9,5 @@
                a weighted PCFG log-probability (Charniak & Johnson 2005; Fried et al. 2017).
   evalb        EVALB's labelled bracketing F1 (COLLINS.prm), in Python.
 
-The model is trained by the translation task's `tasks.training` on the `ptb` data set.
+The model is trained by the translation task's `keras_transformer.tasks.training` on the `ptb` data set.
 """

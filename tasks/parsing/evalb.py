@@ -4,7 +4,7 @@
 as F1, the number every parser since Collins (1997) reports: EVALB (Sekine & Collins 1997) with
 its `COLLINS.prm` parameters. This module computes the same numbers in Python, on the trees the
 rest of the code uses: an `nltk.Tree` of phrase labels whose leaves are the words (no
-part-of-speech level, labels already cleaned by `pipelines.treebank.clean`), with the gold tags
+part-of-speech level, labels already cleaned by `keras_transformer.pipelines.treebank.clean`), with the gold tags
 of the words given beside it.
 
     >>> result = score(gold_trees, test_trees, tags)            # COLLINS.prm, labelled

@@ -4,10 +4,10 @@
 pairs of the Penn Treebank and decodes with "a beam size of 21 and alpha = 0.3", output length
 up to "input length + 300", and here only trees over the input's words (`tree_constraint`,
 `keras_transformer.config.PARSING_DECODING`). Training is the
-translation task's (`tasks.training.train` on the `ptb` data set, `pipelines/treebank.py`);
+translation task's (`keras_transformer.tasks.training.train` on the `ptb` data set, `pipelines/treebank.py`);
 this module runs a trained model or its SavedModel over sentences, turns each decoded sequence
-into a tree over exactly the input's words (`pipelines.linearized_trees.to_tree`, which names
-its repairs), and scores trees against gold ones with EVALB's COLLINS.prm (`tasks.parsing.evalb`):
+into a tree over exactly the input's words (`keras_transformer.pipelines.linearized_trees.to_tree`, which names
+its repairs), and scores trees against gold ones with EVALB's COLLINS.prm (`keras_transformer.tasks.parsing.evalb`):
 
     report = parse_file("sentences.txt", "trees.txt", model_dir="runs/ptb_parsing",
                         reference="gold.trees")
@@ -40,9 +40,9 @@ from typing import Optional, Sequence
 from keras_transformer.files import command_files
 from keras_transformer.files import atomic
 from keras_transformer.config import PARSING_DECODING, DecodingConfig
-from pipelines import linearized_trees, treebank
-from pipelines.errors import DataError
-from tasks.parsing import evalb
+from keras_transformer.pipelines import linearized_trees, treebank
+from keras_transformer.pipelines.errors import DataError
+from keras_transformer.tasks.parsing import evalb
 
 BASELINES = ("right_branching", "pcfg")
 
@@ -50,8 +50,8 @@ BASELINES = ("right_branching", "pcfg")
 def run_decoding(model_dir: str) -> DecodingConfig:
     """The decoding a training directory's model is meant for: section 6.3's for a parsing run
     (trained on a treebank), else section 6.1's."""
-    from pipelines import sources  # pylint: disable=g-import-not-at-top
-    from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import sources  # pylint: disable=g-import-not-at-top
+    from keras_transformer.training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
     dataset = TrainingDirectory(model_dir).settings().get("data", {}).get("dataset", "")
     return PARSING_DECODING if sources.task_of(dataset) == "parsing" else DecodingConfig()
@@ -120,7 +120,7 @@ def parse_sentences(translate_fn, sentences: Sequence[Sequence[str]], batch_size
     """Parses tokenized sentences with a `serving_default` (tf.string [N] -> {"translations", ...}),
     which reads `sources` (default: the words; a tagged model's, the words with their tags,
     `source_sentences`)."""
-    from export import client  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    from keras_transformer.export import client  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
     sources = sources if sources is not None else [" ".join(w) for w in sentences]
     outputs, _ = client.translate_lines(translate_fn, [s.encode("utf-8") for s in sources], batch_size, progress)
@@ -132,20 +132,20 @@ def model_data(model_dir: Optional[str], export_dir: Optional[str]):
     "data" section of model_config.json and the run itself, or an export's export.json (which
     holds "source_tags" and "tree_targets") and its assets.extra."""
     if model_dir:
-        from training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
+        from keras_transformer.training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
 
         return TrainingDirectory(model_dir).settings().get("data", {}), model_dir
-    from export import versions  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import versions  # pylint: disable=g-import-not-at-top
 
     saved = versions.saved_model_path(export_dir)
     return versions.read_settings(saved), os.path.join(saved, versions.ASSETS_EXTRA)
 
 
 def model_source_tags(settings: dict, folder: str):
-    """(source tags, tagger) of a parsing model (`pipelines.pos_tags`) from `model_data`'s settings
+    """(source tags, tagger) of a parsing model (`keras_transformer.pipelines.pos_tags`) from `model_data`'s settings
     and folder: "none", "predicted" with the tagger the run saved (an export holds a copy in
     assets.extra), or "gold" (tagger None)."""
-    from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import pos_tags  # pylint: disable=g-import-not-at-top
 
     tags = settings.get("source_tags", "none")
     return tags, pos_tags.load(os.path.join(folder, pos_tags.TAGGER_FILE)) if tags == "predicted" else None
@@ -156,7 +156,7 @@ def source_sentences(sentences: Sequence[Sequence[str]], source_tags: str, tagge
     """What a model trained with `source_tags` reads for each sentence: its words, or its words
     each followed by its tag, by `tagger` ("predicted") or by the gold trees ("gold"; a
     `DataError` without them: raw text has no gold tags)."""
-    from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import pos_tags  # pylint: disable=g-import-not-at-top
 
     if source_tags == "none":
         return [" ".join(words) for words in sentences]
@@ -172,7 +172,7 @@ def source_sentences(sentences: Sequence[Sequence[str]], source_tags: str, tagge
 
 @dataclasses.dataclass(frozen=True)
 class Gold:
-    """Gold trees of the sentences being parsed: `pipelines.treebank.ParsedSentence`s."""
+    """Gold trees of the sentences being parsed: `keras_transformer.pipelines.treebank.ParsedSentence`s."""
     sentences: tuple
 
     @classmethod
@@ -263,19 +263,19 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
         output_path: where the trees go ("-": stdout); replaced atomically at the end.
         model_dir, export_dir, baseline: what parses, exactly one: a training directory (its
             averaged or latest checkpoint, or `checkpoint`, decoded with `decoding`), a SavedModel
-            (decoding fixed at export), "right_branching", or "pcfg" (`tasks.parsing.pcfg`: the grammar
+            (decoding fixed at export), "right_branching", or "pcfg" (`keras_transformer.tasks.parsing.pcfg`: the grammar
             of the training split of the treebank in `pcfg_data_dir`, markovized by
             `pcfg_markov` = (horizontal, vertical)).
         rerank_kbest: with `model_dir` or `export_dir`, and > 0: instead of decoding, rerank the
             `rerank_kbest` most probable distinct trees of the PCFG (as for "pcfg") by the model's
-            log-probability of each + `pcfg_weight` (None: `tasks.parsing.reranking.PCFG_WEIGHT`) times the
-            PCFG's (`tasks.parsing.reranking`; with `ensemble_model_dirs`, the mean of the models'); with
+            log-probability of each + `pcfg_weight` (None: `keras_transformer.tasks.parsing.reranking.PCFG_WEIGHT`) times the
+            PCFG's (`keras_transformer.tasks.parsing.reranking`; with `ensemble_model_dirs`, the mean of the models'); with
             gold trees the report adds the candidates' oracle F1.
         ensemble_model_dirs: with `model_dir`, more training directories: parse with the
             ensemble of their models and `model_dir`'s (`keras_transformer.decoding.ensemble`, the
             same search and tree constraint; Vinyals et al. 2015 ensembled parsers of different
             seeds). They must read and write as `model_dir` does: vocabulary, source tags,
-            tagger, tree targets (`export.ensemble_members.check_members`, before any model is
+            tagger, tree targets (`keras_transformer.export.ensemble_members.check_members`, before any model is
             built); the input is tagged by `model_dir`'s tagger.
         reference: gold trees, one per line, of the input's sentences: score the output.
         treebank_split: (data_dir, split): parse that split's sentences and score against its trees.
@@ -313,7 +313,7 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
     start = time.perf_counter()
     oracle_line = ""
     if baseline == "pcfg":
-        from tasks.parsing import pcfg  # pylint: disable=g-import-not-at-top
+        from keras_transformer.tasks.parsing import pcfg  # pylint: disable=g-import-not-at-top
 
         grammar, parser = _grammar(pcfg_data_dir, pcfg_markov)
         print(f"parsing {len(sentences)} sentences of {source} with {parser}", file=sys.stderr)
@@ -328,7 +328,7 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
                                               ensemble_model_dirs, pcfg_data_dir, pcfg_markov, rerank_kbest,
                                               pcfg_weight)
     else:
-        from export import client  # pylint: disable=g-import-not-at-top  (TensorFlow)
+        from keras_transformer.export import client  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
         settings, folder = model_data(model_dir, export_dir)
         source_tags, tagger = model_source_tags(settings, folder)
@@ -357,7 +357,7 @@ def parse_file(input_path: Optional[str], output_path: str = "-", *, model_dir: 
 
 def _grammar(data_dir: str, markov: tuple[int, int]):
     """(the PCFG of `data_dir`'s training split, its description)."""
-    from tasks.parsing import pcfg  # pylint: disable=g-import-not-at-top
+    from keras_transformer.tasks.parsing import pcfg  # pylint: disable=g-import-not-at-top
 
     grammar = pcfg.Grammar.induce(treebank.read_split(data_dir, "train"), *markov)
     return grammar, (f"pcfg (the {data_dir} training split, horizontal {markov[0]}, vertical {markov[1]}: "
@@ -367,10 +367,10 @@ def _grammar(data_dir: str, markov: tuple[int, int]):
 def _rerank(sentences, source: str, gold: Optional[Gold], model_dir, export_dir, checkpoint, ensemble_model_dirs,
             data_dir: str, markov: tuple[int, int], k: int, pcfg_weight: Optional[float]) -> tuple:
     """(`Parses`, the parser's description, the oracle's report line or "") of `parse_file`'s
-    reranking (`tasks.parsing.reranking`)."""
-    from tasks.parsing import reranking  # pylint: disable=g-import-not-at-top
+    reranking (`keras_transformer.tasks.parsing.reranking`)."""
+    from keras_transformer.tasks.parsing import reranking  # pylint: disable=g-import-not-at-top
 
-    from pipelines import sources as data_sources  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import sources as data_sources  # pylint: disable=g-import-not-at-top
 
     weight = reranking.PCFG_WEIGHT if pcfg_weight is None else pcfg_weight
     settings, folder = model_data(model_dir, export_dir)

@@ -3,7 +3,7 @@
 Section 6.3 compares the Transformer with parsers trained on the same WSJ trees. The first thing a
 parsing user compares a new parser with is the grammar read off those trees: this module induces a
 probabilistic context-free grammar from the training split and finds each sentence's most probable
-tree with CKY, scored by the same EVALB code (`tasks.parsing.evalb`) as the model:
+tree with CKY, scored by the same EVALB code (`keras_transformer.tasks.parsing.evalb`) as the model:
 
     grammar = Grammar.induce(treebank.read_split("../shared/data/ptb_sample", "train"))
     tree = grammar.parse(["The", "dog", "barks", "."])       # (S (NP The dog) (VP barks) .)
@@ -197,7 +197,7 @@ class Grammar:
 
     @classmethod
     def induce(cls, sentences: Sequence, horizontal: int = 1, vertical: int = 1, beam: float = 20.0) -> "Grammar":
-        """The grammar of `pipelines.treebank.ParsedSentence`s (their tagged trees)."""
+        """The grammar of `keras_transformer.pipelines.treebank.ParsedSentence`s (their tagged trees)."""
         rules = collections.Counter()
         word_tags = collections.defaultdict(collections.Counter)
         tag_counts = collections.Counter()

@@ -15,12 +15,12 @@ judge, Choe & Charniak 2016 ("Parsing as Language Modeling") and Fried, Stern & 
 ("Improving Neural Parsing by Disentangling Model Combination and Reranking Effects"), who found
 that scoring with both the proposer's and the neural model's probabilities pays most. Here:
 
-1. the treebank PCFG of `tasks.parsing.pcfg` (the classical baseline) proposes each sentence's `k` most
+1. the treebank PCFG of `keras_transformer.tasks.parsing.pcfg` (the classical baseline) proposes each sentence's `k` most
    probable distinct trees (`Grammar.parse_kbest`);
 2. the parsing model scores each candidate as it scores any pair (the `score` command's path for a
    training directory, the export's `score` signature for a SavedModel, so TF Serving can do the
    same): its source is what the model reads (the words, with their predicted tags for a tagged
-   model), its target the tree linearized as in training (`pipelines.linearized_trees.linearize`);
+   model), its target the tree linearized as in training (`keras_transformer.pipelines.linearized_trees.linearize`);
 3. each sentence gets the candidate of highest
 
        log P_model(tree | sentence) + pcfg_weight * log P_pcfg(tree, sentence),
@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional, Sequence
 
-from pipelines import linearized_trees
+from keras_transformer.pipelines import linearized_trees
 
 # Chosen on the treebank sample's validation split, 50 candidates (docs/experiments.md#parsing: F1 hardly
 # moves between 0.25 and 2; the model's score does most of the choosing).
@@ -72,9 +72,9 @@ class Candidates:
 
 
 def pcfg_candidates(grammar, sentences: Sequence[Sequence[str]], k: int, fallback: Callable) -> Candidates:
-    """Each sentence's `k` most probable distinct trees under `grammar` (a `tasks.parsing.pcfg.Grammar`),
+    """Each sentence's `k` most probable distinct trees under `grammar` (a `keras_transformer.tasks.parsing.pcfg.Grammar`),
     or `fallback(words)` alone (score -inf) where it derives none; no tree for an empty sentence."""
-    from tasks.parsing import pcfg  # pylint: disable=g-import-not-at-top
+    from keras_transformer.tasks.parsing import pcfg  # pylint: disable=g-import-not-at-top
 
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -90,7 +90,7 @@ def model_scores(score_fn: Callable, sources: Sequence[str], candidates: Candida
     Args:
         score_fn: (sources, targets) lists of strings -> log-probabilities, one per pair
             (`run_score_fn`, `export_score_fn`).
-        sources: what the model reads for each sentence (`tasks.parsing.parse_files.source_sentences`).
+        sources: what the model reads for each sentence (`keras_transformer.tasks.parsing.parse_files.source_sentences`).
         candidates: from `pcfg_candidates`.
         placeholders: the model writes each word as "XX" (`--tree_targets=placeholders`).
     """
@@ -138,8 +138,8 @@ def choose(candidates: Candidates, scores: Sequence[Sequence[float]], pcfg_weigh
 
 def run_score_fn(model_dir: str, checkpoint: Optional[str] = None, batch_tokens: int = 4096) -> tuple:
     """(score_fn, the checkpoint) of a training directory: its model and tokenizers scoring pairs
-    as the `score` command does (`tasks.scoring.score_lines`)."""
-    from tasks import scoring  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    as the `score` command does (`keras_transformer.tasks.scoring.score_lines`)."""
+    from keras_transformer.tasks import scoring  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
     model, checkpoint, source_tokenizer, target_tokenizer = scoring.load_run(model_dir, checkpoint)
 
@@ -153,7 +153,7 @@ def export_score_fn(export_dir: str, batch_size: int = 256) -> tuple:
     """(score_fn, the SavedModel's path) of an export: its `score` signature (what a TF Serving
     client of the parser calls to rerank), `batch_size` pairs a call."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from export import client, serving_module, versions  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import client, serving_module, versions  # pylint: disable=g-import-not-at-top
 
     source = versions.saved_model_path(export_dir)
     client.check_export_signature(export_dir, serving_module.SCORE_SIGNATURE)
@@ -173,8 +173,8 @@ def export_score_fn(export_dir: str, batch_size: int = 256) -> tuple:
 
 def oracle(candidates: Candidates, gold) -> tuple:
     """Each sentence's candidate of highest labelled EVALB F1 against `gold` (a
-    `tasks.parsing.parse_files.Gold`): the best that any reranker of these candidates can do."""
-    from tasks.parsing import evalb  # pylint: disable=g-import-not-at-top
+    `keras_transformer.tasks.parsing.parse_files.Gold`): the best that any reranker of these candidates can do."""
+    from keras_transformer.tasks.parsing import evalb  # pylint: disable=g-import-not-at-top
 
     chosen = []
     for trees, sentence in zip(candidates.trees, gold.sentences, strict=True):

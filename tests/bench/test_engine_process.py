@@ -79,7 +79,7 @@ def _cpu_vendor():
 @pytest.fixture(scope="module")
 def ct2_model(tmp_path_factory):
     """A CTranslate2 float32 folder of an untrained tiny model (only its load matters here)."""
-    from export import ctranslate2_model  # pylint: disable=import-outside-toplevel
+    from keras_transformer.export import ctranslate2_model  # pylint: disable=import-outside-toplevel
     from tests.helpers.export_models import shared_model_dir  # pylint: disable=import-outside-toplevel
 
     model_dir = tmp_path_factory.mktemp("run")

@@ -26,7 +26,7 @@ SENTENCES = 5
 def runs(tmp_path_factory):
     """{"deep": a 2+2 training directory, "shallow": a 2+1 one with a tokenizer of its own,
     "input", "reference": SENTENCES lines each}."""
-    from pipelines import grammar_corpus  # pylint: disable=import-outside-toplevel
+    from keras_transformer.pipelines import grammar_corpus  # pylint: disable=import-outside-toplevel
     from tests.helpers.export_models import shared_model_dir  # pylint: disable=import-outside-toplevel
 
     root = tmp_path_factory.mktemp("model_shapes")

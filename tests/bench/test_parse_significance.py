@@ -5,8 +5,8 @@ import sys
 import numpy as np
 import pytest
 
-from pipelines import treebank
-from tasks.parsing import evalb, parse_files
+from keras_transformer.pipelines import treebank
+from keras_transformer.tasks.parsing import evalb, parse_files
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.paths import REPO
 

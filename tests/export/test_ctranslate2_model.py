@@ -1,7 +1,7 @@
 """The CTranslate2 export: the same network as the TensorFlow model, checked by scoring and decoding.
 
 One tiny trained training directory (`export_models.shared_model_dir`) exported with
-`python -m export --format=ctranslate2` (float32) and with `convert(quantization="int8")`, and
+`python -m keras_transformer.export --format=ctranslate2` (float32) and with `convert(quantization="int8")`, and
 one whose encoder and decoder differ in depth (3 and 1 layers) converted in process.
 The teacher-forced log-probabilities of CTranslate2 equal the model's (this catches any wrong
 weight, transposition, scale, position table or layer-norm epsilon), greedy search gives the
@@ -19,13 +19,13 @@ import tensorflow as tf
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
-from export import ctranslate2_model, versions  # noqa: E402
+from keras_transformer.export import ctranslate2_model, versions  # noqa: E402
 from keras_transformer.decoding import beam_search, search, sequence_scores  # noqa: E402
 from keras_transformer.run_dir import layout
 from keras_transformer.config import DecodingConfig, SamplingConfig  # noqa: E402
 from keras_transformer.losses import decoder_inputs  # noqa: E402
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID  # noqa: E402
-from pipelines import grammar_corpus, tokenizers  # noqa: E402
+from keras_transformer.pipelines import grammar_corpus, tokenizers  # noqa: E402
 from tests.helpers.commands import assert_one_error_line, run_command  # noqa: E402
 from tests.helpers.export_models import DEEP_ENCODER, MAX_LENGTH, shared_model_dir  # noqa: E402
 
@@ -50,7 +50,7 @@ def run(tmp_path_factory):
     path = tmp_path_factory.mktemp("run")
     shared_model_dir(tmp_path_factory, path)
     out = tmp_path_factory.mktemp("ct2") / "transformer"
-    result = run_command("-m", "export", f"--model_dir={path}", f"--export_dir={out}", "--format=ctranslate2",
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={path}", f"--export_dir={out}", "--format=ctranslate2",
                          "--beam_size=4", "--alpha=0.6", timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"to {out / '1'} (CTranslate2, float32)" in result.stdout
@@ -269,6 +269,6 @@ def test_moved_folder_runs_in_a_fresh_process_without_tensorflow(run, tmp_path):
 def test_bad_flags_end_in_one_error_line_and_write_nothing(run, flags, message):
     path, out, *_ = run
     before = sorted(os.listdir(out))
-    result = run_command("-m", "export", f"--model_dir={path}", f"--export_dir={out}", *flags)
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={path}", f"--export_dir={out}", *flags)
     assert_one_error_line(result, message)
     assert sorted(os.listdir(out)) == before

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from export import ensemble_members, ops, serving_module, versions
+from keras_transformer.export import ensemble_members, ops, serving_module, versions
 from keras_transformer.config import DecodingConfig
 from keras_transformer.decoding import search
 from keras_transformer.decoding.ensemble import Ensemble
 from keras_transformer.run_dir import layout
-from pipelines import tokenizers
+from keras_transformer.pipelines import tokenizers
 from tests.export.test_serving_module import FRESH_PROCESS, SIGNATURES
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.export_models import make_model_dir, shared_model_dir
@@ -80,7 +80,7 @@ def test_parsing_members_must_read_and_write_alike(tmp_path):
         ensemble_members.check_members(translation, [a])
 
 
-@pytest.mark.parametrize("command", [["-m", "export", "--export_dir={out}"],
+@pytest.mark.parametrize("command", [["-m", "keras_transformer.export", "--export_dir={out}"],
                                      ["-m", "keras_transformer.translate", "--input={input}", "--output={out}"],
                                      ["-m", "keras_transformer.parse", "--input={input}", "--output={out}"]])
 def test_mismatched_vocabularies_are_one_error_line_through_the_commands(tmp_path, command):

@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from export import ops, serving_module, versions, warmup
+from keras_transformer.export import ops, serving_module, versions, warmup
 from keras_transformer.decoding import precision as precision_lib
 from keras_transformer.decoding import search, sequence_scores
 from keras_transformer.run_dir import layout
 from keras_transformer.config import DecodingConfig, SamplingConfig
-from pipelines import tokenizers
+from keras_transformer.pipelines import tokenizers
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.export_models import DEEP_ENCODER, FRESH_PROCESS, MAX_LENGTH, shared_model_dir
 
@@ -273,7 +273,7 @@ def saved_functions(path) -> int:
 
 def test_an_export_of_serving_default_alone_holds_it_alone_and_translates_as_the_whole_export(
         exports, model_dir, tmp_path):
-    """`signatures=["serving_default"]` (`python -m export --signatures=serving_default`):
+    """`signatures=["serving_default"]` (`python -m keras_transformer.export --signatures=serving_default`):
     export.json, the warm-up file and TF Serving's loader see that signature alone, the
     SavedModel holds under half the whole export's functions, and a fresh process translates
     and scores as the whole export does."""
@@ -322,17 +322,17 @@ def test_failed_export_leaves_no_version_and_versions_count_up(model_dir, tmp_pa
 
 
 def test_cli_errors_are_one_line(tmp_path):
-    result = run_command("-m", "export", f"--model_dir={tmp_path / 'missing'}", f"--export_dir={tmp_path / 'out'}",
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={tmp_path / 'missing'}", f"--export_dir={tmp_path / 'out'}",
                          timeout=120)
     assert_one_error_line(result, "missing")
     assert not (tmp_path / "out").exists()
-    result = run_command("-m", "export", f"--model_dir={tmp_path}", f"--export_dir={tmp_path / 'out'}",
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={tmp_path}", f"--export_dir={tmp_path / 'out'}",
                          "--format=ctranslate2", "--precision=bfloat16", timeout=120)
     assert_one_error_line(result, "--precision applies to --format=saved_model only")
     assert not (tmp_path / "out").exists()
     for flag, message in (("--signatures=translate_n_best", "--signatures: serving_default is required"),
                           ("--signatures=serving_default,attention", "--signatures: unknown attention; choose from")):
-        result = run_command("-m", "export", f"--model_dir={tmp_path}", f"--export_dir={tmp_path / 'out'}", flag,
+        result = run_command("-m", "keras_transformer.export", f"--model_dir={tmp_path}", f"--export_dir={tmp_path / 'out'}", flag,
                              timeout=120)
         assert_one_error_line(result, message)
         assert not (tmp_path / "out").exists()
@@ -346,8 +346,8 @@ SLOW_BFLOAT16_EXPORT = textwrap.dedent(
     from keras_transformer import cpu_precision
     cpu_precision._cpu_flags = lambda: frozenset({"avx2", "avx512f", "avx512_bf16"})  # host C's CPU flags
     cpu_precision._bfloat16_speedup = lambda: 0.55  # and its timing: bfloat16 products at 0.55x float32's speed
-    sys.argv = ["export", *sys.argv[1:]]
-    runpy.run_module("export", run_name="__main__", alter_sys=True)
+    sys.argv = ["keras_transformer.export", *sys.argv[1:]]
+    runpy.run_module("keras_transformer.export", run_name="__main__", alter_sys=True)
     """
 )
 

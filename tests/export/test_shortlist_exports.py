@@ -14,7 +14,7 @@ from keras_transformer.config import DecodingConfig
 from keras_transformer.decoding import search
 from keras_transformer.decoding import shortlist as shortlist_lib
 from keras_transformer.run_dir import layout
-from pipelines import tokenizers
+from keras_transformer.pipelines import tokenizers
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.export_models import DEEP_ENCODER, FRESH_PROCESS, MAX_LENGTH, shared_model_dir
 
@@ -35,7 +35,7 @@ def learned(tmp_path_factory):
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"from {len(pairs):,} pairs" in result.stderr
     exports = tmp_path_factory.mktemp("exports")
-    result = run_command("-m", "export", f"--model_dir={path}", f"--export_dir={exports / 'saved'}", "--beam_size=2",
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={path}", f"--export_dir={exports / 'saved'}", "--beam_size=2",
                          f"--shortlist={vmap}", timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     # In the order `translate` batches them (longest first), so that every path sees one batch alike.
@@ -85,10 +85,10 @@ def test_translate_the_saved_model_and_the_search_agree_and_keep_to_the_candidat
 
 def test_the_ctranslate2_export_translates_with_its_vmap(learned, tmp_path):
     pytest.importorskip("ctranslate2")
-    from export import ctranslate2_model  # pylint: disable=import-outside-toplevel
+    from keras_transformer.export import ctranslate2_model  # pylint: disable=import-outside-toplevel
 
     path, vmap, sources, tokenizer, _ = learned
-    result = run_command("-m", "export", f"--model_dir={path}", f"--export_dir={tmp_path / 'ct2'}",
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={path}", f"--export_dir={tmp_path / 'ct2'}",
                          "--format=ctranslate2", f"--shortlist={vmap}", timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     folder = str(tmp_path / "ct2" / "1")
@@ -141,7 +141,7 @@ def test_the_command_refuses_files_that_do_not_pair_up(learned, tmp_path):
 def test_export_refuses_a_bad_shortlist_before_the_model_and_writes_no_version(learned, tmp_path, format_flag):
     path, _, _, _, _ = learned
     (tmp_path / "bad.vmap").write_text("\t▁nosuchpiece\n", encoding="utf-8")
-    result = run_command("-m", "export", f"--model_dir={path}", f"--export_dir={tmp_path / 'out'}", format_flag,
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={path}", f"--export_dir={tmp_path / 'out'}", format_flag,
                          f"--shortlist={tmp_path / 'bad.vmap'}", timeout=600)
     assert_one_error_line(result, "bad.vmap line 1", "'▁nosuchpiece' is not in the target vocabulary")
     assert not (tmp_path / "out").exists() or not [n for n in os.listdir(tmp_path / "out") if not n.startswith(".")]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from export import versions
+from keras_transformer.export import versions
 
 
 def test_next_version_counts_up_from_the_largest_integer_folder(tmp_path):

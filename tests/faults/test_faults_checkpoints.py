@@ -47,7 +47,7 @@ def damage(model_dir, name):
 
 def test_export_skips_a_damaged_newest_checkpoint_with_a_warning(model_dir, tmp_path):
     damaged, before = damage(model_dir, f"ckpt-{STEPS + 10}.index")
-    result = run_command("-m", "export", f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'out'}",
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'out'}",
                          "--nocheck_ops")
     assert result.returncode == 0, result.stderr[-3000:]
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
@@ -59,7 +59,7 @@ def test_export_skips_a_damaged_newest_checkpoint_with_a_warning(model_dir, tmp_
 def test_export_of_an_explicit_damaged_checkpoint_is_one_error_line(model_dir, tmp_path):
     damaged, before = damage(model_dir, f"ckpt-{STEPS + 10}.data-00000-of-00001")
     checkpoint = model_dir / "checkpoints" / f"ckpt-{STEPS + 10}"
-    result = run_command("-m", "export", f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'out'}",
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'out'}",
                          f"--checkpoint={checkpoint}")
     assert_one_error_line(result, str(checkpoint), "is damaged", f"ckpt-{STEPS + 10}.data-00000-of-00001")
     assert not (tmp_path / "out").exists()
@@ -68,7 +68,7 @@ def test_export_of_an_explicit_damaged_checkpoint_is_one_error_line(model_dir, t
 
 def test_export_with_every_checkpoint_damaged_is_one_error_line(model_dir, tmp_path):
     files = [damage(model_dir, f"ckpt-{STEPS}.index"), damage(model_dir, f"ckpt-{STEPS + 10}.data-00000-of-00001")]
-    result = run_command("-m", "export", f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'out'}")
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'out'}")
     assert_one_error_line(result, str(model_dir), "no readable checkpoint")
     assert len([line for line in result.stderr.splitlines() if line.startswith("warning: ")]) == 2
     assert not (tmp_path / "out").exists()

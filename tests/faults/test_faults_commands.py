@@ -92,7 +92,7 @@ def test_row3_translate_output_that_is_the_input_or_the_reference_is_refused(fin
 @pytest.mark.slow
 def test_row4_two_exports_at_once_publish_two_complete_versions(finished, tmp_path):
     serving = tmp_path / "serving"
-    command = [sys.executable, "-m", "export", f"--model_dir={finished / 'run'}", f"--export_dir={serving}"]
+    command = [sys.executable, "-m", "keras_transformer.export", f"--model_dir={finished / 'run'}", f"--export_dir={serving}"]
     environment = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
     processes = [subprocess.Popen(command, cwd=REPO, env=environment, text=True, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE) for _ in range(2)]
@@ -185,7 +185,7 @@ def test_row6_bad_training_flags_are_one_error_line_before_tensorflow(finished, 
 def test_row6_bad_serving_flags_are_one_error_line_before_tensorflow(finished, no_tensorflow, tmp_path):
     run, source = finished / "run", finished / "source.txt"
     before = snapshot(run)
-    export = run_command("-m", "export", f"--model_dir={run}", f"--export_dir={run}/", env=no_tensorflow)
+    export = run_command("-m", "keras_transformer.export", f"--model_dir={run}", f"--export_dir={run}/", env=no_tensorflow)
     assert_one_error_line(export, f"--export_dir={run}/: is the training directory --model_dir={run}")
     exported = fake_export(tmp_path / "serving", beam_size=2)
     n_best = run_command("-m", "keras_transformer.translate", f"--export_dir={exported}", f"--input={source}",
@@ -316,7 +316,7 @@ def test_row10_a_full_or_read_only_disk_is_one_error_line_naming_the_path(finish
                            timeout=SLOW)
     assert_one_error_line(averaged, str(run / "averaged"), "No space left on device")
     remove_temporaries(run)
-    exported = run_command("-m", "export", f"--model_dir={run}", f"--export_dir={small_disk / 'serving'}",
+    exported = run_command("-m", "keras_transformer.export", f"--model_dir={run}", f"--export_dir={small_disk / 'serving'}",
                            timeout=SLOW)
     assert_one_error_line(exported, str(small_disk / "serving"), "No space left on device")
     assert os.listdir(small_disk / "serving") == []  # no half-written version, no temporary folder
@@ -377,7 +377,7 @@ def test_row10_every_command_turns_a_file_systems_refusal_into_one_error_line(ca
 
 # The commands that read a run with a model_dir, {run}, and files in {out}.
 RUN_READERS = (
-    ("-m", "export", "--model_dir={run}", "--export_dir={out}/serving"),
+    ("-m", "keras_transformer.export", "--model_dir={run}", "--export_dir={out}/serving"),
     ("-m", "keras_transformer.translate", "--model_dir={run}", "--input={out}/source.txt", "--output={out}/hyp.txt"),
     ("-m", "keras_transformer.parse", "--model_dir={run}", "--input={out}/source.txt", "--output={out}/hyp.txt"),
     ("-m", "keras_transformer.score", "--model_dir={run}", "--source={out}/source.txt", "--target={out}/source.txt",
@@ -419,7 +419,7 @@ def test_a_second_trainer_is_refused_before_tensorflow(no_tensorflow, tmp_path):
 def test_a_vocabulary_too_small_for_the_characters_names_our_flag_not_sentencepieces():
     """sentencepiece's advice ("decrease character_coverage with --character_coverage option")
     named a flag no command has."""
-    from pipelines import grammar_corpus, tokenizers
+    from keras_transformer.pipelines import grammar_corpus, tokenizers
 
     sentences = [s for pair in grammar_corpus.generate_pairs(50, seed=1) for s in pair]
     with pytest.raises(ValueError) as error:
@@ -435,8 +435,8 @@ def test_a_vocabulary_too_small_for_the_characters_names_our_flag_not_sentencepi
 ])
 def test_a_damaged_tokenizer_json_is_an_error_naming_the_file(tmp_path, settings, fragment):
     """Was a KeyError / JSONDecodeError that named no file (every reader of a run loads it here)."""
-    from pipelines import tokenizers
-    from pipelines.errors import DataError
+    from keras_transformer.pipelines import tokenizers
+    from keras_transformer.pipelines.errors import DataError
 
     (tmp_path / "tokenizer.json").write_text(settings, encoding="utf-8")
     with pytest.raises(DataError) as error:
@@ -522,11 +522,11 @@ def test_summary_and_average_checkpoints_refuse_bad_flags_before_tensorflow(no_t
 
 @pytest.mark.parametrize("command, fragment", [
     (("-m", "keras_transformer.train", "--model_dir="), "--model_dir=: an empty path"),  # would train into the cwd
-    (("-m", "export", "--model_dir=run", "--export_dir="), "--export_dir=: an empty path"),
+    (("-m", "keras_transformer.export", "--model_dir=run", "--export_dir="), "--export_dir=: an empty path"),
     (("-m", "keras_transformer.translate", "--model_dir=", "--input=x.txt"), "--model_dir=: an empty path"),  # TypeError
     (("-m", "keras_transformer.score", "--model_dir=run", "--source=x", "--target=y", "--output="),
      "--output=: an empty path"),
-    (("-m", "pipelines", "train_tokenizer", "--tokenizer_dir="), "--tokenizer_dir=: an empty path"),
+    (("-m", "keras_transformer.pipelines", "train_tokenizer", "--tokenizer_dir="), "--tokenizer_dir=: an empty path"),
     (("-m", "keras_transformer.shortlist", "--model_dir=run", "--source=x", "--target=y", "--output="),
      "--output=: an empty path"),
 ], ids=["train", "export", "translate", "score", "pipelines", "shortlist"])
@@ -542,14 +542,14 @@ def test_an_empty_path_flag_is_one_error_line_before_tensorflow(no_tensorflow, t
 # Every command, with flags it would otherwise take up to TensorFlow.
 FLAGFILE_COMMANDS = {
     "train": ("-m", "keras_transformer.train", "--model_dir=run"),
-    "export": ("-m", "export", "--model_dir=run", "--export_dir=serving"),
+    "export": ("-m", "keras_transformer.export", "--model_dir=run", "--export_dir=serving"),
     "translate": ("-m", "keras_transformer.translate", "--model_dir=run", "--input=source.txt"),
     "score": ("-m", "keras_transformer.score", "--model_dir=run", "--source=source.txt", "--target=source.txt"),
     "parse": ("-m", "keras_transformer.parse", "--model_dir=run", "--input=source.txt"),
     "average_checkpoints": ("-m", "keras_transformer.average_checkpoints", "--model_dir=run"),
     "summary": ("-m", "keras_transformer.summary",),
     "variations": ("-m", "keras_transformer.variations", "--out=table"),
-    "pipelines": ("-m", "pipelines", "train_tokenizer", "--tokenizer_dir=tokenizer"),
+    "pipelines": ("-m", "keras_transformer.pipelines", "train_tokenizer", "--tokenizer_dir=tokenizer"),
     "shortlist": ("-m", "keras_transformer.shortlist", "--model_dir=run", "--source=source.txt",
                   "--target=source.txt", "--output=out.vmap"),
 }

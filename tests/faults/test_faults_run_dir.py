@@ -1,7 +1,7 @@
 """Reading a training directory through the real commands when it is damaged, mismatched, oddly
 named or being trained: one `error:` line (exit 2) and nothing written, or the documented result.
 
-Every command that reads a run opens it through `training_directory.TrainingDirectory.open` (config, tokenizer and its
+Every command that reads a run opens it through `keras_transformer.training_directory.TrainingDirectory.open` (config, tokenizer and its
 fingerprint, the checkpoint to read); these are the cases of issue 33 that one place fixes: a
 tokenizer that is not the run's (row 1), a MODEL_DIR with glob characters beside a sibling it
 would match (row 2), tokenizer flags that contradict the run (row 7), a checkpoint that a
@@ -66,7 +66,7 @@ def sentences(tmp_path):
 @pytest.mark.slow
 def test_a_tokenizer_that_is_not_the_runs_is_refused_by_every_reader(run, sentences, tmp_path):
     """Row 1: another run's tokenizer (400 ids, the model has 500 rows) in MODEL_DIR/tokenizer."""
-    from pipelines import grammar_corpus, tokenizers
+    from keras_transformer.pipelines import grammar_corpus, tokenizers
 
     model_dir, flagfile = run
     other = tokenizers.train([s for pair in grammar_corpus.generate_pairs(300, seed=1) for s in pair],
@@ -76,7 +76,7 @@ def test_a_tokenizer_that_is_not_the_runs_is_refused_by_every_reader(run, senten
     before = snapshot(model_dir)
     out = tmp_path / "out.txt"
     commands = {
-        "export": ("-m", "export", f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'exported'}"),
+        "export": ("-m", "keras_transformer.export", f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'exported'}"),
         "translate": ("-m", "keras_transformer.translate", f"--model_dir={model_dir}", f"--input={sentences}",
                       f"--output={out}"),
         "parse": ("-m", "keras_transformer.parse", f"--model_dir={model_dir}", f"--input={sentences}",
@@ -106,7 +106,7 @@ def test_a_model_dir_with_glob_characters_reads_and_rotates_only_its_own_files(r
                 os.truncate(path, path.stat().st_size // 2)
     untouched = snapshot(sibling)
 
-    exported = run_command("-m", "export", f"--model_dir={glob_dir}", f"--export_dir={tmp_path / 'exported'}",
+    exported = run_command("-m", "keras_transformer.export", f"--model_dir={glob_dir}", f"--export_dir={tmp_path / 'exported'}",
                            "--nocheck_ops")
     assert exported.returncode == 0 and "warning" not in exported.stderr, exported.stderr[-2000:]
     assert f"exported {glob_dir / 'averaged' / 'ckpt-12'} to {tmp_path / 'exported' / '1'}" in exported.stdout
@@ -242,7 +242,7 @@ def test_damaged_run_files_are_one_error_line_naming_the_path(run, sentences, tm
 
     a_file = tmp_path / "a_file"
     a_file.write_text("mine")
-    result = run_command("-m", "pipelines", "train_tokenizer", "--vocab_size=400", f"--tokenizer_dir={a_file}")
+    result = run_command("-m", "keras_transformer.pipelines", "train_tokenizer", "--vocab_size=400", f"--tokenizer_dir={a_file}")
     assert_one_error_line(result, f"--tokenizer_dir={a_file}", "is a file")
     assert a_file.read_text() == "mine"
 
@@ -271,7 +271,7 @@ def another_run(model_dir, path, tokenizer_seed=None):
     trained with another tokenizer of the same size: another 500-id tokenizer in its tokenizer/,
     its fingerprint recorded in its model_config.json (the model's shapes cannot tell it apart)."""
     import json  # pylint: disable=g-import-not-at-top
-    from pipelines import grammar_corpus, tokenizers  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import grammar_corpus, tokenizers  # pylint: disable=g-import-not-at-top
 
     other = pathlib.Path(shutil.copytree(model_dir, path))
     for file in (other / "checkpoints").glob("ckpt-12.*"):
@@ -305,7 +305,7 @@ def test_a_checkpoint_of_another_run_is_read_only_when_that_run_has_the_same_tok
         "parse": ("-m", "keras_transformer.parse", *reads),
         "score": ("-m", "keras_transformer.score", f"--model_dir={model_dir}", f"--source={sentences}",
                   f"--target={sentences}", f"--output={out}"),
-        "export": ("-m", "export", f"--model_dir={model_dir}", f"--export_dir={exported}", "--nocheck_ops"),
+        "export": ("-m", "keras_transformer.export", f"--model_dir={model_dir}", f"--export_dir={exported}", "--nocheck_ops"),
     }
     for name, command in commands.items():
         result = run_command(*command, f"--checkpoint={foreign}")
@@ -331,7 +331,7 @@ def test_a_checkpoint_of_another_run_is_read_only_when_that_run_has_the_same_tok
 def test_a_run_file_naming_a_checkpoint_outside_the_run_is_refused_and_nothing_outside_is_removed(run, sentences,
                                                                                                    tmp_path):
     """best.json naming `../../other/checkpoints/ckpt-30` or an absolute path, checkpoints/checkpoint
-    naming an absolute path elsewhere: one line naming the file from export (no version published;
+    naming an absolute path elsewhere: one line naming the file from keras_transformer.export (no version published;
     was: another run's weights exported with this run's tokenizer, exit 0), translate and score;
     a resume keeping 2 best checkpoints, whose next evaluation would push the outside entry out of
     the list, refuses before it (was: that run's ckpt-30 files deleted)."""
@@ -354,7 +354,7 @@ def test_a_run_file_naming_a_checkpoint_outside_the_run_is_refused_and_nothing_o
     exported, out = tmp_path / "exported", tmp_path / "out.txt"
     relative, absolute = "../../other/checkpoints/ckpt-30", str(other / "checkpoints" / "ckpt-30")
     list_best((relative, 1.0), ("ckpt-12", 2.0))
-    result = run_command("-m", "export", f"--model_dir={model_dir}", f"--export_dir={exported}", "--nocheck_ops")
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={model_dir}", f"--export_dir={exported}", "--nocheck_ops")
     assert_one_error_line(result, f'{listed}: entry "{relative}" is outside {best}; ')
     assert not exported.exists()
     list_best((absolute, 1.0), ("ckpt-12", 2.0))

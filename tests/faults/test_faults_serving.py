@@ -1,4 +1,4 @@
-"""Faults of the serving commands (`python -m keras_transformer.translate`, `python -m export`):
+"""Faults of the serving commands (`python -m keras_transformer.translate`, `python -m keras_transformer.export`):
 bad paths end as one `error:` line and exit code 2, before any work, and leave what was
 already written byte for byte; a killed export's temporary folder is removed by the next one.
 
@@ -17,8 +17,8 @@ import sys
 
 import pytest
 
-from export import versions
-from tasks import translation
+from keras_transformer.export import versions
+from keras_transformer.tasks import translation
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.export_models import shared_model_dir
 
@@ -99,7 +99,7 @@ def test_translate_file_checks_every_path_before_the_model(root, monkeypatch):
 
 def test_translate_with_a_damaged_saved_model_is_one_error_line(root):
     """serving/1 holds a saved_model.pb that does not parse: was an OSError traceback from
-    TensorFlow's loader (`export.client.load_saved_model`)."""
+    TensorFlow's loader (`keras_transformer.export.client.load_saved_model`)."""
     before = snapshot(root / "hyp.txt")
     result = run_command("-m", "keras_transformer.translate", f"--export_dir={root}/serving",
                          f"--input={root}/source.txt", f"--output={root}/hyp.txt")
@@ -111,7 +111,7 @@ def test_translate_with_a_damaged_saved_model_is_one_error_line(root):
 def exported(root, tmp_path_factory):
     """A real export of the module's run (its variables are what the next test damages)."""
     base = tmp_path_factory.mktemp("exported") / "serving"
-    result = run_command("-m", "export", f"--model_dir={root}/run", f"--export_dir={base}", timeout=900)
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={root}/run", f"--export_dir={base}", timeout=900)
     assert result.returncode == 0, result.stderr[-2000:]
     return base
 
@@ -120,7 +120,7 @@ def exported(root, tmp_path_factory):
 @pytest.mark.parametrize("keep", [0.5, 0.0], ids=["cut_in_half", "emptied"])
 def test_translate_with_an_export_whose_variables_are_cut_short_is_one_error_line(root, exported, tmp_path, keep):
     """variables.data cut short: TensorFlow's checkpoint reader raised IndexError ("Read less bytes
-    than requested"), a traceback with exit status 1 (`export.client.load_saved_model`)."""
+    than requested"), a traceback with exit status 1 (`keras_transformer.export.client.load_saved_model`)."""
     damaged = tmp_path / "serving"
     shutil.copytree(exported, damaged)
     (data,) = damaged.glob("*/variables/variables.data-*")
@@ -154,7 +154,7 @@ def test_an_export_older_than_the_signature_asked_for_is_refused_before_tensorfl
     assert not (tmp_path / "hyp.txt").exists()
 
 
-# python -m export ---------------------------------------------------------------------------------
+# python -m keras_transformer.export ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("export_dir, fragment", [
@@ -163,7 +163,7 @@ def test_an_export_older_than_the_signature_asked_for_is_refused_before_tensorfl
 ], ids=["a_file", "below_a_file"])
 def test_export_dir_that_is_or_lies_below_a_file_fails_before_tensorflow(root, export_dir, fragment):
     before = snapshot(root / "a_file")
-    result = run_command("-m", "export", f"--model_dir={root}/run",
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={root}/run",
                          f"--export_dir={export_dir.format(root=root)}")
     assert_one_error_line(result, fragment)
     assert snapshot(root / "a_file") == before
@@ -171,7 +171,7 @@ def test_export_dir_that_is_or_lies_below_a_file_fails_before_tensorflow(root, e
 
 def test_export_missing_checkpoint_fails_before_the_model_is_built(root):
     before = snapshot(root / "serving")
-    result = run_command("-m", "export", f"--model_dir={root}/run", f"--export_dir={root}/serving",
+    result = run_command("-m", "keras_transformer.export", f"--model_dir={root}/run", f"--export_dir={root}/serving",
                          f"--checkpoint={root}/run/checkpoints/ckpt-999")
     assert_one_error_line(result, "ckpt-999: no such checkpoint")
     assert snapshot(root / "serving") == before  # no new version, no temporary folder

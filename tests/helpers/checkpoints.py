@@ -1,4 +1,5 @@
-"""Training checkpoints of stand-in parts, for the checkpoint tests."""
+"""Training checkpoints of stand-in parts, and checkpoints of one variable (`save_checkpoints`),
+for the checkpoint tests."""
 
 import tensorflow as tf
 
@@ -24,3 +25,14 @@ def saved_twice(tmp_path):
         step.assign(s)
         checkpoints.save()
     return [str(tmp_path / "checkpoints" / f"ckpt-{s}") for s in (2, 4)]
+
+
+def save_checkpoints(directory, steps):
+    """Real checkpoints ckpt-<step> of one variable whose value is the step; returns their prefixes."""
+    value = tf.Variable(0.0)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(value=value), directory, max_to_keep=None)
+    prefixes = {}
+    for step in steps:
+        value.assign(float(step))
+        prefixes[step] = manager.save(checkpoint_number=step)
+    return prefixes

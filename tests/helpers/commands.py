@@ -10,7 +10,7 @@ from tests.helpers.paths import REPO
 
 
 def run_command(*argv, env=None, cwd=REPO, stdin=None, timeout=300) -> subprocess.CompletedProcess:
-    """`python ARGV...` in a child process (e.g. "-m", "export", "--model_dir=..." or "-c", CODE).
+    """`python ARGV...` in a child process (e.g. "-m", "keras_transformer.export", "--model_dir=..." or "-c", CODE).
 
     The child gets this interpreter, the repository as its working folder and on PYTHONPATH,
     TF_CPP_MIN_LOG_LEVEL=3 and the rest of this process's environment; `env` adds or overrides

@@ -22,10 +22,10 @@ def write_run_settings(path: pathlib.Path, vocab_size=500, sha256="a" * 64, toke
                        tagger=None, **model) -> str:
     """A training directory without a model: its model_config.json ("model" vocabulary fields and
     `model`, the tokenizer's `sha256`, the `data` section if given) and, when given, tokenizer
-    files (`tokenizer_bytes`) and a tagger.json (`tagger`, JSON): what `export.ensemble_members`
+    files (`tokenizer_bytes`) and a tagger.json (`tagger`, JSON): what `keras_transformer.export.ensemble_members`
     and the commands read before TensorFlow starts. Returns the path as a string."""
     from keras_transformer.run_dir import layout  # pylint: disable=import-outside-toplevel  (no TensorFlow)
-    from pipelines import pos_tags  # pylint: disable=import-outside-toplevel
+    from keras_transformer.pipelines import pos_tags  # pylint: disable=import-outside-toplevel
 
     path.mkdir(parents=True)
     settings = {"model": {"vocab_size": vocab_size, "target_vocab_size": None, "share_embeddings": True,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from pipelines import treebank
+from keras_transformer.pipelines import treebank
 
 SPLITS = ("train", "validation", "test")
 SAMPLE_SIZES = {"train": 3396, "validation": 273, "test": 245}  # 3,914 trees, none lost by cleaning

@@ -81,7 +81,7 @@ def test_importing_the_packages_from_python_changes_no_signal_handler():
     shell gives a background job), it stays."""
     code = ("import signal\n"
             "before = signal.getsignal(signal.SIGINT)\n"
-            "import keras_transformer, export, pipelines\n"
+            "import keras_transformer, keras_transformer.export, keras_transformer.pipelines\n"
             "assert signal.getsignal(signal.SIGINT) is before, (before, signal.getsignal(signal.SIGINT))\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
                             check=False)

@@ -6,15 +6,8 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import TABLE3, Transformer, TransformerConfig
-
-SOURCE = np.array([[5, 6, 7, 8, 3, 0], [9, 10, 3, 0, 0, 0]], "int32")
-TARGET = np.array([[2, 11, 12, 13, 14], [2, 15, 16, 0, 0]], "int32")  # decoder inputs, BOS = 2
-
-
-def _tiny(**overrides):
-    model = Transformer(TransformerConfig.tiny(**overrides))
-    model((SOURCE, TARGET))
-    return model
+from tests.helpers.model_checks import SOURCE, TARGET, check_cached_decoding
+from tests.helpers.model_checks import tiny_model as _tiny
 
 
 @pytest.mark.parametrize("name", [n for n, row in TABLE3.items() if row.paper_params_millions])
@@ -67,35 +60,7 @@ def test_source_padding_is_invisible():
     ids=["base", "learned", "pre_ln", "separate_vocab", "deep_encoder", "deep_decoder"],
 )
 def test_cached_decoding_equals_the_full_pass(overrides):
-    model = _tiny(**overrides)
-    # The cache and the memory hold one entry per decoder layer, whatever the encoder's depth.
-    layers = [f"layer_{i}" for i in range(model.config.decoder_depth)]
-    encoder_outputs, source_mask = model.encode(SOURCE)
-    full = model.decode(TARGET, encoder_outputs, source_mask)
-    memory = model.init_memory(encoder_outputs, source_mask)
-    steps, cache = [], model.init_cache(2, max_length=TARGET.shape[1])
-    grown_steps, grown = [], model.init_cache(2, max_length=0)  # what decoding uses: grown by each step
-    weights, hoisted = model.step_weights(), model.init_cache(2, max_length=0)  # and its hoisted weights
-    for t in range(TARGET.shape[1]):
-        logits, cache = model.decode_step(TARGET[:, t], t, cache, memory)
-        steps.append(logits)
-        logits, grown = model.decode_step(TARGET[:, t], t, grown, memory)
-        grown_steps.append(logits)
-        assert grown["layer_0"]["key"].shape[2] == t + 1
-        with_weights, hoisted = model.decode_step(TARGET[:, t], t, hoisted, memory, weights=weights)
-        # The same products; E^T as stored may change oneDNN's summation order by an ulp or two.
-        np.testing.assert_allclose(with_weights, logits, rtol=0, atol=1e-6)
-    np.testing.assert_allclose(tf.stack(steps, axis=1), full, atol=1e-5)
-    np.testing.assert_allclose(tf.stack(grown_steps, axis=1), full, atol=1e-5)
-    for a, b in zip(tf.nest.flatten(cache), tf.nest.flatten(grown)):  # the same keys and values
-        np.testing.assert_allclose(a, b, atol=1e-5)
-    # The cache after T steps equals the cache of one pass over the whole prefix.
-    x = model._embed_target(TARGET, 0, training=False)
-    _, prefill = model._decode_cached(x, 0, model.init_cache(2, TARGET.shape[1]), memory)
-    tf.nest.assert_same_structure(cache, prefill)
-    for a, b in zip(tf.nest.flatten(cache), tf.nest.flatten(prefill)):
-        np.testing.assert_allclose(a, b, atol=1e-5)
-    assert sorted(cache) == layers and sorted(memory) == layers + ["source_mask"]
+    check_cached_decoding(_tiny(**overrides), SOURCE, TARGET)
 
 
 def test_cached_step_t_ignores_later_tokens_and_earlier_steps_ignore_token_t():

@@ -1,1 +1,1 @@
-"""Tests of pipelines (text -> token ids) and its command, `python -m pipelines`."""
+"""Tests of pipelines (text -> token ids) and its command, `python -m keras_transformer.pipelines`."""

@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipelines import batching
-from pipelines import text_files
+from keras_transformer.pipelines import batching
+from keras_transformer.pipelines import text_files
 from keras_transformer import special_ids
-from pipelines import tokenizers as tok_lib
+from keras_transformer.pipelines import tokenizers as tok_lib
 
 
 def _pairs(n):
     try:
-        from pipelines import grammar_corpus
+        from keras_transformer.pipelines import grammar_corpus
     except ImportError:
         words = "der die das Hund Katze läuft schläft groß süß über Straße Café".split()
         return [(" ".join(words[(i + k) % 12] for k in range(3 + i % 9)) + ".",

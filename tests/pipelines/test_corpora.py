@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipelines import batching, corpora, text_files
-from pipelines import tokenizers as tok_lib
-from pipelines.data_config import DataConfig
-from pipelines.errors import DataError
+from keras_transformer.pipelines import batching, corpora, text_files
+from keras_transformer.pipelines import tokenizers as tok_lib
+from keras_transformer.pipelines.data_config import DataConfig
+from keras_transformer.pipelines.errors import DataError
 from tests.helpers.files import write_lines
 
 
@@ -168,7 +168,7 @@ def test_cache_modes_give_the_same_batches(tmp_path, tokenizer):
 
 
 def test_auto_cache_keeps_small_corpora_in_memory_and_streams_large_ones(tmp_path, monkeypatch):
-    from pipelines import data_config
+    from keras_transformer.pipelines import data_config
     data = DataConfig(train_files=corpora.parse_train_files([f"web:{_corpus(tmp_path, 'web', 100)}"]))
     assert data.cache_mode()[0] == "memory"
     monkeypatch.setattr(data_config, "CACHE_MEMORY_TEXT_BYTES", 1000)
@@ -181,7 +181,7 @@ def test_auto_cache_keeps_small_corpora_in_memory_and_streams_large_ones(tmp_pat
 
 
 def test_disk_cache_of_other_data_and_a_killed_writers_lockfile_are_removed(tmp_path):
-    from tasks import disk_cache
+    from keras_transformer.tasks import disk_cache
     data = DataConfig(train_files=corpora.parse_train_files([f"web:{_corpus(tmp_path / 'data', 'web', 10)}"]))
     prefix = disk_cache.prepare_disk_cache(str(tmp_path / "run"), data, "f" * 64, log=lambda _: None)
     folder = os.path.dirname(prefix)

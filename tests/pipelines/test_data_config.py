@@ -1,11 +1,11 @@
-"""`DataConfig`: one description of a run's data, shared by training and `python -m pipelines`."""
+"""`DataConfig`: one description of a run's data, shared by training and `python -m keras_transformer.pipelines`."""
 
 import dataclasses
 
 import pytest
 
-from pipelines.data_config import DataConfig, check_batch_tokens, dataset_name
-from pipelines.errors import DataError
+from keras_transformer.pipelines.data_config import DataConfig, check_batch_tokens, dataset_name
+from keras_transformer.pipelines.errors import DataError
 
 
 def test_short_names_resolve_and_the_kind_comes_from_the_registry():

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from pipelines import grammar_corpus as g
-from pipelines.grammar_corpus import Clause, NounPhrase, Pronoun, adjective, noun, verb
+from keras_transformer.pipelines import grammar_corpus as g
+from keras_transformer.pipelines.grammar_corpus import Clause, NounPhrase, Pronoun, adjective, noun, verb
 from tests.helpers.commands import run_command
 
 # Bounds on the corpus statistics; the values measured at the time of writing are in comments.
@@ -32,7 +32,7 @@ def test_same_seed_same_pairs_different_seed_different_pairs():
 
 
 def test_pairs_identical_in_a_fresh_process_with_another_hash_seed():
-    code = "from pipelines import grammar_corpus as g; print(repr(g.generate_pairs(30, seed=7)))"
+    code = "from keras_transformer.pipelines import grammar_corpus as g; print(repr(g.generate_pairs(30, seed=7)))"
     result = run_command("-c", code, env={"PYTHONHASHSEED": "12345"}, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == repr(g.generate_pairs(30, seed=7))

@@ -1,4 +1,4 @@
-"""`pipelines.linearized_trees`: `linearize` and `to_tree`, with the repairs `to_tree` makes.
+"""`keras_transformer.pipelines.linearized_trees`: `linearize` and `to_tree`, with the repairs `to_tree` makes.
 
 Covered:
 * An exact `linearize` -> `to_tree` round trip of every tree of NLTK's sample (../shared/data,
@@ -13,7 +13,7 @@ import random
 import pytest
 from nltk import Tree
 
-from pipelines import linearized_trees
+from keras_transformer.pipelines import linearized_trees
 from tests.helpers.treebank import one_line
 
 

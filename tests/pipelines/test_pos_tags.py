@@ -1,17 +1,17 @@
-"""`pipelines.pos_tags`: a parser's source with part-of-speech tags (Vinyals et al. 2015).
+"""`keras_transformer.pipelines.pos_tags`: a parser's source with part-of-speech tags (Vinyals et al. 2015).
 
 Covered: the tagged source's form; the tagger trained on the sample's training split tags its
 validation words well (the accuracy is printed; a floor, not a golden value); training is
 deterministic and a saved tagger tags as the trained one; the sample's tagged pairs keep the
-targets and the words (`pipelines.treebank.pair_list`). Needs ../shared/data for the sample.
+targets and the words (`keras_transformer.pipelines.treebank.pair_list`). Needs ../shared/data for the sample.
 """
 
 import json
 
 import pytest
 
-from pipelines import pos_tags, treebank
-from pipelines.errors import DataError
+from keras_transformer.pipelines import pos_tags, treebank
+from keras_transformer.pipelines.errors import DataError
 
 
 def test_each_word_is_followed_by_its_tag_token():

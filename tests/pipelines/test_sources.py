@@ -1,17 +1,23 @@
-"""pipelines sources: parallel text files, the Multi30k tfds builder, wmt14 on mock data, the registry."""
+"""pipelines sources: parallel text files, the Multi30k tfds builder, wmt14 on mock data, the registry.
+
+A kind of source registered by this module alone (`TabSeparated`, nothing in the library edited)
+is read by the ordinary loading functions and named by every list of data sets."""
 
 import gzip
+import os
 
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from pipelines import batching
-from pipelines import multi30k
-from pipelines import sources
-from pipelines import text_files
-from pipelines import tokenizers as tok_lib
-from pipelines.errors import DataError
+from keras_transformer.pipelines import batching
+from keras_transformer.pipelines import corpora
+from keras_transformer.pipelines import multi30k
+from keras_transformer.pipelines import sources
+from keras_transformer.pipelines import text_files
+from keras_transformer.pipelines import tokenizers as tok_lib
+from keras_transformer.pipelines.data_config import DataConfig, dataset_name
+from keras_transformer.pipelines.errors import DataError
 from tests.helpers.files import write_lines
 
 
@@ -108,9 +114,74 @@ def test_registry_and_embedded_corpus():
         sources.load_pairs("nope")
     assert sources.spec("wmt14_en_de") == sources.DataSpec("wmt14", "en", "de", "de-en")
     assert sources.spec("multi30k_fr_en") == sources.DataSpec("multi30k", "fr", "en", "en-fr")
-    pytest.importorskip("pipelines.grammar_corpus")
+    pytest.importorskip("keras_transformer.pipelines.grammar_corpus")
     validation = sources.load_pair_list("embedded", "validation")
     assert validation and all(isinstance(s, str) and isinstance(t, str) for s, t in validation)
     assert _as_list(sources.load_pairs("embedded", "validation").take(5)) == validation[:5]
     with pytest.raises(DataError, match="splits"):
         sources.load_pairs("embedded", "dev")
+
+
+def test_the_stock_kinds_serve_the_stock_data_sets():
+    assert sources.kinds() == ("embedded", "files", "treebank", "multi30k", "wmt14")
+    assert list(sources.DATASETS) == ["embedded", "files", "ptb", "multi30k_en_de", "multi30k_de_en", "multi30k_en_fr",
+                                      "multi30k_fr_en", "wmt14_en_de", "wmt14_de_en", "wmt14_en_fr", "wmt14_fr_en"]
+    assert sources.short_names() == ("embedded", "files", "ptb", "multi30k", "wmt14")
+    assert sources.source_of("ptb").trees and not sources.source_of("files").named_splits
+    assert sources.source_of("wmt14_fr_en").many_pairs and not sources.source_of("multi30k_fr_en").many_pairs
+    with pytest.raises(ValueError, match=r"a data source named 'files' is already registered \(Files\)"):
+        sources.register_source(type("MoreFiles", (sources.DataSource,), {"kind": "files"}))
+    with pytest.raises(ValueError, match="a data set named 'embedded' is already registered"):
+        sources.register_source(type("Other", (sources.DataSource,), {
+            "kind": "other", "datasets": {"embedded": sources.DataSpec("other")}}))
+    with pytest.raises(ValueError, match="the data source kind must be one of embedded, files, treebank"):
+        sources.lookup("other")
+
+
+class TabSeparated(sources.DataSource):
+    """One file of `source<TAB>target` lines per split: data_dir/{split}.tsv."""
+
+    kind = "tsv"
+    datasets = {"tsv": sources.DataSpec("tsv", "en", "de")}
+
+    def check_config(self, data):
+        if not data.data_dir:
+            raise DataError(f"dataset {data.dataset} needs data_dir, the folder of its .tsv files")
+
+    def check(self, spec, split, *, data_dir=None, **_):
+        text_files.check_file(os.path.join(data_dir, f"{split}.tsv"))
+
+    def load(self, spec, split, *, data_dir=None, **_):
+        lines = text_files.read_lines(os.path.join(data_dir, f"{split}.tsv"))
+        return sources.pairs_dataset([tuple(line.split("\t", 1)) for line in lines])
+
+
+@pytest.fixture
+def tsv():
+    """`TabSeparated` registered for one test, then removed: other tests see the stock registry."""
+    sources.register_source(TabSeparated)
+    yield sources.lookup("tsv")
+    sources.unregister_source("tsv")
+
+
+def test_a_registered_source_is_read_by_the_ordinary_loading_functions(tsv, tmp_path):
+    write_lines(tmp_path / "validation.tsv", ["A dog.\tEin Hund.", "Two cats.\tZwei Katzen."])
+    expected = [("A dog.", "Ein Hund."), ("Two cats.", "Zwei Katzen.")]
+    data = DataConfig(dataset="tsv", data_dir=str(tmp_path))
+    assert data.kind == "tsv" and data.data_source is tsv and data.source_kwargs() == {"data_dir": str(tmp_path)}
+    assert _as_list(data.load_pairs("validation")) == expected == data.load_pair_list("validation")
+    assert _as_list(sources.load_pairs("tsv", "validation", data_dir=str(tmp_path))) == expected
+    with pytest.raises(DataError, match="train.tsv: no such file"):
+        data.check_inputs("train")
+    with pytest.raises(DataError, match="dataset tsv needs data_dir, the folder of its .tsv files"):
+        DataConfig(dataset="tsv")
+
+
+def test_a_registered_source_is_in_every_list_of_data_sets(tsv):
+    assert "tsv" in sources.DATASETS and sources.kinds()[-1] == "tsv" and sources.short_names()[-1] == "tsv"
+    assert dataset_name("tsv") == "tsv" and sources.task_of("tsv") == "translation"
+    assert corpora.parse_entry("web:tsv:0.5") == corpora.Corpus(name="web", weight=0.5, dataset="tsv")
+    with pytest.raises(DataError, match=r"choose embedded, files, ptb, multi30k, wmt14, tsv or one of .*, tsv$"):
+        dataset_name("nope")
+    with pytest.raises(DataError, match="part-of-speech tags come from a treebank \\(dataset ptb\\), not dataset tsv"):
+        DataConfig(dataset="tsv", data_dir=".", source_tags="gold")

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from pipelines import corpora, text_files
-from pipelines.data_config import DataConfig
-from pipelines.errors import DataError
+from keras_transformer.pipelines import corpora, text_files
+from keras_transformer.pipelines.data_config import DataConfig
+from keras_transformer.pipelines.errors import DataError
 from tests.helpers.files import write_lines
 
 GLOB_NAME = "ünï [x]*"  # "[x]" and "*" are wildcards to glob: unescaped, this path matches no file

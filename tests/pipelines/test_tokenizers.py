@@ -9,10 +9,10 @@ import pytest
 import sentencepiece as spm
 import tensorflow as tf
 
-from pipelines import text_files
-from pipelines.errors import DataError
+from keras_transformer.pipelines import text_files
+from keras_transformer.pipelines.errors import DataError
 from keras_transformer import special_ids
-from pipelines import tokenizers as tok_lib
+from keras_transformer.pipelines import tokenizers as tok_lib
 
 # Cased text, punctuation, umlauts, sharp s, accents, and characters no training
 # sentence has (they must survive through byte fallback).
@@ -28,7 +28,7 @@ HARD_CASES = [
 def _pairs(n=1500):
     """Embedded-corpus pairs, or a small fake list while grammar_corpus is absent."""
     try:
-        from pipelines import grammar_corpus
+        from keras_transformer.pipelines import grammar_corpus
     except ImportError:
         words = ["Der Hund", "die Straße", "über", "schön", "Café", "the dog", "is", "big", "süß"]
         return [(f"{words[i % 5]} {words[(i * 7) % 9]} {i}.", f"{words[(i * 3) % 9]}, {words[i % 4]}!")

@@ -1,4 +1,4 @@
-"""`pipelines.treebank`: cleaning raw PTB trees, splitting the treebank by file, reading a split.
+"""`keras_transformer.pipelines.treebank`: cleaning raw PTB trees, splitting the treebank by file, reading a split.
 
 Covered:
 * `clean` on hand-written raw PTB trees (traces and the constituents they leave empty, function
@@ -21,8 +21,8 @@ import zipfile
 import pytest
 from nltk import Tree
 
-from pipelines import treebank
-from pipelines.errors import DataError
+from keras_transformer.pipelines import treebank
+from keras_transformer.pipelines.errors import DataError
 from tests.helpers.treebank import SAMPLE_SIZES, SPLITS, one_line, write_mrg
 
 # pipelines.treebank.clean ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""`pipelines.word_alignment`: IBM Model 1 (Brown et al. 1993) and the shortlist's two queries.
+"""`keras_transformer.pipelines.word_alignment`: IBM Model 1 (Brown et al. 1993) and the shortlist's two queries.
 
 Covered: two EM iterations computed by hand on a two-pair corpus; a synthetic corpus whose
 words translate one to one is learnt; t sums to 1 per source id; special ids in the input
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from keras_transformer.special_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from pipelines import word_alignment
-from pipelines.word_alignment import TranslationTable, translation_table
+from keras_transformer.pipelines import word_alignment
+from keras_transformer.pipelines.word_alignment import TranslationTable, translation_table
 
 
 def _as_dict(table: TranslationTable) -> dict:

@@ -29,7 +29,7 @@ from tests.helpers.paths import REPO
 DOCS = REPO / "docs"
 GETTING_STARTED = DOCS / "getting-started.md"
 TESTED_MARK = re.compile(r"<!-- tested(?::\s*[\w-]+)?\s*-->")  # the line before a tested block
-PROJECT_PACKAGES = ("keras_transformer", "pipelines", "training_directory", "export", "tasks")
+PROJECT_PACKAGES = ("keras_transformer",)  # the one import namespace
 README_SETUP_TARGETS = ("demo", "test", "docs")
 
 
@@ -115,7 +115,7 @@ def test_the_command_reference_lists_every_flag_of_every_command(site):
     assert [c.name for c in commands] == [name for name in sections if name in {c.name for c in commands}]
     problems = []
     for command in commands:
-        runnable = command.module.removesuffix(".__main__")
+        runnable = command.runnable
         expected = _helpfull_flags(runnable)
         assert expected, f"python -m {runnable} --helpfull lists no flag of the project's modules"
         missing = sorted(expected - sections.get(command.name, set()))
@@ -125,13 +125,16 @@ def test_the_command_reference_lists_every_flag_of_every_command(site):
 
 
 def test_every_command_has_a_section():
-    """Every entry point of the packages (a command users run) is in the command reference's list."""
-    from tests.helpers.modules import ENTRY_POINTS  # pylint: disable=import-outside-toplevel
+    """Every entry point of the packages (a command users run) is in the command reference's list, and every
+    module of keras_transformer.commands."""
+    from tests.helpers.modules import ENTRY_POINTS, MODULES  # pylint: disable=import-outside-toplevel
 
-    listed = {c.module for c in _extension("command_reference").COMMANDS}
-    helpers = {"export.servable_ops"}  # the export's own child process, not a user's command
-    missing = sorted(m for m in ENTRY_POINTS if m.split(".")[0] in ("keras_transformer", "export", "pipelines")
-                     and m not in listed | helpers)
+    commands = _extension("command_reference").COMMANDS
+    listed = {c.runnable for c in commands} | {f"{c.runnable}.__main__" for c in commands}
+    helpers = {"keras_transformer.export.servable_ops"}  # the export's own child process, not a user's command
+    missing = sorted(m for m in ENTRY_POINTS if m not in listed | helpers)
+    missing += sorted(m for m in MODULES if m.startswith("keras_transformer.commands.")
+                      and m not in {c.module for c in commands})
     assert not missing, f"commands without a section in docs/_ext/command_reference.py's COMMANDS: {missing}"
 
 

@@ -1,15 +1,15 @@
 """One owner for every concept: the special ids and the decoding flags are defined once.
 
 A new place that assigns BOS or defines --beam_size is a second owner; it must import the
-first (`keras_transformer.special_ids`, `tasks.flags.define_decoding_flags`).
+first (`keras_transformer.special_ids`, `keras_transformer.tasks.flags.define_decoding_flags`).
 """
 
 import re
 
-from tests.helpers.modules import ENTRY_POINTS, MODULES
+from tests.helpers.modules import ENTRY_POINTS, MODULES, layer_package
 from tests.helpers.paths import REPO
 
-SOURCES = [p for folder in ("keras_transformer", "pipelines", "training_directory", "export", "tasks", "bench")
+SOURCES = [p for folder in ("keras_transformer", "pipelines", "training_directory", "export", "tasks", "commands", "bench")
            for p in (REPO / folder).rglob("*.py")]
 
 
@@ -44,8 +44,8 @@ def test_the_library_defines_no_flags():
 
     Entry points are derived as in test_import_rules.py (a `__main__.py` or a top-level
     `if __name__ == "__main__":`), not by the string `__main__` anywhere in a file."""
-    library = [path for name, path in MODULES.items()
-               if name.split(".")[0] in ("keras_transformer", "pipelines", "export") and name not in ENTRY_POINTS]
+    library = [path for name, path in MODULES.items() if name not in ENTRY_POINTS
+               and layer_package(name) in ("keras_transformer", "keras_transformer.pipelines", "keras_transformer.export")]
     assert REPO / "keras_transformer" / "cli" / "errors.py" in library  # names __main__ in its text, still checked
     offenders = [str(p.relative_to(REPO)) for p in library if re.search(r"flags\.DEFINE_", p.read_text(encoding="utf-8"))]
     assert not offenders, offenders

@@ -12,15 +12,17 @@ Makefile's install rule (a new .venv, `pip install -e '.[test]'` from setup.py, 
 demo` would run), and the suite then runs in that environment, so a dependency missing from
 setup.py fails CI. `make test-slow` is the command running this test, so no test command runs again
 inside the clone. The clone's own code is what runs: PYTHONPATH and the working folder are the
-clone, and the test checks that its packages are imported from there, not from the checkout this
-interpreter's environment was installed from.
+clone, a `sitecustomize` there maps the subpackages setup.py maps (keras_transformer.pipelines from
+the clone's pipelines/, ...) as the editable install maps them to this checkout's, and the test checks
+that every package is imported from the clone, not from the checkout this interpreter's environment
+was installed from.
 """
 
 import os
 import shutil
 import subprocess
 import sys
-from importlib import metadata
+import types
 
 import pytest
 
@@ -37,11 +39,38 @@ def _run(args, cwd, timeout, env):
     return result
 
 
+# The clone's sitecustomize: setup.py's package_dir, found before the editable install's own finder.
+_CLONE_FINDER = """
+import importlib.util, pathlib, sys
+ROOT = pathlib.Path(__file__).resolve().parent
+class CloneFolders:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        parts = name.split(".")
+        if len(parts) == 2 and parts[0] == "keras_transformer" and (ROOT / parts[1]).is_dir() and parts[1] in FOLDERS:
+            return importlib.util.spec_from_file_location(
+                name, ROOT / parts[1] / "__init__.py", submodule_search_locations=[str(ROOT / parts[1])])
+        return None
+sys.meta_path.insert(0, CloneFolders)
+"""
+
+
 def _clone_env(clone):
-    """This environment with the clone, and nothing else, on PYTHONPATH; no virtual environment active."""
+    """This environment with the clone, and nothing else, on PYTHONPATH (its subpackages mapped as setup.py
+    maps them); no virtual environment active."""
+    folders = _setup_module().SUBPACKAGE_FOLDERS
+    (clone / "sitecustomize.py").write_text(f"FOLDERS = {folders!r}\n" + _CLONE_FINDER, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     env["PYTHONPATH"] = str(clone)
     return env
+
+
+def _setup_module():
+    """setup.py's names (SUBPACKAGE_FOLDERS), read without running setuptools.setup."""
+    source = (REPO / "setup.py").read_text(encoding="utf-8")
+    names = {}
+    exec(source.split("def _packages")[0], names)  # pylint: disable=exec-used
+    return types.SimpleNamespace(**names)
 
 
 def test_ci_runs_the_readme_test_command_then_the_slow_tests():
@@ -61,15 +90,15 @@ def test_readme_demo_on_a_fresh_clone(tmp_path):
     if not (REPO / ".git").exists() or shutil.which("make") is None or shutil.which("git") is None:
         pytest.skip("needs a git checkout, git and make")
     clone = tmp_path / "clone"
+    _run(["git", "clone", "--quiet", str(REPO), str(clone)], tmp_path, 120, os.environ.copy())
     env = _clone_env(clone)
-    _run(["git", "clone", "--quiet", str(REPO), str(clone)], tmp_path, 120, env)
 
-    # Every top-level package of the installed distribution comes from the clone: were one missing
-    # there, this interpreter's editable install would serve it from the checkout it points at.
-    packages = metadata.distribution("keras_transformer").read_text("top_level.txt").split()
+    # Every package of the installed distribution comes from the clone: were one missing there, this
+    # interpreter's editable install would serve it from the checkout it points at.
+    packages = ["keras_transformer", *(f"keras_transformer.{f}" for f in _setup_module().SUBPACKAGE_FOLDERS)]
     where = _run([sys.executable, "-c", f"import importlib\nfor name in {packages!r}: "
                   "print(importlib.import_module(name).__file__)"], clone, 300, env)
-    assert len(packages) >= 4 and len(where.stdout.split()) == len(packages), (packages, where.stdout)
+    assert len(where.stdout.split()) == len(packages) == 5, (packages, where.stdout)
     assert all(path.startswith(str(clone) + os.sep) for path in where.stdout.split()), where.stdout
 
     demo = _run(["make", "demo", SHORT_DEMO, f"PY={sys.executable}", "STAMP="], clone, 1800, env)

@@ -27,7 +27,7 @@ DOCS = REPO / "docs"
 RESULTS_PAGES = ("results.md", "speed.md")  # the pages the README's results table links to, in docs/
 README_MAX_BYTES = 12 * 1024
 PAGE_MAX_BYTES = 40 * 1024
-PACKAGES = ("keras_transformer", "pipelines", "training_directory", "export", "tasks")
+PACKAGES = ("keras_transformer", "pipelines", "training_directory", "export", "tasks", "commands")  # folders
 
 ISSUE = re.compile(r"\bissue\s+#?\d+", re.IGNORECASE)
 # A word of hex digits that holds a digit and a letter: 7-12 long (an abbreviated commit) or 40 (a

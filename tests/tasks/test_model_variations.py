@@ -1,4 +1,4 @@
-"""`tasks.model_variations`: which rows, each row scaled to a recipe's model (section 6.2, Table 3), and
+"""`keras_transformer.tasks.model_variations`: which rows, each row scaled to a recipe's model (section 6.2, Table 3), and
 the base row's seed rows (the table's noise) trained with the next seeds and written under the table."""
 
 import csv
@@ -8,8 +8,8 @@ import pytest
 
 from keras_transformer.config import TABLE3, TransformerConfig
 from keras_transformer.run_dir import layout
-from tasks import model_variations, variations_table
-from tasks.model_variations import changes, row_flags, scale_row, select_rows
+from keras_transformer.tasks import model_variations, variations_table
+from keras_transformer.tasks.model_variations import changes, row_flags, scale_row, select_rows
 
 ARCHITECTURE = ("num_layers", "d_model", "d_ff", "num_heads", "key_dim", "value_dim", "dropout_rate",
                 "label_smoothing", "positional_encoding")

@@ -1,4 +1,4 @@
-"""The end of a training run (`tasks.training.average_once`): the last or the best checkpoints
+"""The end of a training run (`keras_transformer.tasks.training.average_once`): the last or the best checkpoints
 averaged once, and what a run that made fewer checkpoints than asked gets. Its start: a new run
 whose start fails leaves nothing behind."""
 
@@ -11,8 +11,8 @@ import tensorflow as tf
 from keras_transformer import TransformerConfig
 from keras_transformer.run_dir import layout
 from keras_transformer.training import trainer as trainer_lib
-from tasks.training import _missing_folders, _undone_if_first_start_fails, average_once
-from training_directory import TrainingDirectory
+from keras_transformer.tasks.training import _missing_folders, _undone_if_first_start_fails, average_once
+from keras_transformer.training_directory import TrainingDirectory
 
 CONFIG = TransformerConfig.tiny(vocab_size=30, max_length=16, dropout_rate=0.0)
 

@@ -1,10 +1,10 @@
-"""`tasks.training_process`: the training command in a child process, its lines passed on, its
+"""`keras_transformer.tasks.training_process`: the training command in a child process, its lines passed on, its
 exit status returned. (A chain stopped by SIGTERM and run again: tests/keras_transformer/test_variations.py
 and tests/bench/test_compute_robustness.py.)"""
 
 import os
 
-from tasks.training_process import run_training
+from keras_transformer.tasks.training_process import run_training
 
 
 def test_a_refused_run_returns_its_exit_status_and_no_summary(tmp_path, capfd):

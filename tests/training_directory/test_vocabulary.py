@@ -1,5 +1,5 @@
-"""`TrainingDirectory.check_tokenizer_flags` (`training_directory.vocabulary`): a run's saved tokenizer is reused, so the data flags it
-was trained on, --source_tags (tagged sources, `pipelines.pos_tags`) and --tree_targets (placeholder
+"""`TrainingDirectory.check_tokenizer_flags` (`keras_transformer.training_directory.vocabulary`): a run's saved tokenizer is reused, so the data flags it
+was trained on, --source_tags (tagged sources, `keras_transformer.pipelines.pos_tags`) and --tree_targets (placeholder
 targets, "XX" one piece) among them, cannot change; and a placeholder run's tokenizer must keep "XX" whole."""
 
 import dataclasses
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pipelines.data_config import DataConfig
-from training_directory import TrainingDirectory
+from keras_transformer.pipelines.data_config import DataConfig
+from keras_transformer.training_directory import TrainingDirectory
 from tests.helpers.commands import assert_one_error_line, run_command
 
 
@@ -60,8 +60,8 @@ def test_a_resume_or_evaluation_with_other_tree_targets_is_refused(tmp_path, ptb
 
 
 def test_a_tokenizer_that_splits_the_placeholder_is_refused():
-    from pipelines import tokenizers
-    from training_directory.vocabulary import check_placeholder
+    from keras_transformer.pipelines import tokenizers
+    from keras_transformer.training_directory.vocabulary import check_placeholder
 
     trees = ["(S (NP XX XX )NP (VP XX )VP XX )S", "(S (NP The dog )NP (VP barks )VP . )S"] * 20
     whole = tokenizers.TokenizerConfig(vocab_size=400, split_by_script=False, user_defined_symbols=("\u2581XX",))

@@ -19,7 +19,7 @@ from keras_transformer.config import DecodingConfig
 from keras_transformer.decoding import search, tree_constraint
 from keras_transformer.training import evaluation
 from keras_transformer.special_ids import EOS_ID, PAD_ID
-from pipelines import linearized_trees
+from keras_transformer.pipelines import linearized_trees
 # log P(Y | X) by teacher forcing, over the vocabulary less PAD and BOS (what a search may write)
 from tests.keras_transformer.decoding.test_sampling import sequence_log_probs
 
@@ -284,7 +284,7 @@ def test_every_output_ends_as_a_tree_within_a_tight_limit(grammar, monkeypatch):
     assert sum(repairs != () for repairs in repairs_of(4)) >= 24  # of 48 (43 when written)
 
 
-# Sources with a part-of-speech tag after each word (`pipelines.pos_tags`): a tag is a token of
+# Sources with a part-of-speech tag after each word (`keras_transformer.pipelines.pos_tags`): a tag is a token of
 # its own, here of one piece ("<NN>") or two ("<V" "B>"), and the tree is over the words only.
 TAGGED_PIECES = PIECES + [S + "<NN>", S + "<V", "B>"]
 TAGGED_ID = {piece: i for i, piece in enumerate(TAGGED_PIECES)}

@@ -10,17 +10,7 @@ import tensorflow as tf
 
 from keras_transformer.run_dir import best_checkpoints, layout
 from keras_transformer.run_dir.best_checkpoints import BestCheckpoints
-
-
-def save_checkpoints(directory, steps):
-    """Real checkpoints ckpt-<step> of one variable whose value is the step; returns their prefixes."""
-    value = tf.Variable(0.0)
-    manager = tf.train.CheckpointManager(tf.train.Checkpoint(value=value), directory, max_to_keep=None)
-    prefixes = {}
-    for step in steps:
-        value.assign(float(step))
-        prefixes[step] = manager.save(checkpoint_number=step)
-    return prefixes
+from tests.helpers.checkpoints import save_checkpoints
 
 
 def value_of(prefix):
@@ -63,10 +53,10 @@ def test_loss_ranks_lower_first_and_ties_keep_the_earlier_step(run):
     assert [os.path.basename(p) for p in best.prefixes()] == ["ckpt-200", "ckpt-300"]
 
 
-def test_f1_ranks_higher_first_and_is_the_trainers_list_of_metrics(run):
+def test_f1_ranks_higher_first_and_the_config_accepts_it(run):
     """A parsing run's dev EVALB F1 (section 6.3): higher is better, like BLEU; the config accepts
-    exactly the metrics that have a direction here."""
-    from keras_transformer.config import BEST_CHECKPOINT_METRICS
+    it, as every metric of the registry that gives the direction (`keras_transformer.dev_metrics`)."""
+    from keras_transformer.config import TrainingConfig
 
     root, prefixes = run
     best = BestCheckpoints(str(root / "best"), keep=2, metric="f1", log=lambda _: None)
@@ -77,7 +67,9 @@ def test_f1_ranks_higher_first_and_is_the_trainers_list_of_metrics(run):
     assert json.loads((root / "best" / "best.json").read_text())["metric"] == "f1"
     with pytest.raises(ValueError, match="ranks the run's checkpoints by f1, not bleu"):
         BestCheckpoints(str(root / "best"), keep=2, metric="bleu")
-    assert sorted(best_checkpoints.METRICS) == sorted(BEST_CHECKPOINT_METRICS)
+    assert TrainingConfig(best_checkpoint_metric="f1").best_checkpoint_metric == "f1"
+    with pytest.raises(ValueError, match="the selection metric must be one of"):
+        best_checkpoints.metric_value({}, "chrf")  # not registered
 
 
 def test_the_copies_outlive_the_rotation_of_the_last_checkpoints(run):

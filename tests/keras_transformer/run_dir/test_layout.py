@@ -39,9 +39,9 @@ def test_a_run_from_before_the_stacks_had_their_own_depths_reads_translates_and_
     its config reads as 2 + 2 layers, its checkpoints restore, `translate` translates, `export`
     makes a SavedModel that translates as the training directory does, and the CTranslate2
     conversion builds 2 + 2 layers."""
-    from export import ctranslate2_model  # pylint: disable=import-outside-toplevel
+    from keras_transformer.export import ctranslate2_model  # pylint: disable=import-outside-toplevel
     from keras_transformer.decoding import sequence_scores  # pylint: disable=import-outside-toplevel
-    from pipelines import tokenizers  # pylint: disable=import-outside-toplevel
+    from keras_transformer.pipelines import tokenizers  # pylint: disable=import-outside-toplevel
     from tests.helpers.commands import run_command  # pylint: disable=import-outside-toplevel
     from tests.helpers.old_runs import make_old_run  # pylint: disable=import-outside-toplevel
     from tests.helpers.train_runs import FINISHED, shared_tiny_run  # pylint: disable=import-outside-toplevel
@@ -60,7 +60,7 @@ def test_a_run_from_before_the_stacks_had_their_own_depths_reads_translates_and_
     translated = run_command("-m", "keras_transformer.translate", f"--model_dir={run}", "--input=source.txt",
                              "--output=from_run.txt", cwd=tmp_path)
     assert translated.returncode == 0, translated.stderr[-2000:]
-    exported = run_command("-m", "export", f"--model_dir={run}", "--export_dir=serving", cwd=tmp_path, timeout=600)
+    exported = run_command("-m", "keras_transformer.export", f"--model_dir={run}", "--export_dir=serving", cwd=tmp_path, timeout=600)
     assert exported.returncode == 0, exported.stderr[-2000:]
     served = run_command("-m", "keras_transformer.translate", "--export_dir=serving", "--input=source.txt",
                          "--output=from_export.txt", cwd=tmp_path)

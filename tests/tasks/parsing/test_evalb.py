@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 from nltk import Tree
 
-from tasks.parsing import evalb
+from keras_transformer.tasks.parsing import evalb
 from tests.helpers.commands import run_command
 
 # 0   1   2 3   4     5 6     7      (word indices before deletion; "," "," "." are deleted)
@@ -195,6 +195,6 @@ def test_scores_arithmetic_and_report():
 
 
 def test_imports_no_tensorflow():
-    code = "import sys, tasks.parsing.evalb; assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules"
+    code = "import sys, keras_transformer.tasks.parsing.evalb; assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules"
     result = run_command("-c", code, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]

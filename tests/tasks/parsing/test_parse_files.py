@@ -1,9 +1,9 @@
-"""`tasks.parsing.parse_files` and `python -m keras_transformer.parse`: the right-branching
+"""`keras_transformer.tasks.parsing.parse_files` and `python -m keras_transformer.parse`: the right-branching
 baseline, gold trees and their scores, parser outputs and their repairs, the command's reports
 and errors.
 
 Covered:
-* `tasks.parsing.parse_files`: `right_branching`, `format_tree`, `trees_from_outputs`,
+* `keras_transformer.tasks.parsing.parse_files`: `right_branching`, `format_tree`, `trees_from_outputs`,
   `Parses.summary`, `Gold` (from_file, check_words, take, dev_scores, scores), `read_sentences`;
   reference files read back as the treebank's trees (NLTK's sample, ../shared/data, skipped
   without it).
@@ -24,9 +24,9 @@ import re
 import pytest
 from nltk import Tree
 
-from pipelines import linearized_trees
-from pipelines.errors import DataError
-from tasks.parsing import parse_files
+from keras_transformer.pipelines import linearized_trees
+from keras_transformer.pipelines.errors import DataError
+from keras_transformer.tasks.parsing import parse_files
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.files import write_run_settings
 from tests.helpers.treebank import SAMPLE_SIZES, one_line, write_mrg
@@ -114,7 +114,7 @@ def test_gold_scores_of_the_hand_made_trees(hand):
 def test_what_a_tagged_model_reads(hand, sample):
     """`source_sentences`: the words, the words with a tagger's tags, or with the gold trees' tags
     (only where gold trees are given: raw text has none)."""
-    from pipelines import pos_tags
+    from keras_transformer.pipelines import pos_tags
 
     gold = parse_files.Gold.from_file(str(hand / "gold.trees"))
     sentences = parse_files.read_sentences(str(hand / "sentences.txt"))

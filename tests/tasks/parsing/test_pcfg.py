@@ -1,4 +1,4 @@
-"""`tasks.parsing.pcfg`: the treebank PCFG baseline of the parsing task.
+"""`keras_transformer.tasks.parsing.pcfg`: the treebank PCFG baseline of the parsing task.
 
 Checked: word signatures; the grammar's binarized form undone gives back every gold tree of the
 sample; CKY finds the same best tree and score as nltk's `ViterbiParser` on the same grammar (a
@@ -25,8 +25,8 @@ import pytest
 from nltk import Tree
 from nltk.grammar import Nonterminal, ProbabilisticProduction
 
-from pipelines import treebank
-from tasks.parsing import parse_files, pcfg
+from keras_transformer.pipelines import treebank
+from keras_transformer.tasks.parsing import parse_files, pcfg
 from tests.helpers.commands import run_command
 from tests.helpers.treebank import one_line
 

@@ -1,4 +1,4 @@
-"""`tasks.parsing.reranking`: a treebank PCFG's k best trees reranked by a model's score.
+"""`keras_transformer.tasks.parsing.reranking`: a treebank PCFG's k best trees reranked by a model's score.
 
 Checked without a model (a stand-in scorer that records what it is asked): the candidates are the
 grammar's distinct k best trees, its Viterbi tree first, the fallback tree alone (and counted) for
@@ -17,8 +17,8 @@ import math
 import pytest
 from nltk import Tree
 
-from pipelines import linearized_trees
-from tasks.parsing import parse_files, pcfg, reranking
+from keras_transformer.pipelines import linearized_trees
+from keras_transformer.tasks.parsing import parse_files, pcfg, reranking
 from tests.tasks.parsing.test_pcfg import hand_sentences
 
 

@@ -18,7 +18,7 @@ from keras_transformer.decoding import sequence_scores
 from keras_transformer.config import MAX_EXTRA_LENGTH, TransformerConfig
 from keras_transformer.training.evaluation import make_loss_fn
 from keras_transformer.special_ids import BOS_ID, PAD_ID
-from tasks import scoring as scoring_task
+from keras_transformer.tasks import scoring as scoring_task
 from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.export_models import MAX_LENGTH, make_model_dir
 

@@ -64,7 +64,7 @@ def test_fine_tune_from_a_run_on_mixed_corpora(tmp_path, flagfile):
     assert_one_error_line(mismatch, "a different architecture: d_model=32 (there) vs 64 (flags)")
     assert _snapshot(old) == before and _snapshot(new) is None
 
-    from pipelines import sources  # the second corpus: held-out pairs, mixed with the embedded corpus
+    from keras_transformer.pipelines import sources  # the second corpus: held-out pairs, mixed with the embedded corpus
     corpus = _write_corpus(tmp_path / "data", "news", sources.load_pair_list("embedded", "test")[:300])
     flags = [f"--init_from={old}", f"--train_files=news:{corpus}:0.8,emb:embedded:0.2", "--train_steps=4",
              "--log_every_steps=1", "--checkpoint_every_steps=4", "--eval_max_sentences=-1",
@@ -96,8 +96,8 @@ def test_fine_tune_from_a_run_on_mixed_corpora(tmp_path, flagfile):
     # The first update's loss, recomputed: the old model on the new run's first batch.
     from keras_transformer.run_dir import layout
     from keras_transformer.losses import decoder_inputs, label_smoothed_cross_entropy
-    from pipelines import batching, corpora, tokenizers
-    from pipelines.data_config import DataConfig
+    from keras_transformer.pipelines import batching, corpora, tokenizers
+    from keras_transformer.pipelines.data_config import DataConfig
     tokenizer, _ = tokenizers.load_pair(str(new / "tokenizer"))
     import keras
     keras.utils.set_random_seed(settings["training"]["seed"])  # as the trainer does before its pipeline
@@ -115,7 +115,7 @@ def test_fine_tune_from_a_run_on_mixed_corpora(tmp_path, flagfile):
 
 
 def test_init_from_names_a_run_or_a_checkpoint(tmp_path):
-    from tasks.fine_tuning import InitSource
+    from keras_transformer.tasks.fine_tuning import InitSource
     run_dir = tmp_path / "run"
     (run_dir / "checkpoints").mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match="no such training directory or checkpoint prefix"):
@@ -191,7 +191,7 @@ def test_a_data_dir_named_with_glob_characters_is_a_folder_not_a_pattern(tmp_pat
     trains on them. Spelled as a glob pattern matching that folder (glob.escape), it names no folder."""
     import glob  # pylint: disable=g-import-not-at-top
 
-    from pipelines import sources  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import sources  # pylint: disable=g-import-not-at-top
 
     data = tmp_path / "ünï [x]*"
     for split, count in (("train", 400), ("validation", 20), ("test", 20)):

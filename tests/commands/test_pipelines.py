@@ -1,4 +1,4 @@
-"""`python -m pipelines`: bad input is one line on stderr naming the file and exit status 2."""
+"""`python -m keras_transformer.pipelines`: bad input is one line on stderr naming the file and exit status 2."""
 
 import pytest
 
@@ -21,14 +21,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
         }[case]
         source = str(tmp_path / "missing" / "x.en") if case == "missing folder" else named
         args = ["stats", "--dataset=files", f"--source_file={source}", f"--target_file={good}"]
-    assert_one_error_line(run_command("-m", "pipelines", *args), named)
+    assert_one_error_line(run_command("-m", "keras_transformer.pipelines", *args), named)
 
 
 def test_stats_on_small_files(tmp_path):
     source = write_lines(tmp_path / "train.en", [f"The dog number {i} runs, quickly!" for i in range(60)])
     target = write_lines(tmp_path / "train.de",
                          [f"Der Hund Nummer {i} läuft schnell über die Straße." for i in range(60)])
-    result = run_command("-m", "pipelines", "stats", "--dataset=files", f"--source_file={source}",
+    result = run_command("-m", "keras_transformer.pipelines", "stats", "--dataset=files", f"--source_file={source}",
                          f"--target_file={target}", "--vocab_size=320", "--batch_tokens=1024", "--max_length=100",
                          f"--tokenizer_dir={tmp_path / 'tok'}")
     assert result.returncode == 0, result.stderr

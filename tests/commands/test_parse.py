@@ -14,7 +14,7 @@ writes the same trees, each over exactly its sentence's words, none repaired, an
 prints is the one recomputed from the trees it wrote; both use section 6.3's decoding (beam 21,
 alpha 0.3, input + 300) without being told; the SavedModel's own outputs through both loaders
 equal the in-process Translator's, one XX per word.
-Reranking (`--rerank_kbest`, `tasks.parsing.reranking`): from the run and from its export (the `score`
+Reranking (`--rerank_kbest`, `keras_transformer.tasks.parsing.reranking`): from the run and from its export (the `score`
 signature) the same trees, each the PCFG candidate of highest model + weight x PCFG score with the
 model's scores worked out by the `score` command; the printed oracle F1 is at least the F1.
 Ensembles (`--ensemble_model_dirs`, Vinyals et al. 2015): the run with itself parses exactly as
@@ -33,7 +33,7 @@ import re
 import nltk
 import pytest
 
-from tasks.parsing import parse_files
+from keras_transformer.tasks.parsing import parse_files
 from tests.helpers.commands import run_command
 
 SENTENCES = 8  # of the test split, parsed by each path
@@ -144,7 +144,7 @@ def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, ex
     "XX" and brackets, equal the in-process Translator's, one XX a word."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    from export import client  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import client  # pylint: disable=g-import-not-at-top
     from keras_transformer.config import PARSING_DECODING  # pylint: disable=g-import-not-at-top
     from tests.helpers.export_models import FRESH_PROCESS  # pylint: disable=g-import-not-at-top
 
@@ -158,7 +158,7 @@ def test_parse_from_the_run_and_from_its_export_agree_and_are_scored(run_dir, ex
     assert f"repaired: 0 of {SENTENCES} outputs (0.0%)" in from_run.stdout
 
     # A TF Serving client tags its sentences itself, with the export's copy of the tagger.
-    from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import pos_tags  # pylint: disable=g-import-not-at-top
 
     _, gold = files
     tagger = pos_tags.load(str(version / "assets.extra" / "tagger.json"))
@@ -189,8 +189,8 @@ def test_reranking_from_the_run_and_from_its_export_takes_the_best_model_plus_we
     trees, each sentence's the candidate of highest model + weight x PCFG score, with the model's
     scores worked out by the `score` command in its own process from the candidates listed here
     (the PCFG's k best, linearized with "XX", each after its sentence tagged by the run's tagger)."""
-    from pipelines import linearized_trees, pos_tags, treebank  # pylint: disable=g-import-not-at-top
-    from tasks.parsing import pcfg  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import linearized_trees, pos_tags, treebank  # pylint: disable=g-import-not-at-top
+    from keras_transformer.tasks.parsing import pcfg  # pylint: disable=g-import-not-at-top
 
     model_dir, _ = run_dir
     root, gold = files
@@ -255,7 +255,7 @@ def other_run(run_dir, tmp_path_factory):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
     from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
-    from pipelines import pos_tags  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import pos_tags  # pylint: disable=g-import-not-at-top
 
     model_dir, _ = run_dir
     other = tmp_path_factory.mktemp("other_run")
@@ -277,12 +277,12 @@ def test_an_ensemble_of_two_runs_parses_trees_by_their_mean_probability_under_th
     import numpy as np  # pylint: disable=g-import-not-at-top
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    from export import serving_module  # pylint: disable=g-import-not-at-top
+    from keras_transformer.export import serving_module  # pylint: disable=g-import-not-at-top
     from keras_transformer.config import PARSING_DECODING  # pylint: disable=g-import-not-at-top
     from keras_transformer.decoding import search, tree_constraint  # pylint: disable=g-import-not-at-top
     from keras_transformer.decoding.beam_search import NEG_INF  # pylint: disable=g-import-not-at-top
     from keras_transformer.special_ids import BOS_ID, EOS_ID  # pylint: disable=g-import-not-at-top
-    from pipelines import linearized_trees, pos_tags  # pylint: disable=g-import-not-at-top
+    from keras_transformer.pipelines import linearized_trees, pos_tags  # pylint: disable=g-import-not-at-top
     from tests.keras_transformer.decoding.test_ensemble import hand_mean  # pylint: disable=g-import-not-at-top
 
     model_dir, _ = run_dir

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from export import client, serving_module
+from keras_transformer.export import client, serving_module
 from keras_transformer.decoding import sorted_batches
 from keras_transformer.config import DecodingConfig
 from tests.helpers.commands import assert_one_error_line, run_command
