@@ -16,6 +16,7 @@ PYTHON      ?= python3
 VENV        := .venv
 PY          := $(VENV)/bin/python
 STAMP       := $(VENV)/.installed
+DEMO_STAMP  := $(VENV)/.installed-demo
 DOCS_STAMP  := $(VENV)/.installed-docs
 RUN_DIR     ?= runs/demo
 EXPORT_DIR  ?= runs/demo_export
@@ -31,16 +32,20 @@ DOCS_NOTEBOOKS ?= auto
 define install_extra
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[$(1)]'
+	$(PY) -m pip install --quiet -e '.$(if $(1),[$(1)])'
 	touch $@
 endef
+
+# The demo needs the package alone (no test, docs or CTranslate2 extras).
+$(DEMO_STAMP): setup.py
+	$(call install_extra,)
 
 $(STAMP): setup.py
 	$(call install_extra,test)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(PY) -m keras_transformer.train --flagfile=configs/demo.flags --model_dir=$(RUN_DIR) $(DEMO_ARGS)
 	$(PY) -m keras_transformer.export --model_dir=$(RUN_DIR) --export_dir=$(EXPORT_DIR)
 	$(PY) -m keras_transformer.translate --export_dir=$(EXPORT_DIR) \

@@ -24,6 +24,8 @@ def _packages():
         for found in setuptools.find_packages(include=[folder, f"{folder}.*"]):
             packages.append(f"keras_transformer.{found}")
         package_dir[f"keras_transformer.{folder}"] = folder
+    packages.append("keras_transformer.recipes")  # data only: configs/'s recipes (keras_transformer.commands.recipe_file)
+    package_dir["keras_transformer.recipes"] = "configs"
     return packages, package_dir
 
 
@@ -69,6 +71,7 @@ setuptools.setup(
     entry_points={"console_scripts": [f"{c.script} = keras_transformer.commands:kt_{c.name}" for c in COMMANDS]},
     packages=PACKAGES,
     package_dir=PACKAGE_DIR,
+    package_data={"keras_transformer.recipes": ["*.flags", "demo_sentences.*"]},
     install_requires=[
         # TF and tensorflow-text must share a minor version; so must the model server.
         "tensorflow==2.21.*",

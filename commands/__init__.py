@@ -10,6 +10,10 @@ Each module defines one command's flags and its `main(argv)`; `launch` starts on
 The `python -m` forms are four-line modules beside the library (keras_transformer/train.py,
 export/__main__.py, ...) that call `launch`; the console scripts (`kt-<command>`, setup.py) call it too.
 
+Recipes: `--recipe=NAME` stands for the recipe configs/NAME.flags, which the package carries (installed as
+keras_transformer/recipes/), so `kt-train --recipe=demo --model_dir=runs/demo` works without a clone; its flags
+take the recipe's place on the command line (later flags override them, as after `--flagfile`).
+
 Plugins: before a command's flags are defined, `launch` imports the modules named in the environment
 variable KT_PLUGINS (comma-separated module names) and those of the entry-point group
 `keras_transformer.plugins` of installed distributions, so a plugin's registrations (a position encoding,
@@ -21,8 +25,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import pathlib
+import re
 import sys
 
+RECIPE_PREFIX = "--recipe="
+_INCLUDE = re.compile(r"^--flagfile=configs/([\w.-]+)\.flags$")  # a recipe's include of another recipe
 PLUGINS_VARIABLE = "KT_PLUGINS"
 PLUGINS_GROUP = "keras_transformer.plugins"
 
@@ -56,6 +64,44 @@ COMMANDS = {c.name: c for c in (
     Command("summary", "keras_transformer.summary"),
     Command("variations", "keras_transformer.variations", known_only=True),
 )}
+
+
+def recipes_folder() -> pathlib.Path:
+    """Where the recipes are: keras_transformer/recipes/ when installed from a wheel, configs/ in a clone."""
+    parent = pathlib.Path(__file__).resolve().parents[1]  # the package keras_transformer, or a clone's root
+    installed = parent / "recipes"
+    return installed if (parent / "__init__.py").is_file() and installed.is_dir() else parent / "configs"
+
+
+def recipe_names() -> list[str]:
+    """The recipes the package carries (configs/*.flags)."""
+    return sorted(p.stem for p in recipes_folder().glob("*.flags"))
+
+
+def recipe_args(name: str, _seen: tuple = ()) -> list[str]:
+    """The flags of the recipe `name`, one argument each, in order (comments and blank lines left out); an
+    include of another recipe (`--flagfile=configs/OTHER.flags`) is replaced by that recipe's flags."""
+    path = recipes_folder() / f"{name}.flags"
+    if not path.is_file():
+        raise ValueError(f"--recipe={name}: no such recipe; choose from {', '.join(recipe_names())}")
+    if name in _seen:
+        raise ValueError(f"--recipe={name}: the recipe includes itself")
+    args = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        include = _INCLUDE.match(line)
+        args += recipe_args(include.group(1), (*_seen, name)) if include else [line]
+    return args
+
+
+def expand_recipes(argv: list[str]) -> list[str]:
+    """`argv` with each `--recipe=NAME` replaced by the recipe's flags."""
+    expanded = []
+    for arg in argv:
+        expanded += recipe_args(arg[len(RECIPE_PREFIX):]) if arg.startswith(RECIPE_PREFIX) else [arg]
+    return expanded
 
 
 def plugin_modules(environ=None) -> list[str]:
@@ -92,6 +138,7 @@ def launch(name: str) -> None:
         print(f"keras_transformer {__version__} ({command.script})")
         sys.exit(0)
     try:
+        sys.argv[1:] = expand_recipes(sys.argv[1:])
         load_plugins()
     except ValueError as error:
         cli.fail(error)

@@ -9,8 +9,9 @@ import sys
 import pytest
 
 from keras_transformer import __version__
-from keras_transformer.commands import COMMANDS, load_plugins, plugin_modules
-from tests.helpers.commands import run_command
+from keras_transformer.commands import (COMMANDS, expand_recipes, load_plugins, plugin_modules, recipe_args,
+                                       recipe_names)
+from tests.helpers.commands import assert_one_error_line, run_command
 from tests.helpers.modules import MODULES
 from tests.helpers.paths import REPO
 
@@ -77,3 +78,49 @@ def test_plugin_modules_read_the_variable_in_order_once():
         load_plugins({"KT_PLUGINS": "no.such.module"})
     assert "tests.helpers.plugin_probe" not in os.environ.get("KT_PLUGINS", "")
     assert (REPO / "commands" / "__init__.py").is_file()
+
+
+def test_recipes_expand_in_place_with_their_includes():
+    student = recipe_args("multi30k_en_de_student")
+    recipe = recipe_args("multi30k_en_de")
+    assert student[:len(recipe)] == recipe  # the include's flags where the include stood
+    assert all(arg.startswith("--") and "configs/" not in arg for arg in student)
+    assert expand_recipes(["--model_dir=x", "--recipe=tiny", "--train_steps=3"]) == [
+        "--model_dir=x", *recipe_args("tiny"), "--train_steps=3"]
+    with pytest.raises(ValueError, match="no such recipe; choose from demo, "):
+        recipe_args("no_such")
+    assert set(recipe_names()) == {p.stem for p in (REPO / "configs").glob("*.flags")}
+
+
+def test_an_unknown_recipe_is_one_error_line():
+    result = run_command("-m", "keras_transformer.train", "--recipe=no_such", "--model_dir=unused")
+    assert_one_error_line(result, "--recipe=no_such: no such recipe")
+
+
+@pytest.mark.slow
+def test_the_installed_wheel_trains_the_demo_from_its_packaged_recipe(tmp_path):
+    """`pip install .` outside a clone: the wheel's files alone (installed into a folder first on the path,
+    the working folder elsewhere) train from `--recipe=demo` and export; every module comes from the wheel."""
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "w"),
+                            str(REPO)], capture_output=True, text=True, timeout=900, check=False)
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = (tmp_path / "w").glob("keras_transformer-*.whl")
+    site = tmp_path / "site"
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(site),
+                                str(wheel)], capture_output=True, text=True, timeout=900, check=False)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    env = {"PYTHONPATH": str(site)}
+    where = run_command("-c", "import keras_transformer.commands as c, keras_transformer.pipelines as p; "
+                        "print(c.__file__); print(p.__file__); print(c.recipes_folder())", cwd=work, env=env)
+    assert where.returncode == 0 and all(line.startswith(str(site)) for line in where.stdout.split()), where.stdout
+    trained = run_command("-m", "keras_transformer.train", "--recipe=demo", "--model_dir=run", "--train_steps=20",
+                          "--checkpoint_every_steps=20", "--eval_every_steps=20", "--eval_max_sentences=8",
+                          cwd=work, env=env, timeout=900)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    settings = (work / "run" / "model_config.json").read_text(encoding="utf-8")
+    assert '"d_model": 128' in settings  # the demo recipe's model, read from the wheel
+    exported = run_command("-m", "keras_transformer.export", "--model_dir=run", "--export_dir=serving",
+                           "--signatures=serving_default", cwd=work, env=env, timeout=900)
+    assert exported.returncode == 0 and (work / "serving" / "1" / "saved_model.pb").is_file(), exported.stderr[-3000:]
