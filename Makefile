@@ -23,6 +23,9 @@ EXPORT_DIR  ?= runs/demo_export
 DEMO_ARGS   ?=
 PYTEST_ARGS ?= -m "not slow" tests
 TEST_WORKERS ?= 2
+# Every skip is listed with its reason (-rs), an unregistered marker is an error, and a test that hangs
+# fails after 30 minutes (pytest-timeout) instead of holding CI.
+PYTEST_OPTIONS := -q -rs --strict-markers --timeout=1800
 DOCS_NOTEBOOKS ?= auto
 
 .PHONY: demo test test-slow docs install clean
@@ -52,10 +55,10 @@ demo: $(DEMO_STAMP)
 		--input=configs/demo_sentences.en --reference=configs/demo_sentences.de
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_OPTIONS) -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m slow tests
+	$(PY) -m pytest $(PYTEST_OPTIONS) -n $(TEST_WORKERS) --dist loadfile -m slow tests
 
 $(DOCS_STAMP): setup.py
 	$(call install_extra,docs)

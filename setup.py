@@ -89,7 +89,7 @@ setuptools.setup(
         "numpy",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-xdist>=3.5", "nbclient>=0.10", "nbformat>=5.10", "ipykernel", "matplotlib",
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "pytest-timeout>=2.3", "pyyaml", "nbclient>=0.10", "nbformat>=5.10", "ipykernel", "matplotlib",
                  "ctranslate2>=4,<5", *DOCS],  # DOCS: tests/project/test_docs.py builds the site
         # make docs: the Sphinx site (docs/conf.py), its notebooks executed (as the tests run them) and rendered
         "docs": [*DOCS, "nbclient>=0.10", "nbformat>=5.10", "ipykernel", "matplotlib"],

@@ -11,7 +11,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
-from tests.helpers.paths import SHARED_DATA  # noqa: E402
+from tests.helpers.paths import SHARED_DATA, skip_without_shared_data  # noqa: E402
 from tests.helpers.train_runs import TINY  # noqa: E402
 
 
@@ -37,14 +37,13 @@ def _seed_and_policy():
 
 
 def _shared_data():
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data folder not found: {SHARED_DATA}")
+    skip_without_shared_data()
     return SHARED_DATA
 
 
 @pytest.fixture
 def shared_data():
-    """The project's read-only data folder (../shared/data); tests needing it skip without it."""
+    """The project's read-only data folder (../shared/data); tests needing it skip without it (fail in CI)."""
     return _shared_data()
 
 
@@ -58,7 +57,7 @@ def flagfile(tmp_path):
 
 @pytest.fixture(scope="session")
 def ptb():
-    """NLTK's PTB sample in the shared data folder; tests needing it skip without it."""
+    """NLTK's PTB sample in the shared data folder; tests needing it skip without it (fail in CI)."""
     return _shared_data() / "ptb_sample"
 
 

@@ -114,7 +114,6 @@ def test_registry_and_embedded_corpus():
         sources.load_pairs("nope")
     assert sources.spec("wmt14_en_de") == sources.DataSpec("wmt14", "en", "de", "de-en")
     assert sources.spec("multi30k_fr_en") == sources.DataSpec("multi30k", "fr", "en", "en-fr")
-    pytest.importorskip("keras_transformer.pipelines.grammar_corpus")
     validation = sources.load_pair_list("embedded", "validation")
     assert validation and all(isinstance(s, str) and isinstance(t, str) for s, t in validation)
     assert _as_list(sources.load_pairs("embedded", "validation").take(5)) == validation[:5]

@@ -29,7 +29,7 @@ from tests.helpers.notebooks import (
     read,
     stored_output_problems,
 )
-from tests.helpers.paths import SHARED_DATA
+from tests.helpers.paths import skip_without_shared_data
 
 NAMES = [path.name for path in discover()]
 
@@ -63,8 +63,8 @@ def test_notebook_is_stored_without_outputs(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_runs(name, output_dirs):
     path = NOTEBOOKS / name
-    if name in NEEDS_SHARED_DATA and not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data folder not found: {SHARED_DATA}")
+    if name in NEEDS_SHARED_DATA:
+        skip_without_shared_data()
     output_dir = output_dirs / path.stem
     values = ci_parameters(path, output_dir)
     if name in READS_MODEL_OF:

@@ -77,6 +77,7 @@ def test_a_flagfile_that_is_not_utf8_is_refused_naming_it_and_the_line(here):
         errors.check_flagfiles(["--flagfile", "recipe.flags"])
 
 
+@pytest.mark.timeout(60)  # an open of the pipe would block: the test fails instead of hanging
 def test_a_named_pipe_is_left_for_absl_to_read_once(here):
     os.mkfifo(here / "pipe.flags")
     errors.check_flagfiles(["--flagfile=pipe.flags"])  # returns without opening it (an open would block)
