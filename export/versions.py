@@ -24,6 +24,7 @@ before TensorFlow starts.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import re
@@ -32,7 +33,8 @@ import shutil
 import socket
 from typing import Callable, Optional, Sequence, Union
 
-from keras_transformer.files import command_files, json_files
+from keras_transformer.config import DecodingConfig
+from keras_transformer.files import atomic, command_files, json_files
 
 SAVED_MODEL_FILE = "saved_model.pb"
 ASSETS_EXTRA = "assets.extra"  # a version's folder for files beside the SavedModel (TF Serving reads its warm-up here)
@@ -105,6 +107,21 @@ def read_settings(saved_model_dir: str) -> dict:
     return settings
 
 
+def recorded_decoding(settings: dict, path: str, source: str, n_best: int) -> DecodingConfig:
+    """The `DecodingConfig` an export's settings (read from the file `path` of the export
+    `source`) record, with `n_best`: a one-line `ValueError` naming the file when its "decoding"
+    is not an export's, or naming the export unless its beam keeps that many
+    (`DecodingConfig`'s check)."""
+    try:
+        exported = DecodingConfig(**settings.get("decoding", {}))
+    except TypeError as error:  # an unknown field
+        raise ValueError(f"{path}: its \"decoding\" is not an export's ({error})") from None
+    try:
+        return dataclasses.replace(exported, n_best=n_best)
+    except ValueError as error:  # the export's beam_size, fixed when it was exported
+        raise ValueError(f"--n_best with the export {source}: {error}") from None
+
+
 # Writing a version ------------------------------------------------------------------
 
 
@@ -154,7 +171,9 @@ def publish(temporary: str, final: str) -> None:
                 path = os.path.join(root, name)
                 if not os.path.islink(path):  # chmod would change the link's target
                     os.chmod(path, mode)
+    atomic.sync_tree(temporary)  # every file on the disk before the version appears
     _rename_to_new(temporary, final)
+    atomic.sync_folder(os.path.dirname(os.path.abspath(final)))
 
 
 def publish_version(temporary: str, export_dir: str, version: Optional[int] = None) -> str:

@@ -5,7 +5,10 @@
     with uninterrupted(): ...          # Ctrl-C held back until a group of files is written
 
 A reader (a resumed run, TF Serving, a user's script) never sees a half-written file, and a
-failure or a kill leaves an earlier `path` as it was. A kill can leave the temporary file;
+failure or a kill leaves an earlier `path` as it was. The file and then its folder are flushed to
+the disk (`fsync`) before the function returns, so a power loss after it leaves the new `path`,
+and one before it the old (`sync_tree` does the same for a folder TensorFlow wrote: a checkpoint, an
+export). A kill can leave the temporary file;
 `run_lock.remove_stale_temporaries` removes those of a training directory (`.tmp-*`). Imports
 no TensorFlow.
 """
@@ -47,13 +50,50 @@ def write_atomically(path: str, data: bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as file:
             file.write(data)
+            file.flush()
+            os.fsync(file.fileno())  # the data on the disk before the name points at it
         if os.path.isfile(path):
             os.chmod(temporary, os.stat(path).st_mode & 0o7777)
         os.replace(temporary, path)
+        sync_folder(folder)  # the rename itself on the disk
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temporary)
         raise
+
+
+def sync_folder(folder: str) -> None:
+    """`fsync` of a folder: the names created, renamed or removed in it reach the disk."""
+    handle = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def sync_files(paths) -> None:
+    """`fsync` of each file of `paths` (written by another library, TensorFlow's checkpoints), then of their
+    folders, each once."""
+    folders = []
+    for path in paths:
+        handle = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder not in folders:
+            folders.append(folder)
+    for folder in folders:
+        sync_folder(folder)
+
+
+def sync_tree(root: str) -> None:
+    """`fsync` of every file and folder under `root` (a SavedModel before its version folder is
+    published), the folders after their files."""
+    for folder, _, names in os.walk(root, topdown=False):
+        sync_files([os.path.join(folder, name) for name in names if os.path.isfile(os.path.join(folder, name))])
+        sync_folder(folder)
 
 
 def is_special_file(path: str) -> bool:

@@ -30,6 +30,7 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import keras
 import tensorflow as tf
 
+from keras_transformer.files import atomic
 from keras_transformer.run_dir import averaging, best_checkpoints, readable_checkpoints
 from keras_transformer.run_dir import layout
 from keras_transformer.training import ema as ema_lib
@@ -153,7 +154,11 @@ class Checkpoints:
                 self._move_aside(prefix)
         self.damaged = []
         saved = self.manager.save(checkpoint_number=int(self.step.numpy()))
-        return os.path.join(self.save_directory, os.path.basename(saved))
+        path = os.path.join(self.save_directory, os.path.basename(saved))
+        # On the disk before the run goes on: the checkpoint's files, then the state file naming it.
+        atomic.sync_files([*readable_checkpoints.data_files(path), path + ".index",
+                           os.path.join(self.save_directory, "checkpoint")])
+        return path
 
     def _move_aside(self, prefix: str) -> None:
         """Renames the files of the damaged checkpoint `prefix` to a free `prefix.damaged[-n]`."""

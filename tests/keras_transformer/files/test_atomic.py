@@ -75,3 +75,36 @@ def test_ctrl_c_waits_for_the_end_of_an_uninterrupted_block(python_sigint):  # p
         os.kill(os.getpid(), signal.SIGINT)
         written.append("ignored")
     assert written[-1] == "ignored" and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+@pytest.fixture
+def synced(monkeypatch):
+    """The paths `os.fsync` is called on, in order (read from the descriptor before the real call)."""
+    calls, real = [], os.fsync
+
+    def recording(fd):
+        calls.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    return calls
+
+
+def test_a_written_file_reaches_the_disk_before_its_name_then_its_folder(tmp_path, synced):
+    target = tmp_path / "settings.json"
+    atomic.write_atomically(str(target), b"{}")
+    assert len(synced) == 2 and os.path.basename(synced[0]).startswith(".tmp-settings.json-")  # the data, unnamed
+    assert synced[1] == str(tmp_path) and target.read_bytes() == b"{}"  # then the rename, in its folder
+
+
+def test_sync_tree_syncs_every_file_before_its_folder(tmp_path, synced):
+    (tmp_path / "v" / "variables").mkdir(parents=True)
+    for name in ("v/saved_model.pb", "v/variables/variables.index", "v/variables/variables.data-00000-of-00001"):
+        (tmp_path / name).write_bytes(b"x")
+    atomic.sync_tree(str(tmp_path / "v"))
+    files = [p for p in synced if os.path.isfile(p)]
+    assert sorted(files) == sorted(str(tmp_path / n) for n in ("v/saved_model.pb", "v/variables/variables.index",
+                                                                 "v/variables/variables.data-00000-of-00001"))
+    for file in files:  # each folder after the files in it
+        assert synced.index(os.path.dirname(file)) > synced.index(file)
+    assert synced[-1] == str(tmp_path / "v")

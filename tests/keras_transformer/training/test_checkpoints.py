@@ -31,6 +31,18 @@ def test_saves_model_optimizer_and_step_numbered_by_the_step(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["checkpoints"]
 
 
+def test_a_saved_checkpoint_is_on_the_disk_before_save_returns(tmp_path, monkeypatch):
+    """Power loss after `save` loses nothing it wrote: its data and index, then the state file naming it,
+    then their folder, each `fsync`ed (TensorFlow's own writes are not)."""
+    synced, real = [], os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd)))
+    model, optimizer, step = parts(1.0)
+    step.assign(5)
+    path = Checkpoints(str(tmp_path), model, optimizer, step).save()
+    state = os.path.join(os.path.dirname(path), "checkpoint")
+    assert synced[-4:] == [*readable_checkpoints.data_files(path), path + ".index", state, os.path.dirname(path)]
+
+
 def test_restore_returns_the_step_and_the_values(tmp_path):
     model, optimizer, step = parts(2.5)
     optimizer.iterations.assign(7)
