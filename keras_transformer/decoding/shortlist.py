@@ -138,7 +138,7 @@ def read(path: str, source_pieces: Sequence[str], target_pieces: Sequence[str]) 
 
 
 def write(shortlist: Shortlist, path: str, source_pieces: Sequence[str], target_pieces: Sequence[str]) -> None:
-    """Writes `shortlist` as a vocabulary-map file, atomically (a temporary sibling, renamed).
+    """Writes `shortlist` as a vocabulary-map file, atomically (a temporary sibling, renamed); "-" is stdout.
 
     Special ids are left out (they are candidates anyway); so are source ids without any, and
     pieces the format cannot hold (one holding a space, a tab or a line break: such a piece is
@@ -155,6 +155,6 @@ def write(shortlist: Shortlist, path: str, source_pieces: Sequence[str], target_
         targets = [target_pieces[i] for i in row if i not in special and writable(target_pieces[i])]
         if targets and source not in special and writable(source_pieces[source]):
             lines.append(source_pieces[source] + "\t" + " ".join(targets))
-    atomic.write_atomically(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    atomic.write_output(path, "\n".join(lines) + "\n")
 
 
