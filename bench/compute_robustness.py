@@ -71,12 +71,12 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 from typing import Callable, Optional, Sequence
 
 from absl import flags
 
+import child
 from keras_transformer import cli
 from keras_transformer.files import command_files, json_files
 from keras_transformer.config import TrainingConfig
@@ -332,11 +332,11 @@ def score(out_dir: str, name: str, log: Callable[[str], None]) -> None:
     if test and (test["beam"], test["alpha"]) == (int(beam), float(alpha or 0.6)):
         log(f"{name}: scored before ({path})")
         return
-    command = [sys.executable, SCORES, f"--model_dir={os.path.join(out_dir, name)}",
+    command = [SCORES, f"--model_dir={os.path.join(out_dir, name)}",
                f"--train_log={os.path.join(out_dir, name + '.log')}", f"--decodings={','.join(FLAGS.decodings)}",
                "--test", *[f"--data_dir={FLAGS.data_dir}"] * bool(FLAGS.data_dir)]
-    log(f"{name}: scoring: {shlex.join(['python', *command[1:]])}")
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    log(f"{name}: scoring: {shlex.join(['python', *command])}")
+    done = child.run_python(*command)
     if done.returncode:
         sys.stderr.write(done.stderr[-3000:])
         raise Stopped(f"{name}: scoring failed (exit {done.returncode})", done.returncode)

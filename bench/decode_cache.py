@@ -75,7 +75,8 @@ def main(argv):
         def last_only(ids, step, cache, memory):
             at_step = tf.one_hot(step, steps, dtype=tf.int32)[None, :]
             prefix = cache["prefix"] * (1 - at_step) + ids[:, None] * at_step  # (B, steps)
-            x = model._embed_target(prefix[:, : step + 1], 0, False)  # pylint: disable=protected-access
+            x = model.target_embedding(prefix[:, : step + 1])  # (B, t, d_model); no dropout when decoding
+            x = x + model.target_positions(x, start_index=0)
             for layer in model.decoder_layers:
                 x = layer(x, memory["encoder_outputs"], source_mask=memory["source_mask"])
             if model.decoder_norm is not None:

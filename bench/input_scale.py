@@ -41,7 +41,6 @@ import os
 import platform
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,6 +52,7 @@ import numpy as np  # noqa: E402
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from child import last_json, run_python  # noqa: E402
 from pipeline_throughput import DEFAULT_SHARED_DATA, count, time_step  # noqa: E402
 
 MODES = ("none", "disk", "memory")
@@ -233,19 +233,19 @@ def child(spec: str) -> None:
 
 
 def run_child(spec: str, cache_path=None) -> dict:
-    argv = [sys.executable, os.path.abspath(__file__), f"--child={spec}", f"--folder={FLAGS.folder}",
+    argv = [os.path.abspath(__file__), f"--child={spec}", f"--folder={FLAGS.folder}",
             f"--batches={FLAGS.batches}", f"--batch_tokens={FLAGS.batch_tokens}",
             f"--shuffle_buffer={FLAGS.shuffle_buffer}", f"--steps={FLAGS.steps}"]
     if cache_path:
         argv.append(f"--cache_path={cache_path}")
     start = time.perf_counter()
-    result = subprocess.run(argv, capture_output=True, text=True, check=False)
+    result = run_python(*argv)
     wall = time.perf_counter() - start
     if result.returncode:
         lines = result.stderr.strip().splitlines() or ["(no output)"]
         print(f"{spec} failed (exit {result.returncode}):\n  " + "\n  ".join(lines[-15:]), flush=True)
         return {"error": lines[-1], "wall_seconds": wall}
-    return dict(json.loads(result.stdout.strip().splitlines()[-1]), wall_seconds=wall)
+    return dict(last_json(result), wall_seconds=wall)
 
 
 # The parent ------------------------------------------------------------------------------------

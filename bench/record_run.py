@@ -25,11 +25,11 @@ from __future__ import annotations
 import glob
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
 from absl import app, flags
+
+import child
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("out", None, "Where to write the JSON record.")
@@ -49,10 +49,7 @@ print(json.dumps({"translations": [t.decode("utf-8") for t in outputs["translati
 
 
 def _run(*args: str) -> str:
-    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise SystemExit(f"error: {' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    return done.stdout
+    return child.checked(child.run_python(*args), " ".join(args)).stdout
 
 
 def _step_losses(event_dir: str) -> dict[str, str]:

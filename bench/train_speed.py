@@ -24,6 +24,7 @@ import time
 
 from absl import app, flags
 
+import child
 from keras_transformer.tasks import flags as task_flags
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -198,19 +199,12 @@ def worker(spec):
 
 
 def _measure(spec):
-    import json
-    import subprocess
-    import sys
-
-    argv = [sys.executable, __file__, f"--worker={spec}"] + [
+    argv = [__file__, f"--worker={spec}"] + [
         FLAGS[name].serialize() if FLAGS[name].present else ""
         for name in ("num_layers", "d_model", "d_ff", "num_heads", "vocab_size", "batch_size", "source_length",
                      "target_length", "dropout_rate", "steps", "warmup", "xla", "threads")
     ]
-    result = subprocess.run([a for a in argv if a], capture_output=True, text=True, check=False)
-    if result.returncode:
-        raise RuntimeError(f"{spec} failed:\n{result.stderr[-2000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return child.json_reply(child.run_python(*[a for a in argv if a]), spec)
 
 
 def main(argv):

@@ -13,7 +13,9 @@ an export.
 
 --ensemble_model_dirs exports one SavedModel that decodes the ensemble of --model_dir's model and
 those runs'. --format=ctranslate2 writes a CTranslate2 4.x model folder with the tokenizer beside
-it (export/ctranslate2_model.py), for serving on CPU outside TF Serving. --precision=bfloat16 runs
+it (export/ctranslate2_model.py), for serving on CPU outside TF Serving. --format takes every
+registered format (export/exporters.py, a plug-in's too), and each format-specific option is
+refused with a format that does not take it. --precision=bfloat16 runs
 the matrix products in bfloat16 and the rest in float32.
 
 Typical command lines:
@@ -32,14 +34,12 @@ what it refuses; docs/reference/commands.md every flag.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import sys
 
 from absl import flags, logging
 
-from keras_transformer.export import versions
 from keras_transformer import cli
+from keras_transformer.export import exporters, versions
 from keras_transformer.files import command_files
 from keras_transformer.tasks import flags as task_flags
 from keras_transformer.training_directory import TrainingDirectory
@@ -51,21 +51,21 @@ task_flags.define_checkpoint_flag("Checkpoint prefix to export (default: average
 task_flags.define_ensemble_flag()
 task_flags.define_decoding_flags()
 flags.DEFINE_integer("version", None, "Version folder number (default: next integer in --export_dir).", lower_bound=0)
-flags.DEFINE_boolean("check_ops", True, "Refuse to publish an export with ops stock TF Serving lacks.")
-flags.DEFINE_enum("format", "saved_model", ["saved_model", "ctranslate2"],
-                  "saved_model: a SavedModel for TF Serving; ctranslate2: a CTranslate2 model folder.")
-flags.DEFINE_string("quantization", None, "--format=ctranslate2: weights as int8, int16, float16, ... "
-                    "(default float32).")
+flags.DEFINE_boolean("check_ops", True, f"--format={exporters.takers('check_ops')}: refuse to publish an export "
+                     "with ops stock TF Serving lacks.")
+flags.DEFINE_enum("format", exporters.names()[0], exporters.names(), exporters.choices_help())
+flags.DEFINE_string("quantization", None, f"--format={exporters.takers('quantization')}: weights as int8, int16, "
+                    "float16, ... (default float32).")
 flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16", "auto"],
-                  "--format=saved_model: what the model computes in. bfloat16: matrix products in bfloat16 "
-                  "(weights stored so), softmax, layer normalization and beam scores in float32; faster on "
-                  "some CPUs with AVX512_BF16 or AMX, correct but slower than float32 on others. auto: bfloat16 "
-                  "if this machine's CPU has AVX512_BF16 or AMX and a start-up timing finds its bfloat16 "
-                  "matrix products >= 1.15x as fast as float32's, else float32.")
+                  f"--format={exporters.takers('precision')}: what the model computes in. bfloat16: matrix "
+                  "products in bfloat16 (weights stored so), softmax, layer normalization and beam scores in "
+                  "float32; faster on some CPUs with AVX512_BF16 or AMX, correct but slower than float32 on "
+                  "others. auto: bfloat16 if this machine's CPU has AVX512_BF16 or AMX and a start-up timing "
+                  "finds its bfloat16 matrix products >= 1.15x as fast as float32's, else float32.")
 flags.DEFINE_string("shortlist", None, "A vocabulary map (python -m keras_transformer.shortlist) the export's "
                     "searches are restricted by: held in the SavedModel; a CTranslate2 export keeps it as vmap.txt "
                     "and translates with it.")
-flags.DEFINE_list("signatures", None, "--format=saved_model: the signatures to export, of "
+flags.DEFINE_list("signatures", None, f"--format={exporters.takers('signatures')}: the signatures to export, of "
                   f"{', '.join(versions.SIGNATURES)} (default: all; {versions.DEFAULT_SIGNATURE} is required). "
                   "Fewer signatures load and serve in less memory.")
 flags.mark_flags_as_required(["model_dir", "export_dir"])
@@ -75,53 +75,22 @@ def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     decoding = task_flags.decoding_config()
-    if FLAGS.format == "ctranslate2":
-        from keras_transformer.export import ctranslate2_model  # pylint: disable=g-import-not-at-top
-
-        ctranslate2_model.check_quantization(FLAGS.quantization)
-    elif FLAGS.quantization is not None:
-        raise ValueError("--quantization applies to --format=ctranslate2 only")
-    if FLAGS.format == "ctranslate2" and FLAGS["precision"].present:
-        raise ValueError("--precision applies to --format=saved_model only (CTranslate2: --quantization)")
-    if FLAGS.format == "ctranslate2" and FLAGS.signatures is not None:
-        raise ValueError("--signatures applies to --format=saved_model only")
-    versions.chosen_signatures(FLAGS.signatures)  # a bad name: one line before TensorFlow starts
+    # The format's options: one it does not take refused in one line, the rest checked, before TensorFlow starts.
+    exporter = exporters.check_options(FLAGS.format, {name: FLAGS[name].value for name in exporters.options()
+                                                      if FLAGS[name].present})
     TrainingDirectory(FLAGS.model_dir).check_exists()
     command_files.check_input_file(FLAGS.shortlist, "shortlist", stdin=False)
     versions.check_export_dir(FLAGS.export_dir, FLAGS.version, model_dir=FLAGS.model_dir)
-    ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir)
-    if ensemble_model_dirs and FLAGS.format == "ctranslate2":
-        raise ValueError("--ensemble_model_dirs: --format=saved_model only (CTranslate2 ensembles are not exported)")
+    options = {name: FLAGS[name].value for name in exporter.options}
+    if "ensemble_model_dirs" in options:
+        options["ensemble_model_dirs"] = task_flags.ensemble_model_dirs(FLAGS.model_dir)
     tf = cli.start_tensorflow()
     tf.get_logger().setLevel("ERROR")
     logging.set_verbosity(logging.WARNING)
-    from keras_transformer.export import serving_module  # pylint: disable=g-import-not-at-top
-
     from keras_transformer.run_dir import layout  # pylint: disable=g-import-not-at-top
-    from keras_transformer.tasks.parsing import parse_files  # pylint: disable=g-import-not-at-top
+    from keras_transformer.tasks import registry as task_registry  # pylint: disable=g-import-not-at-top
 
     if os.path.isfile(os.path.join(FLAGS.model_dir, layout.CONFIG_FILE)):  # else export_model_dir says so
-        decoding = task_flags.decoding_config(base=parse_files.run_decoding(FLAGS.model_dir))
-    if FLAGS.format == "ctranslate2":
-        if decoding.tree_constraint:  # CTranslate2 decodes as each call says, with no such rule
-            print("note: CTranslate2 cannot constrain decoding to trees; its outputs are repaired instead "
-                  "(python -m keras_transformer.parse)", file=sys.stderr)
-            decoding = dataclasses.replace(decoding, tree_constraint=False)
-        path, checkpoint = ctranslate2_model.export_model_dir(
-            FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.quantization,
-            shortlist_file=FLAGS.shortlist)
-        print(f"exported {checkpoint} to {path} (CTranslate2, {FLAGS.quantization or 'float32'})")
-        return
-    from keras_transformer.decoding import precision as precision_lib  # pylint: disable=g-import-not-at-top
-
-    signatures = versions.chosen_signatures(FLAGS.signatures, decoding.tree_constraint)
-    precision = precision_lib.resolve(FLAGS.precision, log=print)
-    path, checkpoint, translator = serving_module.export_model_dir(
-        FLAGS.model_dir, FLAGS.export_dir, decoding, FLAGS.checkpoint, FLAGS.version, FLAGS.check_ops,
-        precision=precision, ensemble_model_dirs=ensemble_model_dirs, shortlist_file=FLAGS.shortlist,
-        signatures=signatures)
-    print(f"exported {checkpoint} to {path} ({precision}" + (", auto" if FLAGS.precision == "auto" else "") + ")")
-    print(f"signatures: {', '.join(sorted(translator.signatures()))}; "
-          f"beam_size={decoding.beam_size} alpha={decoding.alpha} max_extra_length={decoding.max_extra_length}"
-          + (" tree_constraint" if decoding.tree_constraint else ""))
-
+        decoding = task_flags.decoding_config(base=task_registry.of_run(FLAGS.model_dir).decoding)
+    exporter.export(FLAGS.model_dir, FLAGS.export_dir, decoding, options, checkpoint=FLAGS.checkpoint,
+                    version=FLAGS.version, shortlist_file=FLAGS.shortlist)

@@ -36,10 +36,10 @@ import sys
 from absl import flags
 
 from keras_transformer import cli
+from keras_transformer.export import client
 from keras_transformer.files import command_files
-from keras_transformer.config import PARSING_DECODING
 from keras_transformer.tasks import flags as task_flags
-from keras_transformer.training_directory import TrainingDirectory
+from keras_transformer.tasks.parsing.task import ParsingTask
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory of a parsing model (checkpoint + tokenizer).")
@@ -70,15 +70,13 @@ flags.DEFINE_string("data_dir", None, "With --treebank_split: the folder of tree
 flags.DEFINE_string("output", "-", "Where to write the trees, one per line; '-' for stdout.")
 flags.DEFINE_string("reference", None, "Gold trees of the --input sentences, one bracketed tree per line: "
                     "print EVALB F1.")
-task_flags.define_decoding_flags(defaults=PARSING_DECODING)
+task_flags.define_decoding_flags(defaults=ParsingTask.decoding)
 flags.DEFINE_integer("batch_size", 16, "Sentences per batch (each holds beam_size hypotheses).", lower_bound=1)
 
 
 def _check_flags() -> list[str]:
     """Refuses bad flags with one line before TensorFlow starts; returns --ensemble_model_dirs' folders."""
-    given = [name for name in ("model_dir", "export_dir", "baseline") if FLAGS[name].value is not None]
-    if len(given) != 1:
-        raise ValueError("give exactly one of --model_dir, --export_dir and --baseline")
+    client.exactly_one(model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir, baseline=FLAGS.baseline)
     if not FLAGS.model_dir:
         task_flags.check_model_dir_only("an export has its decoding built in; a baseline has none")
     if (FLAGS.input is None) == (FLAGS.treebank_split is None):
@@ -118,16 +116,16 @@ def _check_flags() -> list[str]:
                 raise ValueError(f"--{flag}: only with --baseline=pcfg or --rerank_kbest")
     command_files.check_input_file(FLAGS.input, "input")
     command_files.check_input_file(FLAGS.reference, "reference", stdin=False)  # the gold trees
+    engine = None if FLAGS.baseline else client.Engine(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint)
     if FLAGS.model_dir:
-        TrainingDirectory(FLAGS.model_dir).check_exists()
+        engine.check()  # the run exists
     ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir)  # refused without --model_dir
     if FLAGS.export_dir:
-        from keras_transformer.export import versions  # pylint: disable=g-import-not-at-top  (no TensorFlow)
-
-        task = versions.read_settings(versions.saved_model_path(FLAGS.export_dir)).get("task", "parsing")
-        if task != "parsing":  # recorded by export; an export without the key passes
-            raise ValueError(f"--export_dir={FLAGS.export_dir}: an export of a {task} model; parsing needs a model "
-                             "trained on a treebank (--dataset=ptb)")
+        engine.check()  # an export of a registered format
+        recorded = engine.settings().get("task", ParsingTask.name)
+        problem = ParsingTask().model_problem(recorded)  # recorded by export; an export without the key passes
+        if problem:
+            raise ValueError(f"--export_dir={FLAGS.export_dir}: an export of {problem}")
     return ensemble_model_dirs
 
 

@@ -22,14 +22,12 @@ docs/reference/commands.md every flag.
 
 from __future__ import annotations
 
-
 from absl import flags
 
 from keras_transformer import cli
-from keras_transformer.files import command_files
+from keras_transformer.export import client
 from keras_transformer.tasks import flags as task_flags
 from keras_transformer.tasks import scoring
-from keras_transformer.training_directory import TrainingDirectory
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory to score with (checkpoint + tokenizer).")
@@ -47,7 +45,7 @@ def main(argv):
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     # The paths and the text, before TensorFlow starts: a bad one must not cost a model load
     # (score_files checks them again before it loads the model).
-    TrainingDirectory(FLAGS.model_dir).check_exists()
+    client.Engine(model_dir=FLAGS.model_dir, checkpoint=FLAGS.checkpoint).check()  # the run exists
     scoring.check_inputs(FLAGS.source, FLAGS.target, FLAGS.output)  # and the output (`command_files.check_output_path`)
     cli.start_tensorflow()
     scoring.score_files(FLAGS.model_dir, FLAGS.source, FLAGS.target, FLAGS.output, checkpoint=FLAGS.checkpoint,

@@ -38,6 +38,7 @@ from keras_transformer import cli, dev_metrics, position_encodings
 from keras_transformer.files import command_files
 from keras_transformer.run_dir import layout
 from keras_transformer.tasks import flags as task_flags
+from keras_transformer.tasks import registry as task_registry
 from keras_transformer.training_directory import TrainingDirectory
 
 FLAGS = flags.FLAGS
@@ -170,26 +171,6 @@ def _resumed_training(training):
     return dataclasses.replace(training, ema_decay=float(recorded))
 
 
-def _check_selection(training, data, bleu_sentences) -> None:
-    """A one-line `ValueError` when --best_checkpoint_metric names a score the dev evaluation will
-    not compute and a flag ranks by it: BLEU and F1 need decoded dev sentences, F1 a parsing run."""
-    from keras_transformer.pipelines import sources  # pylint: disable=g-import-not-at-top  (no TensorFlow)
-
-    metric = dev_metrics.lookup(training.best_checkpoint_metric)
-    if not (training.keep_best_checkpoints or training.early_stopping_patience) or not metric.decoded:
-        return
-    if metric.task and sources.task_of(data.dataset) != metric.task:
-        others = " or ".join(m for m in dev_metrics.names() if not dev_metrics.lookup(m).task)
-        raise ValueError(f"--best_checkpoint_metric={metric.name} ranks by the dev {metric.full_name} of a "
-                         f"{metric.task} run, but --dataset={data.dataset} is not a {metric.task} data set (no "
-                         f"{metric.display_name} is computed): pass --best_checkpoint_metric={others}")
-    if bleu_sentences == 0:
-        teacher = " or ".join(m for m in dev_metrics.names() if not dev_metrics.lookup(m).decoded)
-        raise ValueError(f"--keep_best_checkpoints and --early_stopping_patience rank by dev {metric.full_name}, "
-                         "which --eval_max_sentences=-1 turns off: decode some dev sentences, or pass "
-                         f"--best_checkpoint_metric={teacher}")
-
-
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -199,7 +180,7 @@ def main(argv):
     decoding = task_flags.decoding_config(prefix="eval_")
     training = training_config()
     bleu_sentences = {0: None, -1: 0}.get(FLAGS.eval_max_sentences, max(FLAGS.eval_max_sentences, 0))
-    _check_selection(training, data, bleu_sentences)
+    task_registry.of_dataset(data.dataset).check_training(training, data, bleu_sentences)  # what ranks checkpoints
     if FLAGS.evaluate_only:
         TrainingDirectory(FLAGS.model_dir).check_exists()
         command_files.check_writable_folder(FLAGS.model_dir, "model_dir")  # the translations are written there

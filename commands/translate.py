@@ -28,7 +28,6 @@ docs/reference/commands.md every flag.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 from absl import flags
@@ -36,11 +35,11 @@ from absl import flags
 from keras_transformer import cli
 from keras_transformer.files import command_files
 from keras_transformer.tasks import flags as task_flags
-from keras_transformer.training_directory import TrainingDirectory
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Training directory to translate with (checkpoint + tokenizer).")
-flags.DEFINE_string("export_dir", None, "SavedModel from `python -m keras_transformer.export`: a version folder or its base folder.")
+flags.DEFINE_string("export_dir", None, "An export of `python -m keras_transformer.export` (a SavedModel, a "
+                    "CTranslate2 model, any registered --format): a version folder or its base folder.")
 task_flags.define_checkpoint_flag("With --model_dir: this checkpoint prefix instead of averaged/latest.")
 task_flags.define_ensemble_flag()
 flags.DEFINE_string("input", "-", "Source sentences, one per line, plain or gzipped; '-' for stdin.")
@@ -59,37 +58,22 @@ flags.DEFINE_string("shortlist", None, "A vocabulary map (python -m keras_transf
                     "export holds its own).")
 flags.DEFINE_integer("n_best", 1, "Hypotheses per sentence (at most the beam size); above 1, lines "
                      "'i ||| translation ||| score', best first (the Moses n-best format).", lower_bound=1)
-flags.register_multi_flags_validator(
-    ["model_dir", "export_dir"],
-    lambda values: (values["model_dir"] is None) != (values["export_dir"] is None),
-    message="give exactly one of --model_dir and --export_dir",
-)
 
 
 def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
-    if FLAGS.export_dir:
-        task_flags.check_model_dir_only("an export has its decoding settings built in")
-        if FLAGS.shortlist:
-            raise ValueError("--shortlist: only with --model_dir (an export holds the shortlist it was exported with)")
-    ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir)  # refused with --export_dir
+    from keras_transformer.export import client  # pylint: disable=g-import-not-at-top  (no TensorFlow yet)
+
     decoding = task_flags.decoding_config()
     sampling = task_flags.sampling_config()
-    if sampling is not None and (FLAGS.n_best > 1 or decoding.beam_size > 1 and FLAGS["beam_size"].present):
-        raise ValueError("sampling draws one translation per sentence: no --beam_size or --n_best above 1 with it")
-    if sampling is not None and FLAGS.target_prefix_file:
-        raise ValueError("--target_prefix_file: not with sampling (--sampling_*)")
-    if FLAGS.target_prefix_file and FLAGS.n_best > 1:
-        raise ValueError("--target_prefix_file: not with --n_best above 1")
-    from keras_transformer.export import client, versions  # pylint: disable=g-import-not-at-top  (no TensorFlow yet)
-
-    if sampling is not None or FLAGS.target_prefix_file:
-        if FLAGS.export_dir:  # an older export lacks the signature
-            client.check_export_signature(FLAGS.export_dir, versions.SAMPLED_SIGNATURE if sampling else
-                                          versions.PREFIX_SIGNATURE)
-    elif FLAGS.model_dir:  # DecodingConfig checks it against --beam_size
-        decoding = dataclasses.replace(decoding, n_best=FLAGS.n_best)
+    engine = client.Engine(  # exactly one of --model_dir and --export_dir; what may be asked together
+        FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint, shortlist_file=FLAGS.shortlist,
+        request=client.Request(n_best=FLAGS.n_best, sampling=sampling, prefixed=bool(FLAGS.target_prefix_file),
+                               beam_size=FLAGS.beam_size if FLAGS["beam_size"].present else None))
+    if FLAGS.export_dir:
+        task_flags.check_model_dir_only("an export has its decoding settings built in")
+    ensemble_model_dirs = task_flags.ensemble_model_dirs(FLAGS.model_dir)  # refused with --export_dir
     # The paths, before TensorFlow starts: a bad one must not cost a model load (translate_file
     # checks them again, and the reference's line count, before it loads the model).
     command_files.check_input_file(FLAGS.input, "input")
@@ -102,10 +86,7 @@ def main(argv):
     from keras_transformer.tasks import translation  # pylint: disable=g-import-not-at-top  (no TensorFlow yet)
 
     translation.check_files(FLAGS.input, FLAGS.output, FLAGS.reference, FLAGS.target_prefix_file)
-    if FLAGS.model_dir:
-        TrainingDirectory(FLAGS.model_dir).check_exists()
-    else:  # a SavedModel (a version folder or its base folder); the export's beam, from its export.json
-        client.check_export_n_best(FLAGS.export_dir, FLAGS.n_best)
+    engine.check(decoding)  # the run exists and its beam keeps --n_best; the export serves the request
     cli.start_tensorflow()
 
     report = translation.translate_file(

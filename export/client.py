@@ -1,12 +1,19 @@
-"""What runs an export: a `serving_default` from a training directory or a SavedModel, and
-many lines through it in length-sorted batches.
+"""What translates on the host: a training directory built in process or an export of any
+format, described once (`Engine`), and many lines through it in length-sorted batches.
 
-`python -m keras_transformer.translate` and `python -m keras_transformer.parse` (section 6.3's
-trees are translations too) share both: the same graph TF Serving runs, whether it was built
-in process from a checkpoint or loaded from the SavedModel.
+`python -m keras_transformer.translate`, `score` and `parse` (section 6.3's trees are
+translations too) describe what they translate with as an `Engine`, so each check of it (exactly
+one of a training directory and an export, what a request may ask together, what an export
+serves) is made in one place, with the same line from every command:
 
-    translate_fn, source = load_translate_fn(model_dir="runs/demo")        # or export_dir=...
+    engine = Engine(export_dir="/tmp/serving/transformer", request=Request(n_best=3))
+    decoding = engine.check(DecodingConfig())           # before TensorFlow starts: files only
+    translate_fn, source = engine.load(decoding)        # a SavedModel, a CTranslate2 model, ...
     translations, scores = translate_lines(translate_fn, [b"A dog runs."], batch_size=32)
+
+An export is loaded by its format's `keras_transformer.export.exporters.Exporter` (the format
+its folder records); from a training directory the export's `Translator` runs in process, the
+same graph TF Serving runs.
 """
 
 from __future__ import annotations
@@ -14,12 +21,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional, Sequence, Union
 
-from keras_transformer.export.versions import N_BEST_SIGNATURE, PREFIX_SIGNATURE, SAMPLED_SIGNATURE
 from keras_transformer import cli
 from keras_transformer.config import DecodingConfig, SamplingConfig
-
-# Batch i of a sampled file is drawn with seed * BATCH_SEEDS + i: batches get their own draws.
-BATCH_SEEDS = 2**20
+from keras_transformer.export import exporters, loaded_saved_model
+from keras_transformer.export.exporters import Request
+from keras_transformer.export.loaded_saved_model import (  # noqa: F401  (the names callers import from here)
+    BATCH_SEEDS, check_export_signature, load_saved_model)
+from keras_transformer.training_directory import TrainingDirectory
 
 
 def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress: Optional[bool] = None,
@@ -47,7 +55,8 @@ def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress:
         else:
             out = translate_fn(tf.constant([line for line, _ in batch], tf.string),
                                tf.constant([prefix for _, prefix in batch], tf.string))
-        return [(_texts(text), score.tolist()) for text, score in zip(out["translations"].numpy(), out["scores"].numpy())]
+        return [(_texts(text), score.tolist())
+                for text, score in zip(_array(out["translations"]), _array(out["scores"]))]
 
     lengths = [(len(line.split()), len(line)) for line in lines]
     items = lines if prefixes is None else list(zip(lines, prefixes))
@@ -56,55 +65,117 @@ def translate_lines(translate_fn, lines: list[bytes], batch_size: int, progress:
     return [t for t, _ in results], [s for _, s in results]
 
 
+def _array(value):
+    """A translate function's output (a tensor, an array or a list) as a NumPy array."""
+    import numpy as np  # pylint: disable=g-import-not-at-top
+
+    return value.numpy() if hasattr(value, "numpy") else np.asarray(value, dtype=object if _is_text(value) else None)
+
+
+def _is_text(value) -> bool:
+    """Whether a nested list holds strings (an array of them keeps Python's str and bytes)."""
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    return isinstance(value, (str, bytes))
+
+
 def _texts(value):
-    """A translation (bytes) or a row of n-best translations -> str or a list of str."""
-    return value.decode("utf-8") if isinstance(value, bytes) else [text.decode("utf-8") for text in value]
+    """A translation (bytes or str) or a row of n-best translations -> str or a list of str."""
+    if isinstance(value, (bytes, str)):
+        return value.decode("utf-8") if isinstance(value, bytes) else value
+    return [_texts(text) for text in value]
 
 
-def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str] = None,
-                      decoding: DecodingConfig = DecodingConfig(), checkpoint: Optional[str] = None,
-                      n_best: int = 1, ensemble_model_dirs: Sequence[str] = (),
-                      sampling: Optional[SamplingConfig] = None, prefixed: bool = False,
-                      shortlist_file: Optional[str] = None):
-    """(`serving_default`: tf.string [N] -> {"translations", "scores"}, where it came from).
+def exactly_one(**given) -> None:
+    """A one-line `ValueError` unless exactly one of `given` (what translates, by flag name:
+    model_dir=..., export_dir=..., and a command's others) is not None: "give exactly one of
+    --model_dir and --export_dir"."""
+    names = [f"--{name}" for name in given]
+    if sum(value is not None for value in given.values()) != 1:
+        raise ValueError(f"give exactly one of {', '.join(names[:-1])} and {names[-1]}")
 
-    From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
-    process from the averaged or latest checkpoint (or `checkpoint`); `export_dir` loads the
-    SavedModel (a version folder, or a base folder whose highest version is used), whose
-    decoding settings were fixed at export time. With `ensemble_model_dirs` (and `model_dir`) the
-    Translator decodes their ensemble (`serving_module.from_model_dir`); with `shortlist_file`
-    (and `model_dir`) its searches are restricted by that vocabulary map (an export holds its own).
 
-    With `n_best` > 1 the function is the `translate_n_best` signature asked for `n_best`
-    hypotheses with the beam and alpha of `decoding` (from `model_dir`) or of the export
-    (its `assets.extra/export.json`); its outputs are `[N, n_best]`, best first.
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    """What translates: a training directory (its `Translator` built in process) or an export
+    of any registered format, and what it is asked (`Request`). Checked on construction
+    (`exactly_one`, the request's combinations, a shortlist only with a training directory).
 
-    With `sampling` the function is `translate_sampled` with its options (batch i drawn with
-    seed `sampling.seed * BATCH_SEEDS + i`); with `prefixed`, `translate_with_prefix`
-    (sentences, target prefixes). Either only with `n_best` 1 (the caller checks).
-
-    Raises:
-        ValueError: `n_best` larger than that beam (`DecodingConfig`'s check), or an export without
-            the signature asked for.
+    Args:
+        model_dir: str or None, a training directory.
+        export_dir: str or None, an export: a version folder or its base folder (the highest
+            version holding an export).
+        checkpoint: str or None, with `model_dir`: this checkpoint prefix instead of the
+            averaged, best or latest one.
+        ensemble_model_dirs: more training directories decoded with `model_dir`'s model as one
+            (`serving_module.from_model_dir`).
+        shortlist_file: str or None, with `model_dir`: a vocabulary map the searches are
+            restricted by (an export holds its own).
+        request: `Request`, n-best, sampling or target prefixes.
     """
-    if (model_dir is None) == (export_dir is None):
-        raise ValueError("give exactly one of model_dir and export_dir")
-    if model_dir:
+
+    model_dir: Optional[str] = None
+    export_dir: Optional[str] = None
+    checkpoint: Optional[str] = None
+    ensemble_model_dirs: Sequence[str] = ()
+    shortlist_file: Optional[str] = None
+    request: Request = Request()
+
+    def __post_init__(self):
+        exactly_one(model_dir=self.model_dir, export_dir=self.export_dir)
+        if self.export_dir is not None and self.shortlist_file:
+            raise ValueError("--shortlist: only with --model_dir (an export holds the shortlist it was exported with)")
+        object.__setattr__(self, "ensemble_model_dirs", tuple(self.ensemble_model_dirs))
+
+    def check(self, decoding: DecodingConfig = DecodingConfig()) -> DecodingConfig:
+        """Refuses with one line, reading files only (a command calls it before TensorFlow
+        starts), what `load` would refuse: a missing training directory or an n-best above
+        `decoding`'s beam; an export that is missing, damaged, of an unknown format, or does not
+        serve the request (its recorded beam, its signatures). Returns the decoding a training
+        directory decodes with (`decoding` with the request's n_best)."""
+        if self.model_dir is not None:
+            decoding = dataclasses.replace(decoding, n_best=self.request.n_best)  # checked against its beam_size
+            TrainingDirectory(self.model_dir).check_exists()
+            return decoding
+        exporter, folder = exporters.locate(self.export_dir)
+        exporter.check_request(folder, self.request)
+        return decoding
+
+    def settings(self) -> dict:
+        """What the export was made with (its format's export.json)."""
+        exporter, folder = exporters.locate(self.export_dir)
+        return exporter.settings(folder)
+
+    def load(self, decoding: DecodingConfig = DecodingConfig()):
+        """(translate function: tf.string [N] -> {"translations", "scores"}, where it came from).
+
+        From `model_dir` the export's `Translator` (tokenizer + search with `decoding`) is built
+        in process: `serving_default`, or with the request `translate_n_best` ([N, n_best]
+        outputs, best first, with `decoding`'s beam and alpha), `translate_sampled` (batch i
+        drawn with seed `sampling.seed * BATCH_SEEDS + i`) or `translate_with_prefix`
+        (sentences, target prefixes). An export is loaded by its format's `Exporter.load`
+        after `Exporter.check_request`; its decoding was fixed when it was exported.
+        """
+        request = self.request
+        if self.export_dir is not None:
+            exporter, folder = exporters.locate(self.export_dir)
+            exporter.check_request(folder, request)
+            return exporter.load(folder, request), folder
         from keras_transformer.export import serving_module  # pylint: disable=g-import-not-at-top  (TensorFlow)
 
-        decoding = dataclasses.replace(decoding, n_best=n_best)  # checked against its beam_size
-        translator, source = serving_module.from_model_dir(model_dir, decoding, checkpoint,
-                                                           ensemble_model_dirs=ensemble_model_dirs,
-                                                           shortlist_file=shortlist_file)
-        if sampling is not None:
-            return _sampled_fn(translator.translate_sampled, sampling), source
-        if prefixed:
+        decoding = self.check(decoding)
+        translator, source = serving_module.from_model_dir(self.model_dir, decoding, self.checkpoint,
+                                                           ensemble_model_dirs=self.ensemble_model_dirs,
+                                                           shortlist_file=self.shortlist_file)
+        if request.sampling is not None:
+            return loaded_saved_model.sampled_fn(translator.translate_sampled, request.sampling), source
+        if request.prefixed:
             def prefixed_fn(sentences, prefixes):  # holds the Translator, as below
                 return translator.translate_with_prefix(sentences, prefixes)
 
             return prefixed_fn, source
-        if n_best > 1:
-            options = _n_best_options(decoding)
+        if request.n_best > 1:
+            options = loaded_saved_model.n_best_options(decoding)
 
             def n_best_fn(sentences):  # holds the Translator, as below
                 return translator.translate_n_best(sentences, **options)
@@ -115,137 +186,23 @@ def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str]
             return translator.serving_default(sentences)
 
         return serving_default, source
-    from keras_transformer.export import versions  # pylint: disable=g-import-not-at-top
-
-    source = versions.saved_model_path(export_dir)
-    name = (SAMPLED_SIGNATURE if sampling is not None else PREFIX_SIGNATURE if prefixed
-            else N_BEST_SIGNATURE if n_best > 1 else None)
-    if name:  # export.json read once, before the SavedModel is loaded
-        settings = versions.read_settings(source)
-        if n_best > 1:
-            exported = _exported_decoding(settings, n_best, source)  # a damaged "decoding" named first
-        _check_signature(settings, source, name)
-    loaded = load_saved_model(source)
-    if sampling is not None:
-        fn = _sampled_fn(loaded.signatures[SAMPLED_SIGNATURE], sampling)
-    elif prefixed:
-        signature = loaded.signatures[PREFIX_SIGNATURE]
-
-        def fn(sentences, prefixes):
-            return signature(sentences=sentences, target_prefixes=prefixes)
-    if sampling is not None or prefixed:
-        fn.saved_model = loaded  # a signature keeps only a weak reference to its SavedModel
-        return fn, source
-    if n_best == 1:
-        return loaded.signatures["serving_default"], source
-    signature, options = loaded.signatures[N_BEST_SIGNATURE], _n_best_options(exported)
-
-    def loaded_n_best(sentences):
-        return signature(sentences=sentences, **options)
-
-    loaded_n_best.saved_model = loaded  # a signature keeps only a weak reference to its SavedModel
-    return loaded_n_best, source
 
 
-def _sampled_fn(signature, sampling: SamplingConfig):
-    """`translate_sampled` as a function of the sentences alone, a seed of its own per call."""
-    import itertools  # pylint: disable=g-import-not-at-top
+def load_translate_fn(model_dir: Optional[str] = None, export_dir: Optional[str] = None,
+                      decoding: DecodingConfig = DecodingConfig(), checkpoint: Optional[str] = None,
+                      n_best: int = 1, ensemble_model_dirs: Sequence[str] = (),
+                      sampling: Optional[SamplingConfig] = None, prefixed: bool = False,
+                      shortlist_file: Optional[str] = None):
+    """`Engine(...).load(decoding)`: (translate function, where it came from) of a training
+    directory or an export, with the request `n_best`, `sampling`, `prefixed`.
 
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-    options = {"topk": tf.constant([sampling.topk], tf.int32), "topp": tf.constant([sampling.topp], tf.float32),
-               "temperature": tf.constant([sampling.temperature], tf.float32)}
-    calls = itertools.count()
-
-    def sampled(sentences):
-        seed = tf.constant([sampling.seed * BATCH_SEEDS + next(calls)], tf.int64)
-        return signature(sentences=sentences, seed=seed, **options)
-
-    return sampled
-
-
-def check_export_signature(export_dir: str, name: str) -> None:
-    """A one-line `ValueError` unless the export (a version folder or its base folder) has the
-    signature `name` (older exports lack the newer ones, an export by `--signatures` those it
-    left out). Reads export.json only."""
-    from keras_transformer.export import versions  # pylint: disable=g-import-not-at-top
-
-    source = versions.saved_model_path(export_dir)
-    _check_signature(versions.read_settings(source), source, name)
-
-
-def _check_signature(settings: dict, source: str, name: str) -> None:
-    """A one-line `ValueError` unless the export.json `settings` of the SavedModel folder `source`
-    list the signature `name`."""
-    if name not in settings.get("signatures", []):
-        raise ValueError(f"{source} has no {name} signature (exported without it by --signatures, or an older "
-                         "export): export the model again with it")
-
-
-def load_saved_model(source: str):
-    """`tf.saved_model.load(source)` with tensorflow-text's ops; a damaged export (a
-    saved_model.pb that does not parse, missing, truncated or damaged variables, no
-    `serving_default`) is a one-line `ValueError` naming it, whatever TensorFlow's loader raised
-    (a variables file cut short raises `IndexError` from its checkpoint reader). A file system's
-    refusal (a file that may not be read) stays an `OSError` for the command's line
-    (`cli.errors.os_error_message`)."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (tokenizer ops)
-
-    try:
-        with cli.silence_native_stderr():  # the tokenizer resource's "normalizer.cc" INFO lines
-            loaded = tf.saved_model.load(source)
-    except Exception as error:  # pylint: disable=broad-except  (any failure of the loader: a damaged export)
-        if cli.errors.os_error_message(error) and not isinstance(error, tf.errors.NotFoundError):
-            raise
-        reason = " ".join(str(getattr(error, "message", error)).split())[:300]
-        if not isinstance(error, (OSError, ValueError, tf.errors.OpError)):  # e.g. IndexError: a file cut short
-            reason = f"{type(error).__name__}: {reason}; its files are damaged or cut short"
-        raise ValueError(f"{source}: not a readable SavedModel ({reason}); export the model again") from None
-    if "serving_default" not in loaded.signatures:
-        raise ValueError(f"{source}: a SavedModel without a serving_default signature; not made by python -m keras_transformer.export")
-    return loaded
-
-
-def check_export_n_best(export_dir: str, n_best: int) -> Optional[DecodingConfig]:
-    """A one-line error unless `export_dir` (a version folder or its base folder) holds a
-    SavedModel and, for `n_best` > 1, its export.json lists `translate_n_best` (an older export
-    does not) and its beam keeps `n_best` hypotheses (then its `DecodingConfig`, with `n_best`;
-    else None).
-    Reads files only: a command calls it before TensorFlow starts."""
-    from keras_transformer.export import versions  # pylint: disable=g-import-not-at-top
-
-    source = versions.saved_model_path(export_dir)
-    if n_best == 1:
-        return None
-    settings = versions.read_settings(source)
-    exported = _exported_decoding(settings, n_best, source)  # a damaged "decoding" named first
-    _check_signature(settings, source, N_BEST_SIGNATURE)
-    return exported
-
-
-def _exported_decoding(settings: dict, n_best: int, source: str) -> DecodingConfig:
-    """The `DecodingConfig` of an export's export.json `settings` with `n_best`: a one-line
-    `ValueError` naming the export unless its beam keeps that many (`DecodingConfig`'s check)."""
-    from keras_transformer.export import versions  # pylint: disable=g-import-not-at-top
-
-    try:
-        exported = DecodingConfig(**settings.get("decoding", {}))
-    except TypeError as error:  # an unknown field
-        raise ValueError(f"{versions.settings_path(source)}: its \"decoding\" is not an export's ({error})") from None
-    try:
-        return dataclasses.replace(exported, n_best=n_best)
-    except ValueError as error:  # the export's beam_size, fixed when it was exported
-        raise ValueError(f"--n_best with the export {source}: {error}") from None
-
-
-def _n_best_options(decoding: DecodingConfig) -> dict:
-    """A `translate_n_best` request's options: `decoding`'s n_best, beam_size and alpha."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-    return {"n_best": tf.constant([decoding.n_best], tf.int32),
-            "beam_size": tf.constant([decoding.beam_size], tf.int32),
-            "alpha": tf.constant([decoding.alpha], tf.float32)}
+    Raises:
+        ValueError: what `Engine` and `Engine.check` refuse (`n_best` larger than the beam, an
+            export without the signature asked for, ...).
+    """
+    engine = Engine(model_dir, export_dir, checkpoint, ensemble_model_dirs, shortlist_file,
+                    Request(n_best=n_best, sampling=sampling, prefixed=prefixed))
+    return engine.load(decoding)
 
 
 GRPC_PORT = 8500  # tensorflow/serving's Docker entry point: --port=8500 --rest_api_port=8501

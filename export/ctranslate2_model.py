@@ -651,3 +651,28 @@ class Ctranslate2Translator:
         flat = [pieces for hypotheses in nbest for pieces, _ in hypotheses]
         texts = iter(self.detokenize(flat))
         return [[(next(texts), score) for _, score in hypotheses] for hypotheses in nbest]
+
+
+def load_translate_fn(path: str, n_best: int = 1) -> Callable:
+    """The CTranslate2 export in `path` as a translate function (`--format=ctranslate2`'s loader,
+    `keras_transformer.export.exporters`): `fn(tf.string [N]) -> {"translations", "scores"}`,
+    [N], or with `n_best` > 1 [N, n_best] best first with the export's recorded beam and alpha,
+    a slot no hypothesis fills "" scored `beam_search.NEG_INF`, as the SavedModel's
+    `translate_n_best`."""
+    from keras_transformer.decoding.beam_search import NEG_INF  # pylint: disable=g-import-not-at-top
+
+    translator = Ctranslate2Translator(path)
+    decoding = dataclasses.replace(translator.decoding, n_best=n_best)
+
+    def translate(sentences):
+        texts = [s.decode("utf-8", errors="replace") for s in np.asarray(sentences).tolist()]
+        nbest = translator.translate(texts, decoding)
+        if n_best == 1:
+            return {"translations": [hypotheses[0][0] for hypotheses in nbest],
+                    "scores": np.array([hypotheses[0][1] for hypotheses in nbest], np.float32)}
+        rows = [list(hypotheses[:n_best]) + [("", NEG_INF)] * (n_best - len(hypotheses)) for hypotheses in nbest]
+        return {"translations": [[text for text, _ in row] for row in rows],
+                "scores": np.array([[score for _, score in row] for row in rows], np.float32).reshape(-1, n_best)}
+
+    translate.translator = translator
+    return translate

@@ -56,8 +56,10 @@ class DataSpec:
         source_lang: language code of the source side ("" if unknown).
         target_lang: language code of the target side.
         pair: the tfds config, e.g. "en-de" (multi30k) or "de-en" (wmt14).
-        task: "translation", or "parsing" (section 6.3: targets are linearized trees, decoded
-            with beam 21 and alpha 0.3 and scored with EVALB F1 as well).
+        task: the name of the task of a run trained on it, whose behaviour is the task's
+            (`keras_transformer.tasks.registry`): "translation", or "parsing" (section 6.3:
+            targets are linearized trees, decoded with beam 21 and alpha 0.3 and scored with EVALB
+            F1 as well), or a task registered later.
     """
     kind: str
     source_lang: str = ""
@@ -175,8 +177,9 @@ def short_names() -> tuple[str, ...]:
 
 
 def task_of(dataset: str) -> str:
-    """The task of a run trained on `dataset` (the name its model_config.json records):
-    "parsing" for a treebank, else "translation" (also for a name no longer registered)."""
+    """The name of the task of a run trained on `dataset` (the data set its model_config.json
+    records): "parsing" for a treebank, else "translation" (also for a name no longer
+    registered); `keras_transformer.tasks.registry.of_dataset` gives the task itself."""
     return DATASETS[dataset].task if dataset in DATASETS else "translation"
 
 

@@ -505,12 +505,16 @@ def load(directory: str) -> Tokenizer:
         raise DataError(f"{path}: no such file (the model file {config_path} names)")
     with open(path, "rb") as f:
         data = f.read()
-    if settings["type"] == "wordpiece":
-        tokenizer = WordPieceTokenizer(data.decode("utf-8").split("\n")[:-1],
-                                       lowercase=settings["lowercase"], lowercase_op=lowercase_op)
-    else:
-        tokenizer = SentencePieceTokenizer(data, type=settings["type"],
+    try:
+        if settings["type"] == "wordpiece":
+            tokenizer = WordPieceTokenizer(data.decode("utf-8").split("\n")[:-1],
                                            lowercase=settings["lowercase"], lowercase_op=lowercase_op)
+        else:
+            tokenizer = SentencePieceTokenizer(data, type=settings["type"],
+                                               lowercase=settings["lowercase"], lowercase_op=lowercase_op)
+    except (ValueError, RuntimeError, UnicodeDecodeError) as error:  # the model file's bytes: name the file
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise DataError(f"{path}: not a {settings['type']} model ({type(error).__name__}: {reason})") from None
     tokenizer.asset_path = path
     return tokenizer
 

@@ -4,6 +4,10 @@
 (strings -> strings) know nothing of each other's runs; a task puts them together, reading and
 writing a run through its one owner, `keras_transformer.training_directory.TrainingDirectory`:
 
+  task            `Task`: what a kind of run owns (decoding defaults, dev scores, the metrics
+                  that may rank its checkpoints, its checks of training settings); `TranslationTask`.
+  registry        the tasks by name (`register_task`, `lookup`), by data set (`of_dataset`) and by
+                  training directory (`of_run`).
   training        train (or resume) a model on a data set (sections 5, 6.1): `train`.
   fine_tuning     `InitSource`: a new run started from another run's model (`--init_from`).
   disk_cache      the training pairs' disk cache in MODEL_DIR/cache (`--cache=disk`).

@@ -1,5 +1,6 @@
-"""A model scored on a data set's split: dev loss, perplexity, BLEU, chrF (and a task's own measure,
-parsing's F1), during training (`build_evaluator`) and after it (`evaluate`, `--evaluate_only`).
+"""A model scored on a data set's split: dev loss, perplexity, BLEU, chrF (and its task's own measure,
+`keras_transformer.tasks.task.Task.dev_scores`: parsing's F1), during training (`build_evaluator`) and
+after it (`evaluate`, `--evaluate_only`).
 
 Section 6.1: beam 4, alpha 0.6, output up to input length + 50, through the same decoding entry
 point as `translate` and the export (`keras_transformer.decoding.search`)."""
@@ -15,8 +16,8 @@ from typing import Callable, Optional
 from keras_transformer import cli
 from keras_transformer.config import DecodingConfig, TransformerConfig
 from keras_transformer.run_dir import layout
-from keras_transformer.pipelines import linearized_trees, sources
 from keras_transformer.pipelines.data_config import DataConfig
+from keras_transformer.tasks import registry as task_registry
 
 _print = functools.partial(print, flush=True)
 
@@ -25,7 +26,7 @@ def build_evaluator(data: DataConfig, decoding: DecodingConfig, model: Transform
                     target_tokenizer, bleu_sentences: Optional[int] = None):
     """Dev loss and perplexity on `data.dev_split` (label smoothing as `model`'s), and BLEU on its
     first `bleu_sentences` sentences (None: all; 0: no BLEU), decoded with `decoding` (its tree
-    constraint too, over `target_tokenizer`'s pieces)."""
+    constraint too, over `target_tokenizer`'s pieces), with the scores of the data set's task."""
     from keras_transformer.training.evaluation import Evaluator  # pylint: disable=g-import-not-at-top
     from keras_transformer.pipelines import batching  # pylint: disable=g-import-not-at-top
 
@@ -37,15 +38,9 @@ def build_evaluator(data: DataConfig, decoding: DecodingConfig, model: Transform
     pairs = pairs[:bleu_sentences]
     with cli.silence_native_stderr():
         rows = source_tokenizer.tokenize([s for s, _ in pairs], add_eos=True).to_list()
-    task_scores = None
-    if sources.spec(data.dataset).task == "parsing":  # section 6.3: EVALB F1 of the dev trees too
-        from keras_transformer.tasks.parsing import parse_files  # pylint: disable=g-import-not-at-top
-
-        task_scores = parse_files.Gold.from_treebank(data.data_dir, data.dev_split).take(len(pairs)).dev_scores
-    grammar = (linearized_trees.tree_grammar(target_tokenizer.pieces(), model.output_vocab_size,
-                                             source_tags=data.tagged,
-                                             placeholders=data.tree_targets == "placeholders")
-               if decoding.tree_constraint else None)
+    task = task_registry.of_dataset(data.dataset)
+    task_scores = task.dev_scores(data, pairs)  # beside BLEU and chrF (parsing: EVALB F1 of the dev trees)
+    grammar = task.grammar(data, target_tokenizer, model.output_vocab_size) if decoding.tree_constraint else None
     return Evaluator(loss_batches, [row[: data.max_length] for row in rows], [t for _, t in pairs],
                      target_tokenizer.detokenize, decoding, model.label_smoothing, task_scores=task_scores,
                      grammar=grammar)

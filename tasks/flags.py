@@ -19,6 +19,7 @@ from absl import flags
 
 from keras_transformer.pipelines import linearized_trees
 from keras_transformer.pipelines import sources
+from keras_transformer.tasks import registry as task_registry
 
 FLAGS = flags.FLAGS
 
@@ -191,8 +192,8 @@ def depth_flags() -> dict:
 
 def define_data_flags() -> None:
     """The flags of `keras_transformer.pipelines.data_config.DataConfig` (section 5.1), and --seed."""
-    short_names = [name + (f" ({sources.task_of(name)})" if sources.task_of(name) != "translation" else "")
-                   for name in sources.short_names()]  # the registry's (`sources.register_source`)
+    short_names = [task_registry.dataset_label(name)  # the registries' (`sources.register_source`, `register_task`)
+                   for name in sources.short_names()]
     flags.DEFINE_string("dataset", "embedded", f"{', '.join(short_names)}, or a full pipelines.sources name "
                         "such as multi30k_en_de.")
     flags.DEFINE_string("source_lang", "en", "Source language (multi30k, wmt14).")

@@ -29,6 +29,7 @@ from keras_transformer.pipelines.data_config import DataConfig, check_batch_toke
 from keras_transformer.tasks.dev_evaluation import build_evaluator
 from keras_transformer.tasks.disk_cache import prepare_disk_cache
 from keras_transformer.tasks.fine_tuning import InitSource, ignored_on_resume, recorded_init
+from keras_transformer.tasks import registry as task_registry
 from keras_transformer.training_directory import TrainingDirectory
 from keras_transformer.training_directory.vocabulary import sized_model
 
@@ -38,7 +39,8 @@ _print = functools.partial(print, flush=True)
 def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, decoding: DecodingConfig,
           *, bleu_sentences: Optional[int] = None, num_gpus: int = -1, cpu_replicas: int = 0,
           init_from: Optional[str] = None, log: Callable[[str], None] = _print):
-    """Trains (or resumes) a translation model in `model_dir`; returns the final `LoopState`.
+    """Trains (or resumes) a model of `data`'s task in `model_dir` (its model_config.json records the
+    task's name: `keras_transformer.tasks.registry.of_run`); returns the final `LoopState`.
 
     Args:
         model_dir: the training directory (`keras_transformer.run_dir.layout` layout).
@@ -119,7 +121,8 @@ def train(model_dir: str, data: DataConfig, model: TransformerConfig, training, 
             if chief:
                 _save_tokenizers(run, source_tok, target_tok)  # every check passed: the run's from now on
                 origin = init.record() if init else run.settings().get("init_from") if run.has_settings() else None
-                run.write_settings(model, training=training.to_dict(), data=dataclasses.asdict(data),
+                run.write_settings(model, task=task_registry.of_dataset(data.dataset).name,
+                                   training=training.to_dict(), data=dataclasses.asdict(data),
                                    decoding=decoding.to_dict(), tokenizer={"sha256": fingerprint},
                                    **({"init_from": origin} if origin else {}))  # a resume keeps its origin
             trainer = trainer_lib.build_trainer(model, training, model_dir, strategy,

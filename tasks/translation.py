@@ -3,8 +3,8 @@
     translate_file("test.en", "test.hyp", model_dir=model_dir)
 
 `translate_file` runs the export's `Translator` (built in process from a training directory)
-or a SavedModel, so a file is translated by the same graph TF Serving runs (section 6.1's
-search, `keras_transformer.decoding.search`).
+or an export of any format (`keras_transformer.export.client.Engine`), so a file is translated
+by the same graph TF Serving runs (section 6.1's search, `keras_transformer.decoding.search`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ import sys
 import time
 from typing import Optional, Sequence
 
-from keras_transformer.export import client
-from keras_transformer.files import command_files
 from keras_transformer.config import DecodingConfig, SamplingConfig
-from keras_transformer.files import atomic
-
+from keras_transformer.export import client
+from keras_transformer.files import atomic, command_files
 
 
 def translate_file(input_path: str, output_path: str = "-", *, model_dir: Optional[str] = None,
@@ -29,9 +27,11 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
                    target_prefix_file: Optional[str] = None, shortlist_file: Optional[str] = None) -> Optional[str]:
     """Translates a file (or stdin) line by line with a training directory or an export.
 
-    From `model_dir` the export's `Translator` (tokenizer + beam search, `decoding`) is built in
-    process from the averaged or latest checkpoint (or `checkpoint`); `export_dir` loads the
-    SavedModel (a version folder, or a base folder whose highest version is used), whose
+    What translates is a `keras_transformer.export.client.Engine` of the arguments (exactly one
+    of `model_dir` and `export_dir`, checked there as for every command). From `model_dir` the
+    export's `Translator` (tokenizer + beam search, `decoding`) is built in process from the
+    averaged or latest checkpoint (or `checkpoint`); `export_dir` loads an export of any
+    registered format (a version folder, or a base folder whose highest version is used), whose
     decoding settings were fixed at export time. `ensemble_model_dirs` (with `model_dir`) decodes
     the ensemble of those runs' models and `model_dir`'s (`keras_transformer.decoding.ensemble`).
 
@@ -51,7 +51,8 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     batch i drawn with seed `sampling.seed * client.BATCH_SEEDS + i`, so the same file, seed and
     `batch_size` give the same output), scored log P(Y). With `target_prefix_file` (one target
     prefix per input line, an empty line for none) each translation continues its prefix (the
-    export's `translate_with_prefix`). Neither goes with `n_best` > 1, nor both together.
+    export's `translate_with_prefix`). Neither goes with `n_best` > 1, nor both together
+    (`keras_transformer.export.exporters.Request`).
 
     Returns:
         With `reference`, sacreBLEU's report as text (`metrics.corpus_scores`): BLEU (section 6.1),
@@ -60,20 +61,14 @@ def translate_file(input_path: str, output_path: str = "-", *, model_dir: Option
     """
     from keras_transformer import metrics  # pylint: disable=g-import-not-at-top
 
-    if (model_dir is None) == (export_dir is None):
-        raise ValueError("give exactly one of model_dir and export_dir")
+    engine = client.Engine(model_dir, export_dir, checkpoint, ensemble_model_dirs, shortlist_file,
+                           client.Request(n_best=n_best, sampling=sampling, prefixed=bool(target_prefix_file)))
     command_files.check_output_path(output_path, inputs={"input": input_path, "reference": reference})
-    if n_best > 1 and (sampling is not None or target_prefix_file):
-        raise ValueError("n_best above 1 is for a search without a target prefix")
-    if sampling is not None and target_prefix_file:
-        raise ValueError("sampling and a target prefix file do not go together")
     lines = command_files.read_lines(input_path)
     references = read_references(reference, len(lines), input_path)
     prefixes = read_prefixes(target_prefix_file, len(lines), input_path)
     start = time.perf_counter()
-    translate_fn, source = client.load_translate_fn(model_dir, export_dir, decoding, checkpoint, n_best=n_best,
-                                                    ensemble_model_dirs=ensemble_model_dirs, sampling=sampling,
-                                                    prefixed=prefixes is not None, shortlist_file=shortlist_file)
+    translate_fn, source = engine.load(decoding)
     print(f"translating {len(lines)} sentences with {source}", file=sys.stderr)
     translations, scores = client.translate_lines(translate_fn, lines, batch_size, progress, prefixes=prefixes)
     if n_best > 1:

@@ -34,6 +34,7 @@ import subprocess
 import time
 from typing import Callable, Optional, Sequence
 
+import child
 from keras_transformer.training.interrupts import SignalStop  # no TensorFlow
 
 STOP_SECONDS = 30
@@ -133,15 +134,14 @@ def run(command: Sequence[str], log_path: str, env: Optional[dict] = None, cwd: 
                     stopped = True
                     log.flush()
                     _stop(process)
-            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode, peak_rss_bytes = child.wait_peak_rss(process.pid)
         except BaseException:
             _stop(process)
             raise
         finally:
             process.stdout.close()
-        process.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.monotonic() - start
-    return Finished(tuple(command), process.returncode, seconds, usage.ru_maxrss * 1024, tuple(lines), log_path,
+    return Finished(tuple(command), process.returncode, seconds, peak_rss_bytes, tuple(lines), log_path,
                     stopped)
 
 
@@ -162,6 +162,5 @@ def stop_on_signals() -> None:
 
 def reap(process: subprocess.Popen) -> int:
     """Waits for a child whose end is under way (its stdin closed) and returns its peak RSS in bytes."""
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return usage.ru_maxrss * 1024
+    process.returncode, peak_rss_bytes = child.wait_peak_rss(process.pid)
+    return peak_rss_bytes

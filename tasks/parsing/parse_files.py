@@ -47,16 +47,6 @@ from keras_transformer.tasks.parsing import evalb
 BASELINES = ("right_branching", "pcfg")
 
 
-def run_decoding(model_dir: str) -> DecodingConfig:
-    """The decoding a training directory's model is meant for: section 6.3's for a parsing run
-    (trained on a treebank), else section 6.1's."""
-    from keras_transformer.pipelines import sources  # pylint: disable=g-import-not-at-top
-    from keras_transformer.training_directory import TrainingDirectory  # pylint: disable=g-import-not-at-top
-
-    dataset = TrainingDirectory(model_dir).settings().get("data", {}).get("dataset", "")
-    return PARSING_DECODING if sources.task_of(dataset) == "parsing" else DecodingConfig()
-
-
 def right_branching(words: Sequence[str]):
     """The right-branching tree over `words` (module docstring); None for no word."""
     import nltk  # pylint: disable=g-import-not-at-top
@@ -375,7 +365,8 @@ def _rerank(sentences, source: str, gold: Optional[Gold], model_dir, export_dir,
     weight = reranking.PCFG_WEIGHT if pcfg_weight is None else pcfg_weight
     settings, folder = model_data(model_dir, export_dir)
     dataset = settings.get("dataset", "")
-    if model_dir and data_sources.task_of(dataset) != "parsing":  # an export's task is checked by the command
+    trees = dataset in data_sources.DATASETS and data_sources.source_of(dataset).trees
+    if model_dir and not trees:  # an export's task is checked by the command
         raise ValueError(f"{model_dir}: a model trained on {dataset or 'another data set'}; reranking trees needs one "
                          "trained on a treebank (--dataset=ptb)")
     source_tags, tagger = model_source_tags(settings, folder)

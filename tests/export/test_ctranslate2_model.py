@@ -19,7 +19,7 @@ import tensorflow as tf
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
-from keras_transformer.export import ctranslate2_model, versions  # noqa: E402
+from keras_transformer.export import client, ctranslate2_model, versions  # noqa: E402
 from keras_transformer.decoding import beam_search, search, sequence_scores  # noqa: E402
 from keras_transformer.run_dir import layout
 from keras_transformer.config import DecodingConfig, SamplingConfig  # noqa: E402
@@ -210,6 +210,29 @@ def test_each_stack_keeps_its_depth_greedy_search_equals_the_models(deep_encoder
     assert [hypotheses[0][0] for hypotheses in got] == texts
     np.testing.assert_allclose([hypotheses[0][1] for hypotheses in got], scores, atol=1e-4)
     assert len(set(texts)) > SENTENCES // 4  # outputs depend on the input
+
+
+def test_translate_loads_the_export_by_its_format(run, tmp_path):
+    """`python -m keras_transformer.translate --export_dir` on a CTranslate2 export: its n-best
+    lines are `Ctranslate2Translator`'s (the format's loader, `exporters.Ctranslate2Exporter`),
+    and the in-process client's plain translations their first ones."""
+    _, out, sources, *_ = run
+    lines = sources[:5] + [""]
+    (tmp_path / "source.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    result = run_command("-m", "keras_transformer.translate", f"--export_dir={out}",
+                         f"--input={tmp_path / 'source.txt'}", "--n_best=2")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"with {out / '1'}" in result.stderr
+    expected = ctranslate2_model.Ctranslate2Translator(str(out / "1")).translate(lines, DecodingConfig(n_best=2))
+    rows = [line.split(" ||| ") for line in result.stdout.splitlines()]
+    assert [(int(i), text) for i, text, _ in rows] == [(i, text) for i, hypotheses in enumerate(expected)
+                                                        for text, _ in hypotheses]
+    assert [float(score) for *_, score in rows] == pytest.approx(
+        [score for hypotheses in expected for _, score in hypotheses], abs=1e-5)
+    translate_fn, source = client.load_translate_fn(export_dir=str(out))
+    translations, _ = client.translate_lines(translate_fn, [line.encode("utf-8") for line in lines], batch_size=4)
+    assert source == str(out / "1")
+    assert translations == [hypotheses[0][0] for hypotheses in expected]
 
 
 def test_int8_export_stores_the_weights_to_int8_precision(run, tmp_path):
