@@ -184,13 +184,13 @@ def test_a_checkpoint_rotated_away_between_check_and_read_is_chosen_again(run, s
     shutil.rmtree(model_dir / "averaged")  # a run still training has no average yet
     folder = model_dir / "checkpoints"
     out = tmp_path / "out.txt"
-    translated = run_command("-c", ROTATING, folder, "ckpt-12", "ckpt-18", "keras_transformer.translate",
+    translated = run_command("-c", ROTATING, folder, "ckpt-12", "ckpt-18", "keras_transformer.commands.translate",
                              f"--model_dir={model_dir}", f"--input={sentences}", f"--output={out}", "--beam_size=1")
     assert translated.returncode == 0, translated.stderr[-2000:]
     assert f"with {folder / 'ckpt-18'}" in translated.stderr and len(out.read_text().splitlines()) == 2
     assert not (folder / "ckpt-12.index").exists()  # the rotation did happen
 
-    averaged = run_command("-c", ROTATING, folder, "ckpt-6", "ckpt-24", "keras_transformer.average_checkpoints",
+    averaged = run_command("-c", ROTATING, folder, "ckpt-6", "ckpt-24", "keras_transformer.commands.average_checkpoints",
                            f"--model_dir={model_dir}", "--num_checkpoints=2")
     assert averaged.returncode == 0, averaged.stderr[-2000:]
     assert f"averaged ckpt-18, ckpt-24 -> {model_dir / 'averaged' / 'ckpt-24'}" in averaged.stdout
