@@ -223,8 +223,8 @@ class TrainingDirectory:
         if not need_tokenizer and not os.path.lexists(self.tokenizer_dir):
             return OpenedRun(self, settings, config, None, None, None)
         if not tokenizers.is_saved(self.tokenizer_dir):
-            raise FileNotFoundError(f"{self.tokenizer_dir}: no saved tokenizer; a run cannot be read without the "
-                                    "tokenizer it was trained with")
+            raise FileNotFoundError(f"{self.tokenizer_dir}: no saved tokenizer (no file {tokenizers.CONFIG_FILE} in "
+                                    "it); a run cannot be read without the tokenizer it was trained with")
         source, target = self.load_tokenizers()
         fingerprint = tokenizers.fingerprint(source, target)
         self.check_fingerprint(fingerprint)
@@ -254,9 +254,9 @@ class TrainingDirectory:
             raise ValueError(f"{self.path} has checkpoints ({os.path.basename(checkpoints[-1])}) but no "
                              f"{layout.CONFIG_FILE}: restore it from a backup, or use another --model_dir")
         if (checkpoints or has_config) and not tokenizers.is_saved(self.tokenizer_dir):
-            raise ValueError(f"{self.tokenizer_dir}: missing or incomplete, but the run in {self.path} was trained "
-                             "with it (a new tokenizer would give its embeddings other subwords): restore the "
-                             "folder, or use another --model_dir")
+            raise ValueError(f"{self.tokenizer_dir}: missing or incomplete (no file {tokenizers.CONFIG_FILE} in it), "
+                             f"but the run in {self.path} was trained with it (a new tokenizer would give its "
+                             "embeddings other subwords): restore the folder, or use another --model_dir")
         return bool(checkpoints or has_config)
 
     def check_resume(self, config: TransformerConfig, tokenizer_fingerprint: Optional[str] = None,

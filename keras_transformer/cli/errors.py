@@ -175,7 +175,6 @@ def run(main, known_only: bool = False):
     (a --flagfile's included) are not an error: `main` gets them in its argv, in order, to hand
     to another command (`keras_transformer.variations` passes a recipe to the training command).
     """
-    command_start.release()  # from here on, Ctrl-C is a KeyboardInterrupt (recorded) this function turns into one line
     silencer = NativeStderrSilencer()
     _adopt_key_flags(getattr(main, "__module__", "__main__"))
 
@@ -219,8 +218,9 @@ def run(main, known_only: bool = False):
                 raise
             fail(message)
 
-    silencer.start()
     try:
+        command_start.release()  # from here on, Ctrl-C is a KeyboardInterrupt (recorded), turned into one line here
+        silencer.start()
         app.run(guarded, flags_parser=parse_flags)
     except KeyboardInterrupt:  # Ctrl-C while absl parses the flags, before `guarded` runs
         silencer.stop()

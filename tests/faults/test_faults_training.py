@@ -54,7 +54,7 @@ def test_a_run_that_lost_its_tokenizer_is_refused_and_left_as_it_was(finished, t
     shutil.rmtree(model_dir / "tokenizer")
     before = snapshot(model_dir)
     result = run_command(*train_args(model_dir, *FINISHED, "--train_steps=20", flagfile=flagfile))
-    assert_one_error_line(result, "tokenizer: missing or incomplete, but the run in")
+    assert_one_error_line(result, "tokenizer: missing or incomplete (no file tokenizer.json in it), but the run in")
     assert snapshot(model_dir) == before and not (model_dir / "tokenizer").exists()
 
 

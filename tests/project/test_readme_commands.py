@@ -68,7 +68,7 @@ def _clone_env(clone):
 def _setup_module():
     """setup.py's names (SUBPACKAGE_FOLDERS), read without running setuptools.setup."""
     source = (REPO / "setup.py").read_text(encoding="utf-8")
-    names = {}
+    names = {"__file__": str(REPO / "setup.py")}
     exec(source.split("def _packages")[0], names)  # pylint: disable=exec-used
     return types.SimpleNamespace(**names)
 
