@@ -98,7 +98,7 @@ def test_readme_demo_on_a_fresh_clone(tmp_path):
     packages = ["keras_transformer", *(f"keras_transformer.{f}" for f in _setup_module().SUBPACKAGE_FOLDERS)]
     where = _run([sys.executable, "-c", f"import importlib\nfor name in {packages!r}: "
                   "print(importlib.import_module(name).__file__)"], clone, 300, env)
-    assert len(where.stdout.split()) == len(packages) == 5, (packages, where.stdout)
+    assert len(where.stdout.split()) == len(packages) == 6, (packages, where.stdout)
     assert all(path.startswith(str(clone) + os.sep) for path in where.stdout.split()), where.stdout
 
     demo = _run(["make", "demo", SHORT_DEMO, f"PY={sys.executable}", "STAMP=", "DEMO_STAMP="], clone, 1800, env)
