@@ -20,6 +20,9 @@ from tests.helpers.train_runs import TINY  # noqa: E402
 # own handler, as in a foreground run, makes the commands the tests start get SIGINT's default.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# Likewise SIGHUP under `nohup`: the tests that stop a harness with SIGHUP need its default in the children.
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def pytest_configure(config):
