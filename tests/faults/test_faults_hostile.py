@@ -1082,9 +1082,23 @@ def hostile(tmp_path_factory):
     return fixtures, {name: tree_digest(folder) for name, folder in fixtures.guarded().items()}
 
 
+# The signal cases time a signal to a moment of a command's run: `make test-slow` runs them alone, after the
+# other slow tests, so that no other test file loads the host meanwhile (`test_hostile_signal`).
+SIGNAL_CASES = [case for case in CASES if case.expect == SIGNAL]
+OTHER_CASES = [case for case in CASES if case.expect != SIGNAL]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@pytest.mark.parametrize("case", OTHER_CASES, ids=[case.name for case in OTHER_CASES])
 def test_hostile_input(hostile, case, tmp_path):
+    folder = tmp_path / "case"
+    folder.mkdir()
+    check_case(case, *hostile, str(folder))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", SIGNAL_CASES, ids=[case.name for case in SIGNAL_CASES])
+def test_hostile_signal(hostile, case, tmp_path):
     folder = tmp_path / "case"
     folder.mkdir()
     check_case(case, *hostile, str(folder))
